@@ -1,0 +1,16 @@
+"""onnx-slice-tools: exact StridedSlice (TensorFlow / OpenVINO) to standard ONNX."""
+
+from .errors import ModelError, OnnxSliceToolsError, StridedSliceError, VerificationError
+from .plan import AxisPlan, OutDim, Plan, make_plan
+from .reference import apply_plan, slice_array, strided_slice
+from .spec import (OPENVINO, TF, SliceSpec, from_index_expr, from_openvino, from_tf,
+                   parse_openvino_mask)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AxisPlan", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim", "Plan", "SliceSpec",
+    "StridedSliceError", "TF", "VerificationError", "apply_plan", "from_index_expr",
+    "from_openvino", "from_tf", "make_plan", "parse_openvino_mask", "slice_array",
+    "strided_slice", "__version__",
+]

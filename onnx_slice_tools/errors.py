@@ -1,0 +1,67 @@
+"""Typed errors of onnx-slice-tools.
+
+Every error carries enough context to print one line that names what is wrong:
+the file, the node and the field where known.
+"""
+
+from __future__ import annotations
+
+
+class OnnxSliceToolsError(Exception):
+    """Base class of every error raised on purpose by onnx-slice-tools."""
+
+
+class StridedSliceError(OnnxSliceToolsError, ValueError):
+    """A StridedSlice spec that the framework rejects, or that cannot be parsed.
+
+    ``index`` is the position in begin/end/strides the problem is at (None when it
+    concerns the whole spec), ``field`` the input or attribute involved
+    (``"strides"``, ``"shrink_axis_mask"`` ...), ``reason`` a short sentence.
+    ``node`` and ``path`` are filled in when the spec came from a model.
+    """
+
+    def __init__(self, reason: str, *, index: int | None = None, field: str | None = None,
+                 node: str | None = None, path: str | None = None):
+        self.reason = reason
+        self.index = index
+        self.field = field
+        self.node = node
+        self.path = path
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = []
+        if self.path:
+            where.append(str(self.path))
+        if self.node is not None:
+            where.append(f"node {self.node!r}")
+        if self.field:
+            where.append(self.field + (f"[{self.index}]" if self.index is not None else ""))
+        elif self.index is not None:
+            where.append(f"index {self.index}")
+        return (": ".join(where) + ": " if where else "") + self.reason
+
+    def in_context(self, *, node: str | None = None, path: str | None = None) -> "StridedSliceError":
+        """A copy of this error that also names the node and/or file."""
+        return StridedSliceError(self.reason, index=self.index, field=self.field,
+                                 node=node if node is not None else self.node,
+                                 path=path if path is not None else self.path)
+
+
+class ModelError(OnnxSliceToolsError, ValueError):
+    """A model that cannot be used: unreadable, corrupt, or structurally unusable."""
+
+    def __init__(self, reason: str, *, path: str | None = None, node: str | None = None):
+        self.reason = reason
+        self.path = path
+        self.node = node
+        prefix = []
+        if path:
+            prefix.append(str(path))
+        if node is not None:
+            prefix.append(f"node {node!r}")
+        super().__init__((": ".join(prefix) + ": " if prefix else "") + reason)
+
+
+class VerificationError(OnnxSliceToolsError):
+    """A rewrite that was produced but failed verification."""

@@ -1,0 +1,259 @@
+"""The real runtimes as oracles: TensorFlow and OpenVINO StridedSlice on numpy arrays.
+
+Needs the ``oracles`` extra (``tensorflow-cpu``, ``openvino``); each import is
+lazy.  Each oracle returns an :class:`Outcome`: the array the runtime produced,
+or the error it raised.
+
+OpenVINO: the output *shape* and accept/reject come from OpenVINO's shape
+inference (``openvino.opset1.strided_slice`` validates at construction) plus
+its reference evaluator (``Node.evaluate``, which raises on an out-of-range
+shrink index); the *values* come from the reference evaluator, except where
+that evaluator is known to be unsound (see :func:`openvino_strided_slice` and
+docs/semantics.md).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec, from_openvino, from_tf
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    values: np.ndarray | None = None
+    shape: tuple | None = None
+    error: str | None = None
+
+
+_tf = None
+_ov = None
+
+
+def _tensorflow():
+    global _tf
+    if _tf is None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow as tf  # noqa: PLC0415 - optional dependency
+        _tf = tf
+    return _tf
+
+
+def _openvino():
+    global _ov
+    if _ov is None:
+        import openvino as ov  # noqa: PLC0415 - optional dependency
+        import openvino.opset1 as ops  # noqa: PLC0415
+        _ov = (ov, ops)
+    return _ov
+
+
+def _index_dtype(values) -> Any:
+    return np.int32 if all(-(2 ** 31) <= v < 2 ** 31 for v in values) else np.int64
+
+
+def tf_strided_slice(x: np.ndarray, spec: SliceSpec, index_dtype=None) -> Outcome:
+    """``tf.strided_slice`` on x (eager, CPU)."""
+    tf = _tensorflow()
+    vals = spec.begin + spec.end + spec.strides
+    dt = index_dtype or _index_dtype(vals)
+
+    def signed(m: int) -> int:
+        return m - 2 ** 32 if m >= 2 ** 31 else m
+
+    try:
+        out = tf.strided_slice(
+            x, tf.constant(spec.begin, dt, shape=[len(spec.begin)]),
+            tf.constant(spec.end, dt, shape=[len(spec.end)]),
+            tf.constant(spec.strides, dt, shape=[len(spec.strides)]),
+            **{m: signed(getattr(spec, m)) for m in MASK_NAMES})
+        arr = out.numpy()
+    except (tf.errors.InvalidArgumentError, ValueError) as exc:
+        msg = str(exc).split("}}")[-1].strip().splitlines()[0]
+        return Outcome(False, error=msg)
+    arr = np.asarray(arr)
+    if x.dtype.kind in "SUO":
+        arr = arr.astype(x.dtype)  # TF returns bytes for strings
+    return Outcome(True, arr, tuple(arr.shape))
+
+
+def _ov_tensor(a: np.ndarray, keep: list, pad: int = 0):
+    """An ov.Tensor over a copy of ``a`` followed by ``pad`` spare elements.
+
+    The padding gives the reference evaluator's out-of-bounds read on empty
+    inputs (see below) memory that belongs to us."""
+    ov, _ = _openvino()
+    a = np.ascontiguousarray(a)
+    buf = np.zeros(a.size + pad, dtype=a.dtype)
+    buf[: a.size] = a.ravel()
+    keep.append(buf)  # the tensor shares buf's memory: keep it alive while it is used
+    return ov.Tensor(buf, list(a.shape), ov.Type(a.dtype))
+
+
+def _ov_masks(spec: SliceSpec) -> dict:
+    lengths = spec.mask_lengths or (spec.n,) * 5
+    return {m: spec.mask_list(m, length) for m, length in zip(MASK_NAMES, lengths)}
+
+
+def conflicting_indices(spec: SliceSpec) -> list[int]:
+    """Indices with the ellipsis bit and the new_axis or shrink bit: OpenVINO's shape inference
+    lets the ellipsis win, its reference evaluator does not (and then overruns its buffer)."""
+    return [i for i in range(spec.n) if spec.bit("ellipsis_mask", i)
+            and (spec.bit("new_axis_mask", i) or spec.bit("shrink_axis_mask", i))]
+
+
+def openvino_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
+    """OpenVINO StridedSlice-1 as its runtime behaves.
+
+    * validation and output shape: shape inference (``opset1.strided_slice``);
+    * run-time rejection (shrink index out of range) and values: the reference
+      evaluator (``Node.evaluate``), with two documented adjustments:
+      - indices that carry the ellipsis bit and the new_axis/shrink bit are evaluated
+        with those losing bits cleared (shape inference's reading; the evaluator's own
+        reading writes past its output buffer);
+      - on an input with a zero-size dim the evaluator reports a wrong shape (a reverse
+        slice of an empty axis counts 1), so only shape inference's shape is used;
+      - on a rank-0 input the evaluator reports an extra unit dim; its values are
+        compared in shape inference's shape.
+    String tensors are validated but not evaluated (``evaluate`` crashes on them).
+    """
+    ov, ops = _openvino()
+    from dataclasses import replace
+    masks = _ov_masks(spec)
+    is_string = x.dtype.kind in "SUO"
+    try:
+        param = ops.parameter(list(x.shape), ov.Type.string if is_string else ov.Type(x.dtype))
+        node = ops.strided_slice(param, np.array(spec.begin, np.int64), np.array(spec.end, np.int64),
+                                 np.array(spec.strides, np.int64), **masks)
+        pshape = node.get_output_partial_shape(0)
+    except Exception as exc:  # OpenVINO raises RuntimeError subclasses for validation failures
+        return Outcome(False, error=str(exc).strip().splitlines()[0])
+    shape = tuple(d.get_length() for d in pshape) if pshape.is_static else None
+    if is_string:
+        return Outcome(True, None, shape)
+    conflicts = conflicting_indices(spec)
+    if conflicts:
+        clear = sum(1 << i for i in conflicts)
+        spec = replace(spec, new_axis_mask=spec.new_axis_mask & ~clear,
+                       shrink_axis_mask=spec.shrink_axis_mask & ~clear)
+        node = ops.strided_slice(param, np.array(spec.begin, np.int64), np.array(spec.end, np.int64),
+                                 np.array(spec.strides, np.int64), **_ov_masks(spec))
+    out = [ov.Tensor(ov.Type(x.dtype), ov.Shape([0]))]
+    keep: list = []
+    inputs = [_ov_tensor(x, keep, pad=64)] + [_ov_tensor(np.array(v, np.int64), keep)
+                                              for v in (spec.begin, spec.end, spec.strides)]
+    try:
+        node.evaluate(out, inputs)
+    except Exception as exc:
+        return Outcome(False, error=str(exc).strip().splitlines()[0])
+    if x.size == 0:
+        return Outcome(True, None, shape)
+    res = out[0]
+    arr = np.array(res.data, copy=True).reshape(tuple(res.get_shape()))
+    if x.ndim == 0 and shape is not None and arr.size == int(np.prod(shape)):
+        arr = arr.reshape(shape)  # the evaluator reports an extra unit dim for rank-0 inputs
+    return Outcome(True, arr, shape)
+
+
+def run_oracle(x: np.ndarray, spec: SliceSpec) -> Outcome:
+    return tf_strided_slice(x, spec) if spec.flavor == TF else openvino_strided_slice(x, spec)
+
+
+# --------------------------------------------------------------------------- random cases
+
+class RandomSource:
+    """What the case generator needs; adapters exist for ``random.Random`` and hypothesis."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+    def choice(self, seq):
+        return seq[self.integer(0, len(seq) - 1)]
+
+    def chance(self, p: float) -> bool:
+        return self.integer(0, 999) < int(p * 1000)
+
+
+_BIG = [2 ** 31 - 1, -(2 ** 31), 2 ** 31, 2 ** 40, -(2 ** 40), 2 ** 63 - 1, -(2 ** 63)]
+DTYPES = ["float32", "int32", "int64", "float16", "float64", "int8", "uint8", "bool"]
+
+
+def random_case(src: RandomSource, flavor: str, max_rank: int = 6) -> tuple[np.ndarray, SliceSpec]:
+    """A random input and spec: dims 0..5 (0 and 1 common), values in and out of range,
+    negative values, strides +-1..3 (rarely 0), mask bits beyond len(begin)."""
+    rank = src.integer(0, max_rank) if src.chance(0.05) else src.integer(1, max_rank)
+    shape = tuple(src.choice([0, 1, 1, 2, 3, 3, 4, 5]) for _ in range(rank))
+    if src.chance(0.3):
+        shape = tuple(1 if d == 0 else d for d in shape)
+    n = src.integer(0, rank + 3)
+
+    def value() -> int:
+        if src.chance(0.04):
+            return src.choice(_BIG)
+        return src.integer(-7, 7)
+
+    begin = [value() for _ in range(n)]
+    end = [value() for _ in range(n)]
+    strides = [0 if src.chance(0.02) else src.choice([1, 1, 1, -1, -1, 2, -2, 3, -3]) for _ in range(n)]
+    width = n + src.integer(0, 3)
+
+    def mask(p: float) -> list[int]:
+        return [int(src.chance(p)) for _ in range(width)]
+
+    masks = {"begin_mask": mask(0.3), "end_mask": mask(0.3), "new_axis_mask": mask(0.12),
+             "shrink_axis_mask": mask(0.2), "ellipsis_mask": [0] * width}
+    if width and src.chance(0.5):
+        masks["ellipsis_mask"][src.integer(0, width - 1)] = 1
+        if src.chance(0.05):
+            masks["ellipsis_mask"][src.integer(0, width - 1)] = 1
+    dtype = np.dtype(src.choice(DTYPES))
+    size = int(np.prod(shape)) if shape else 1
+    x = (np.arange(size) % 251).astype(dtype).reshape(shape)
+    if dtype == np.bool_:
+        x = ((np.arange(size) * 7919) % 3 == 0).reshape(shape)
+    if flavor == TF:
+        bits = {k: sum(b << i for i, b in enumerate(v)) for k, v in masks.items()}
+        return x, from_tf(begin, end, strides, **bits)
+    if src.chance(0.15):  # masks of other lengths: empty, or unequal (OpenVINO rejects the latter)
+        k = src.choice(MASK_NAMES)
+        masks[k] = masks[k][: src.integer(0, width)]
+    return x, from_openvino(begin, end, strides, **masks)
+
+
+def compare(ours: Outcome, theirs: Outcome) -> str | None:
+    """None when the outcomes agree exactly (accept/reject, shape, dtype, bitwise values)."""
+    if ours.ok != theirs.ok:
+        return (f"ours {'accepted' if ours.ok else 'rejected'} ({ours.error or ours.shape}), "
+                f"runtime {'accepted' if theirs.ok else 'rejected'} ({theirs.error or theirs.shape})")
+    if not ours.ok:
+        return None
+    if theirs.shape is not None and tuple(ours.shape) != tuple(theirs.shape):
+        return f"shape: ours {ours.shape}, runtime {theirs.shape}"
+    if theirs.values is not None:
+        a, b = ours.values, theirs.values
+        if a.shape != b.shape:
+            return f"value shape: ours {a.shape}, runtime {b.shape}"
+        if a.dtype != b.dtype:
+            return f"dtype: ours {a.dtype}, runtime {b.dtype}"
+        if a.tobytes() != b.tobytes():
+            return f"values differ: ours {a.ravel()[:8]}, runtime {b.ravel()[:8]}"
+    return None
+
+
+def our_outcome(x: np.ndarray, spec: SliceSpec) -> Outcome:
+    from .errors import StridedSliceError
+    from .reference import slice_array
+    try:
+        arr = slice_array(spec, x)
+    except StridedSliceError as exc:
+        return Outcome(False, error=str(exc))
+    return Outcome(True, arr, tuple(arr.shape))
