@@ -75,6 +75,7 @@ class OutDim:
     kind: str
     source: int | None = None
     size: Dim = None
+    index: int | None = None  # spec position of a new axis
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,7 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         if role == "ellipsis":
             add_ellipsis(i)
         elif role == "new":
-            outputs.append(OutDim(NEW, None, 1))
+            outputs.append(OutDim(NEW, None, 1, index=i))
         else:
             add_real(i, role == "shrink")
     if ellipsis_at == n:

@@ -1,0 +1,259 @@
+"""Lowering: a canonical plan -> minimal ONNX ``Slice`` / ``Squeeze`` / ``Unsqueeze``.
+
+:func:`lower` is pure: it returns abstract ops (:class:`Op`) with constant
+arguments.  :func:`emit` turns them into onnx-ir nodes for a target opset
+(axes as attributes before opset 13, as inputs from 13).
+
+Rules:
+
+* only axes that change go into ``Slice``; no identity ops are emitted;
+* known dims: canonical start/end (exact for that size);
+* unknown dims: the raw begin/end with masks replaced by sentinels that hold for
+  every size -- never an end of ``INT32_MAX``/``INT64_MAX`` with a negative step
+  (onnxruntime reverses the whole axis there, issue #11107), ``INT64_MIN`` instead;
+* TensorFlow's reverse-begin clamping ("before element 0") on an unknown dim is
+  reproduced by first cutting the axis to ``[0, begin + 1)``;
+* a shrink (``x[0]``) next to a new axis (``None``) with no kept axis between
+  them cancel: the sliced size-1 axis simply stays;
+* when both ``Squeeze`` and ``Unsqueeze`` are needed and the output shape is
+  static (no zero dims), a single ``Reshape`` replaces them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .plan import ALL, INDEX, NEW, RANGE, REST, AxisPlan, Plan
+from .spec import TF
+
+INT64_MAX = 2 ** 63 - 1
+INT64_MIN = -(2 ** 63)
+INT32_MAX = 2 ** 31 - 1
+
+SLICE, SQUEEZE, UNSQUEEZE, RESHAPE, IDENTITY = "Slice", "Squeeze", "Unsqueeze", "Reshape", "Identity"
+
+
+@dataclass(frozen=True)
+class Op:
+    """One emitted op with constant arguments."""
+
+    op_type: str
+    axes: tuple[int, ...] = ()
+    starts: tuple[int, ...] = ()
+    ends: tuple[int, ...] = ()
+    steps: tuple[int, ...] = ()
+    shape: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        if self.op_type == SLICE:
+            return (f"Slice(starts={list(self.starts)}, ends={list(self.ends)}, axes={list(self.axes)}, "
+                    f"steps={list(self.steps)})")
+        if self.op_type in (SQUEEZE, UNSQUEEZE):
+            return f"{self.op_type}(axes={list(self.axes)})"
+        if self.op_type == RESHAPE:
+            return f"Reshape(shape={list(self.shape)})"
+        return self.op_type
+
+
+@dataclass(frozen=True)
+class Lowering:
+    plan: Plan
+    ops: tuple[Op, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_identity(self) -> bool:
+        return all(op.op_type == IDENTITY for op in self.ops)
+
+    @property
+    def node_count(self) -> int:
+        """Nodes this lowering adds (an identity counts 0: it is a rewiring)."""
+        return sum(op.op_type != IDENTITY for op in self.ops)
+
+
+def _fix_end_for_reverse(end: int) -> int:
+    # onnxruntime treats INT32_MAX / INT64_MAX as "to the front" with a negative step; any end at
+    # or past the last element means the same, so use a value onnxruntime clamps correctly.
+    return INT64_MAX - 1 if end >= INT32_MAX else end
+
+
+def _slice_args(a: AxisPlan, flavor: str) -> tuple[tuple | None, tuple | None, str | None]:
+    """(pre-cut args or None, main args or None, note) for one axis; args = (axis, start, end, step)."""
+    if a.kind == INDEX:
+        if isinstance(a.dim, int):
+            if a.dim == 1:
+                return None, None, None  # the only element: nothing to slice
+            return None, (a.axis, a.start, a.start + 1, 1), None
+        b = a.begin  # out of range only shows at run time: Slice is then empty and Squeeze fails
+        return None, (a.axis, b, INT64_MAX if b == -1 or b >= INT64_MAX else b + 1, 1), None
+    if a.is_identity:
+        return None, None, None
+    s = a.stride
+    if isinstance(a.dim, int):
+        if a.size == 0:
+            return None, (a.axis, 0, 0, 1), None
+        end = a.start + a.size * s
+        if s < 0 and end < 0:
+            end = INT64_MIN
+        return None, (a.axis, a.start, end, s), None
+    # unknown dim: arguments that are right for every size
+    start = (0 if s > 0 else -1) if a.begin_masked else a.begin
+    if a.end_masked:
+        end = INT64_MAX if s > 0 else INT64_MIN
+    else:
+        end = a.end if s > 0 else _fix_end_for_reverse(a.end)
+    if flavor == TF and s < 0 and not a.begin_masked and a.begin <= -2 and (a.end_masked or a.end < 0):
+        # TF clamps begin + dim < 0 to "before element 0" (empty); ONNX clamps it to 0.
+        if not a.end_masked and a.end >= a.begin:
+            return None, (a.axis, 0, 0, 1), None  # empty for every size
+        new_end = INT64_MIN if a.end_masked else a.end - a.begin - 1
+        note = (f"axis {a.axis}: TensorFlow's reverse begin {a.begin} on a dim of unknown size: "
+                f"cut to [0, {a.begin + 1}) first")
+        return (a.axis, 0, a.begin + 1, 1), (a.axis, -1, new_end, s), note
+    return None, (a.axis, start, end, s), None
+
+
+def _slice_op(args: list[tuple]) -> Op | None:
+    if not args:
+        return None
+    args = sorted(args, key=lambda t: (t[0] < 0, t[0]))
+    return Op(SLICE, axes=tuple(t[0] for t in args), starts=tuple(t[1] for t in args),
+              ends=tuple(t[2] for t in args), steps=tuple(t[3] for t in args))
+
+
+def _layout(plan: Plan) -> tuple[list[int], list[int]]:
+    """(Squeeze axes on the input, Unsqueeze positions on the output) after pairing
+    shrinks with new axes that sit next to each other."""
+    spec = plan.spec
+    n = spec.n
+    ellipsis_at = next((i for i in range(n) if spec.bit("ellipsis_mask", i)), n)
+    items = []  # (position in the spec, tie-break, kind, payload)
+    for k, a in enumerate(plan.axes):
+        items.append((ellipsis_at if a.kind == ALL else a.index, k, a.kind, a))
+    for o in plan.outputs:
+        if o.kind == NEW:
+            items.append((o.index, 0, NEW, None))
+        elif o.kind == REST:
+            items.append((ellipsis_at, -1, REST, None))
+    items.sort(key=lambda t: (t[0], t[1]))
+
+    layout: list[str] = []  # "keep" | "new" | "rest"
+    squeeze: list[int] = []
+    run_shrinks: list[AxisPlan] = []
+    run_news = 0
+
+    def flush() -> None:
+        nonlocal run_shrinks, run_news
+        pairable = [a for a in run_shrinks if isinstance(a.dim, int)]
+        pairs = min(len(pairable), run_news)
+        kept = set(id(a) for a in pairable[:pairs])
+        for a in run_shrinks:
+            if id(a) not in kept:
+                squeeze.append(a.axis)
+        layout.extend(["keep"] * pairs + ["new"] * (run_news - pairs))
+        run_shrinks, run_news = [], 0
+
+    for _, _, kind, a in items:
+        if kind == INDEX:
+            run_shrinks.append(a)
+        elif kind == NEW:
+            run_news += 1
+        else:
+            flush()
+            layout.append("rest" if kind == REST else "keep")
+    flush()
+    rest = layout.index("rest") if "rest" in layout else None
+    unsqueeze = [j if rest is None or j < rest else j - len(layout)
+                 for j, what in enumerate(layout) if what == "new"]
+    return sorted(squeeze, key=lambda ax: (ax < 0, ax)), unsqueeze
+
+
+def lower(plan: Plan) -> Lowering:
+    """The minimal op sequence for a plan (see module doc)."""
+    pre, main, notes = [], [], []
+    for a in plan.axes:
+        if a.kind == ALL:
+            continue
+        p, m, note = _slice_args(a, plan.flavor)
+        if p:
+            pre.append(p)
+        if m:
+            main.append(m)
+        if note:
+            notes.append(note)
+    ops = [op for op in (_slice_op(pre), _slice_op(main)) if op]
+    squeeze, unsqueeze = _layout(plan)
+    out_shape = plan.output_shape
+    if squeeze and unsqueeze and out_shape is not None and all(
+            isinstance(d, int) and d > 0 for d in out_shape):
+        ops.append(Op(RESHAPE, shape=tuple(out_shape)))
+    else:
+        if squeeze:
+            ops.append(Op(SQUEEZE, axes=tuple(squeeze)))
+        if unsqueeze:
+            ops.append(Op(UNSQUEEZE, axes=tuple(unsqueeze)))
+    if not ops:
+        ops.append(Op(IDENTITY))
+    return Lowering(plan, tuple(ops), tuple(notes))
+
+
+# --------------------------------------------------------------------------- emission (onnx-ir)
+
+class ConstantPool:
+    """Int64 constants for one graph, deduplicated by value: initializers in graphs,
+    ``Constant`` nodes in functions (which cannot hold initializers)."""
+
+    def __init__(self, graph, prefix: str, use_nodes: bool = False):
+        self.graph = graph
+        self.prefix = prefix
+        self.use_nodes = use_nodes
+        self.cache: dict[tuple, object] = {}
+        self.count = 0
+        self.nodes: list = []  # Constant nodes created (functions only)
+
+    def get(self, values: tuple[int, ...]):
+        import numpy as np
+        import onnx_ir as ir
+        key = tuple(values)
+        if key in self.cache:
+            return self.cache[key]
+        name = f"{self.prefix}c{self.count}"
+        self.count += 1
+        tensor = ir.tensor(np.array(values, dtype=np.int64), name=name)
+        if self.use_nodes:
+            node = ir.node("Constant", [], {"value": tensor}, outputs=[ir.Value(name=name)])
+            self.nodes.append(node)
+            value = node.outputs[0]
+        else:
+            value = ir.Value(name=name, const_value=tensor, shape=ir.Shape([len(values)]),
+                             type=ir.TensorType(ir.DataType.INT64))
+            self.graph.register_initializer(value)
+        self.cache[key] = value
+        return value
+
+
+def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str) -> tuple[list, object]:
+    """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
+
+    Constant inputs come from ``consts`` (Constant nodes it creates are not in the list)."""
+    import onnx_ir as ir
+    nodes = []
+    cur = x
+    for k, op in enumerate(lowering.ops):
+        node_name = f"{name}/{op.op_type}" + (f"_{k}" if k else "")
+        if op.op_type == SLICE:
+            inputs = [cur, consts.get(op.starts), consts.get(op.ends), consts.get(op.axes), consts.get(op.steps)]
+            node = ir.node(SLICE, inputs, name=node_name)
+        elif op.op_type in (SQUEEZE, UNSQUEEZE):
+            if opset >= 13:
+                node = ir.node(op.op_type, [cur, consts.get(op.axes)], name=node_name)
+            else:
+                node = ir.node(op.op_type, [cur], {"axes": list(op.axes)}, name=node_name)
+        elif op.op_type == RESHAPE:
+            node = ir.node(RESHAPE, [cur, consts.get(op.shape)], name=node_name)
+        else:
+            node = ir.node(IDENTITY, [cur], name=node_name)
+        node.outputs[0].name = f"{node_name}:0"
+        nodes.append(node)
+        cur = node.outputs[0]
+    return nodes, cur
