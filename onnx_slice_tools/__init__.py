@@ -1,5 +1,6 @@
 """onnx-slice-tools: exact StridedSlice (TensorFlow / OpenVINO) to standard ONNX."""
 
+from .api import ConvertResult, Report, convert
 from .errors import ModelError, OnnxSliceToolsError, StridedSliceError, VerificationError
 from .plan import AxisPlan, OutDim, Plan, make_plan
 from .reference import apply_plan, slice_array, strided_slice
@@ -9,7 +10,7 @@ from .spec import (OPENVINO, TF, SliceSpec, from_index_expr, from_openvino, from
 __version__ = "0.1.0"
 
 __all__ = [
-    "AxisPlan", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim", "Plan", "SliceSpec",
+    "AxisPlan", "ConvertResult", "Report", "convert", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim", "Plan", "SliceSpec",
     "StridedSliceError", "TF", "VerificationError", "apply_plan", "from_index_expr",
     "from_openvino", "from_tf", "make_plan", "parse_openvino_mask", "slice_array",
     "strided_slice", "__version__",

@@ -218,7 +218,7 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
     if shrink:
         if flavor == TF and stride is not None:
             if stride == 0:
-                raise StridedSliceError(f"strides[{i}] must be non-zero", index=i, field="strides")
+                raise StridedSliceError("must be non-zero", index=i, field="strides")
             if stride < 0:
                 raise StridedSliceError(
                     f"a shrink axis (an integer index) needs a positive stride, got {stride} "
@@ -236,7 +236,7 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
         return AxisPlan(axis, INDEX, i, dim, begin, end, stride, bm, em, start=start, size=1)
 
     if stride is not None and stride == 0:
-        raise StridedSliceError(f"strides[{i}] must be non-zero", index=i, field="strides")
+        raise StridedSliceError("must be non-zero", index=i, field="strides")
     a = AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em)
     if known and stride is not None and (begin is not None or bm) and (end is not None or em):
         rule = tf_range if flavor == TF else openvino_range

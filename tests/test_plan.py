@@ -43,7 +43,7 @@ def test_plan_notes_precedence():
 
 
 @pytest.mark.parametrize("expr, shape, match", [
-    ("x[::0]", (3,), "strides\\[0\\] must be non-zero"),
+    ("x[::0]", (3,), "strides\\[0\\]: must be non-zero"),
     ("x[5]", (3,), "out of bounds"),
     ("x[-4]", (3,), "out of bounds"),
     ("x[0, 0]", (3,), "index out of range"),

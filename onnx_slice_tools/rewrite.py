@@ -1,0 +1,309 @@
+"""The model rewrite pass: StridedSlice nodes -> lowered standard ONNX (onnx-ir).
+
+Finds StridedSlice nodes in the main graph, in ``If``/``Loop``/``Scan`` bodies
+(any depth) and in model-local functions:
+
+* TensorFlow flavour: INT mask attributes -- tf2onnx's custom domain
+  ``ai.onnx.converters.tensorflow`` or any other domain, the default one included;
+* OpenVINO flavour: INTS or STRING mask attributes (e.g. ``org.openvinotoolkit``).
+
+begin/end/strides come from initializers or ``Constant`` nodes, int32 or int64.
+The pass edits an ``onnx_ir.Model`` in place and returns a :class:`RewriteResult`;
+callers that must not touch their input pass a copy (``convert`` does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import StridedSliceError
+from .lower import ConstantPool, Lowering, emit, lower
+from .plan import make_plan
+from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec, from_openvino, from_tf
+
+TF_DOMAIN = "ai.onnx.converters.tensorflow"
+OPENVINO_DOMAINS = ("org.openvinotoolkit",)
+_OV_MASK_NAMES = ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
+
+
+@dataclass
+class RewriteRecord:
+    """What happened to one StridedSlice node."""
+
+    node: str
+    graph: str
+    flavor: str | None = None
+    spec: SliceSpec | None = None
+    input_shape: tuple | None = None
+    output_shape: tuple | None = None
+    lowering: Lowering | None = None
+    elem_type: int | None = None
+    declared_output: tuple | None = None
+    error: str | None = None
+    error_kind: str | None = None  # "invalid" (the framework rejects it) | "unsupported"
+    check: object | None = None     # verify.CheckResult once verified
+
+    @property
+    def notation(self) -> str | None:
+        return None if self.spec is None else self.spec.index_notation()
+
+    def to_json(self) -> dict:
+        out = {
+            "node": self.node, "graph": self.graph, "flavor": self.flavor, "spec": self.notation,
+            "input_shape": _json_shape(self.input_shape), "output_shape": _json_shape(self.output_shape),
+            "emitted": None if self.lowering is None else [op.describe() for op in self.lowering.ops],
+            "emitted_nodes": None if self.lowering is None else self.lowering.node_count,
+            "error": self.error,
+        }
+        if self.check is not None:
+            c = self.check
+            out["checks"] = {"shape_inference": c.shape_inference, "inferred_shape": _json_shape(c.inferred_shape),
+                             "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
+        return out
+
+
+def _json_shape(shape):
+    return None if shape is None else [d for d in shape]
+
+
+@dataclass
+class RewriteResult:
+    model: object  # onnx_ir.Model
+    modified: bool
+    records: list[RewriteRecord] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading nodes
+
+def detect_flavor(node) -> str | None:
+    """TF when the masks are INT attributes, OpenVINO when INTS or STRING; None if unclear."""
+    import onnx_ir as ir
+    kinds = {a.type for name, a in node.attributes.items() if name in MASK_NAMES}
+    if kinds & {ir.AttributeType.INTS, ir.AttributeType.STRING}:
+        return OPENVINO
+    if ir.AttributeType.INT in kinds:
+        return TF
+    if node.domain in OPENVINO_DOMAINS:
+        return OPENVINO
+    return TF if not kinds else None
+
+
+def _const_ints(value, field_name: str) -> tuple[int, ...] | None:
+    import onnx_ir as ir
+    if value is None:
+        return None
+    tensor = ir.convenience.get_const_tensor(value)
+    if tensor is None:
+        return None
+    arr = tensor.numpy()
+    if arr.dtype.kind not in "iu":
+        raise StridedSliceError(f"{field_name} must be int32 or int64, got {arr.dtype}", field=field_name)
+    if arr.ndim != 1:
+        raise StridedSliceError(f"{field_name} must be 1-D, got shape {list(arr.shape)}", field=field_name)
+    return tuple(int(v) for v in arr.tolist())
+
+
+def read_spec(node, flavor: str) -> SliceSpec:
+    """The node's spec.  Raises StridedSliceError (field named) for bad attributes or inputs."""
+    import onnx_ir as ir
+    inputs = list(node.inputs)
+    if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
+        raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
+                                field="inputs")
+    vals = [_const_ints(inputs[k] if k < len(inputs) else None, f) for k, f in
+            ((1, "begin"), (2, "end"), (3, "strides"))]
+    if any(v is None for v in vals[:2]) or (len(inputs) > 3 and inputs[3] is not None and vals[2] is None):
+        missing = [f for f, v, k in zip(("begin", "end", "strides"), vals, (1, 2, 3))
+                   if v is None and k < len(inputs) and inputs[k] is not None]
+        raise StridedSliceError(f"{', '.join(missing)} computed at run time: not supported yet "
+                                "(only initializers and Constant nodes)", field=missing[0])
+    begin, end, strides = vals
+    attrs = node.attributes
+    if flavor == TF:
+        masks = {}
+        for m in MASK_NAMES:
+            a = attrs.get(m)
+            if a is None:
+                masks[m] = 0
+            elif a.type != ir.AttributeType.INT:
+                raise StridedSliceError(f"{m} must be an INT attribute in the TensorFlow flavour", field=m)
+            else:
+                masks[m] = a.value
+        if strides is None:
+            raise StridedSliceError("TensorFlow StridedSlice needs a strides input", field="strides")
+        return from_tf(begin, end, strides, **masks)
+    masks = {}
+    for m in _OV_MASK_NAMES:
+        a = attrs.get(m)
+        if a is None:
+            masks[m] = ()
+        elif a.type == ir.AttributeType.STRING:
+            masks[m] = a.value
+        elif a.type == ir.AttributeType.INTS:
+            masks[m] = list(a.value)
+        else:
+            raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
+    return from_openvino(begin, end, strides, **masks)
+
+
+def value_dims(value) -> tuple | None:
+    """A value's shape as plan dims (int, symbolic name, None), or None when the rank is unknown."""
+    if value is None or value.shape is None:
+        return None
+    dims = []
+    for d in value.shape:
+        if isinstance(d, int):
+            dims.append(d)
+        else:
+            dims.append(getattr(d, "value", None))
+    return tuple(dims)
+
+
+def _elem_type(value) -> int | None:
+    if value is None or value.type is None:
+        return None
+    try:
+        return int(value.dtype)
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------- the pass
+
+def _all_graphs(model):
+    """(graph_or_function, label, is_function) for the main graph, all subgraphs and functions."""
+    import onnx_ir as ir
+    out = [(model.graph, "main", False)]
+    seen = {id(model.graph)}
+    containers = [(model.graph, "main")] + [(f, f"function {f.domain}::{f.name}") for f in model.functions.values()]
+    for container, label in containers:
+        if container is not model.graph:
+            out.append((container, label, True))
+        for node in ir.traversal.RecursiveGraphIterator(container):
+            for attr in node.attributes.values():
+                graphs = []
+                if attr.type == ir.AttributeType.GRAPH:
+                    graphs = [attr.value]
+                elif attr.type == ir.AttributeType.GRAPHS:
+                    graphs = list(attr.value)
+                for g in graphs:
+                    if id(g) not in seen:
+                        seen.add(id(g))
+                        out.append((g, f"{label} > {node.op_type} {node.name!r}.{attr.name}", False))
+    return out
+
+
+class StridedSliceRewritePass:
+    """Replace every StridedSlice node by its lowering.
+
+    ``flavor``: None to detect per node from the attribute types, or "tf"/"openvino".
+    ``opset``: the default-domain opset the emitted nodes are for (the model's own).
+    """
+
+    def __init__(self, *, flavor: str | None = None, opset: int):
+        if flavor not in (None, TF, OPENVINO):
+            raise ValueError(f"unknown flavor {flavor!r}")
+        self.flavor = flavor
+        self.opset = opset
+
+    def __call__(self, model) -> RewriteResult:
+        records: list[RewriteRecord] = []
+        self._freed: list = []  # begin/end/strides values of replaced nodes
+        for graph, label, is_function in _all_graphs(model):
+            targets = [n for n in graph if n.op_type == "StridedSlice"]
+            if not targets:
+                continue
+            pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function)
+            for node in targets:
+                records.append(self._rewrite(graph, label, node, pool))
+            if pool.nodes:
+                graph.insert_before(next(iter(graph)), pool.nodes)
+        modified = any(r.lowering is not None for r in records)
+        if modified:
+            _remove_if_unused(self._freed)
+            _drop_unused_domains(model)
+        return RewriteResult(model, modified, records)
+
+    def _rewrite(self, graph, label: str, node, pool: ConstantPool) -> RewriteRecord:
+        import onnx_ir as ir
+        name = node.name or (node.outputs[0].name if node.outputs else "StridedSlice")
+        rec = RewriteRecord(node=name, graph=label)
+        flavor = self.flavor or detect_flavor(node)
+        rec.flavor = flavor
+        if flavor is None:
+            rec.error, rec.error_kind = "cannot tell the flavour from the mask attributes; pass flavor", "invalid"
+            return rec
+        x = node.inputs[0] if node.inputs else None
+        out = node.outputs[0]
+        try:
+            spec = read_spec(node, flavor)
+            rec.spec = spec
+            rec.input_shape = value_dims(x)
+            plan = make_plan(spec, rec.input_shape)
+        except StridedSliceError as exc:
+            rec.error = str(exc)
+            rec.error_kind = "unsupported" if "not supported" in exc.reason else "invalid"
+            return rec
+        lowering = lower(plan)
+        self._freed.extend((graph, v) for v in node.inputs[1:] if v is not None)
+        rec.output_shape = plan.output_shape
+        rec.lowering = lowering
+        rec.elem_type = _elem_type(x) if _elem_type(x) is not None else _elem_type(out)
+        rec.declared_output = value_dims(out)
+        if lowering.is_identity and not out.is_graph_output():
+            out.replace_all_uses_with(x)
+            graph.remove(node, safe=True)
+            return rec
+        new_nodes, new_out = emit(lowering, x, self.opset, pool, name)
+        ir.convenience.replace_nodes_and_values(graph, node, [node], new_nodes, [out], [new_out])
+        # Fill in what the original output did not declare: its type, and the plan's shape.
+        if new_out.type is None and x.type is not None:
+            new_out.type = x.type
+        if new_out.shape is None and plan.output_shape is not None:
+            new_out.shape = ir.Shape(list(plan.output_shape))
+        return rec
+
+
+def _remove_if_unused(freed: list) -> None:
+    """Drop the initializers and Constant nodes that fed only the replaced nodes."""
+    done = set()
+    for graph, value in freed:
+        if id(value) in done or value.uses() or value.is_graph_output() or value.is_graph_input():
+            continue
+        done.add(id(value))
+        producer = value.producer()
+        if producer is not None:
+            if producer.op_type == "Constant" and all(not v.uses() for v in producer.outputs):
+                producer.graph.remove(producer, safe=True)
+        elif value.is_initializer() and value.name in value.graph.initializers:
+            del value.graph.initializers[value.name]
+
+
+def _drop_unused_domains(model) -> None:
+    import onnx_ir as ir
+    used = set()
+    for graph, _, _ in _all_graphs(model):
+        for node in ir.traversal.RecursiveGraphIterator(graph):
+            used.add(node.domain)
+    used |= {f.domain for f in model.functions.values()}
+    for domain in list(model.opset_imports):
+        if domain not in ("", "ai.onnx") and domain not in used:
+            del model.opset_imports[domain]
+    for domain in list(model.graph.opset_imports):
+        if domain not in ("", "ai.onnx") and domain not in used:
+            del model.graph.opset_imports[domain]
+
+
+def default_opset(model) -> int | None:
+    for d in ("", "ai.onnx"):
+        if d in model.opset_imports:
+            return model.opset_imports[d]
+    return None
+
+
+def set_default_opset(model, opset: int) -> None:
+    model.opset_imports.pop("ai.onnx", None)
+    model.opset_imports[""] = opset
+    model.graph.opset_imports[""] = opset
