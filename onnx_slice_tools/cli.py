@@ -203,13 +203,15 @@ def cmd_inspect(args) -> int:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     table = Table(title=f"{args.model}: {len(rows)} StridedSlice node(s)")
     for col in ("node", "flavor", "spec", "input", "output", "ONNX"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["node"], str(r["flavor"]), r.get("spec", "-"), r.get("input_shape", "-"),
-                      r.get("output_shape", "-"), "\n".join(r.get("onnx", [])) or r.get("error", ""))
+        cells = (r["node"], str(r["flavor"]), r.get("spec", "-"), r.get("input_shape", "-"),
+                 r.get("output_shape", "-"), "\n".join(r.get("onnx", [])) or r.get("error", ""))
+        table.add_row(*(escape(c) for c in cells))  # shapes like [?, 5] are not markup
     Console().print(table)
     return EXIT_OK
 

@@ -216,8 +216,13 @@ class StridedSliceRewritePass:
             if not targets:
                 continue
             pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function)
+            # graph outputs indexed once: per-node scans of them make big models quadratic
+            self._out_index = {id(v): k for k, v in enumerate(graph.outputs)}
+            self._dead: list = []
             for node in targets:
                 records.append(self._rewrite(graph, label, node, pool))
+            if self._dead:  # one call: each remove() scans the graph outputs
+                graph.remove(self._dead, safe=False)
             if pool.nodes:
                 graph.insert_before(next(iter(graph)), pool.nodes)
         modified = any(r.lowering is not None for r in records)
@@ -252,12 +257,24 @@ class StridedSliceRewritePass:
         rec.lowering = lowering
         rec.elem_type = _elem_type(x) if _elem_type(x) is not None else _elem_type(out)
         rec.declared_output = value_dims(out)
-        if lowering.is_identity and not out.is_graph_output():
+        out_pos = self._out_index.get(id(out))
+        if lowering.is_identity and out_pos is None:
             out.replace_all_uses_with(x)
-            graph.remove(node, safe=True)
+            node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
+            self._dead.append(node)  # its output has no uses left
             return rec
         new_nodes, new_out = emit(lowering, x, self.opset, pool, name)
-        ir.convenience.replace_nodes_and_values(graph, node, [node], new_nodes, [out], [new_out])
+        new_out.type, new_out.shape = out.type, out.shape
+        if out_pos is not None:
+            graph.outputs[out_pos] = new_out
+            self._out_index[id(new_out)] = out_pos
+        out.replace_all_uses_with(new_out)
+        old_name = out.name
+        out.name = None
+        new_out.name = old_name
+        graph.insert_after(node, new_nodes)
+        node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
+        self._dead.append(node)  # every use and graph output was moved
         # Fill in what the original output did not declare: its type, and the plan's shape.
         if new_out.type is None and x.type is not None:
             new_out.type = x.type
