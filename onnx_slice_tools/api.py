@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -159,7 +159,7 @@ def _upgrade_opset(m, target: int, label):
 def verify_records(records: list[RewriteRecord], opset: int) -> int:
     """Check each distinct rewrite once (see verify.py); returns the number of signatures."""
     from onnx import helper
-    from .verify import CheckCase, check_lowerings
+    from .verify import CheckCase, _shape_problem, check_lowerings
     groups: dict = {}
     for r in records:
         if r.lowering is None:
@@ -176,10 +176,8 @@ def verify_records(records: list[RewriteRecord], opset: int) -> int:
         for r in recs:
             r.check = case.result
             if r.declared_output != recs[0].declared_output:  # same op, other declared shape
-                from .verify import _shape_problem
                 problem = _shape_problem(r.declared_output, r.output_shape) if r.output_shape else None
                 if problem:
-                    from dataclasses import replace
                     r.check = replace(case.result, shape_inference=f"declared output shape: {problem}")
     return len(cases)
 

@@ -79,14 +79,6 @@ class SliceSpec:
     def is_static(self) -> bool:
         return self.begin is not None and self.end is not None and self.strides is not None
 
-    def with_values(self, begin=None, end=None, strides=None) -> "SliceSpec":
-        """The same spec with runtime values filled in (used by the reference)."""
-        from dataclasses import replace
-        return replace(self,
-                       begin=self.begin if begin is None else _int_tuple(begin, "begin"),
-                       end=self.end if end is None else _int_tuple(end, "end"),
-                       strides=self.strides if strides is None else _int_tuple(strides, "strides"))
-
     def index_notation(self, name: str = "x") -> str:
         """This spec written as a Python index expression (see :func:`describe.index_notation`)."""
         from .describe import index_notation

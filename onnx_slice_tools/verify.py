@@ -24,9 +24,6 @@ from .lower import ConstantPool, Lowering, emit
 from .plan import INDEX, RANGE, Dim, Plan, make_plan
 from .reference import apply_plan
 
-_ORT_OPTIONS = None
-
-
 def session_options():
     """Cheap onnxruntime sessions: no graph optimisation, one thread, no spinning."""
     import onnxruntime as ort
@@ -66,9 +63,9 @@ def max_supported_opset() -> int:
 
 @functools.lru_cache(maxsize=None)
 def max_supported_ir_version() -> int:
-    import onnxruntime as ort  # noqa: F401
+    import onnx
     from onnx import TensorProto, helper
-    for ir in range(12, 6, -1):
+    for ir in range(onnx.IR_VERSION, 6, -1):
         graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
