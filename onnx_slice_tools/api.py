@@ -186,32 +186,36 @@ def check_model(proto, original=None) -> dict:
     """Whole-model checks: onnx.checker, strict shape inference (the two together are the
     checker's ``full_check``, run once), onnxruntime loads it.
 
-    A checker failure that the original model has too is reported as ``pre-existing: ...``
-    and does not fail the conversion."""
+    ``original`` (a ModelProto or a path) is the model before conversion: a check failure
+    it has too is reported as ``pre-existing: ...`` and does not fail the conversion."""
     import onnx
     from .verify import make_session
-    checks = {}
-    try:
-        onnx.checker.check_model(proto)
-        checks["checker"] = "ok"
-    except Exception as exc:
-        checks["checker"] = _first_line(exc)
+    loaded = []
+
+    def original_proto():  # only read when a check fails
+        if not loaded:
+            loaded.append(original if not isinstance(original, (str, os.PathLike))
+                          else onnx.load(str(original), load_external_data=False))
+        return loaded[0]
+
+    def run(name: str, check) -> None:
         try:
-            onnx.checker.check_model(original if original is not None else proto)
-        except Exception as orig_exc:
-            if original is not None and _first_line(orig_exc) == checks["checker"]:
-                checks["checker"] = "pre-existing: " + checks["checker"]
-    try:
-        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
-        checks["strict_shape_inference"] = "ok"
-    except Exception as exc:
-        checks["strict_shape_inference"] = _first_line(exc)
-        if original is not None:
+            check(proto)
+            checks[name] = "ok"
+        except Exception as exc:
+            checks[name] = _first_line(exc)
+            if original is None:
+                return
             try:
-                onnx.shape_inference.infer_shapes(original, check_type=True, strict_mode=True)
+                check(original_proto())
             except Exception as orig_exc:
-                if _first_line(orig_exc) == checks["strict_shape_inference"]:
-                    checks["strict_shape_inference"] = "pre-existing: " + checks["strict_shape_inference"]
+                if _first_line(orig_exc) == checks[name]:
+                    checks[name] = "pre-existing: " + checks[name]
+
+    checks: dict = {}
+    run("checker", onnx.checker.check_model)
+    run("strict_shape_inference",
+        lambda m: onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True))
     try:
         make_session(proto.SerializeToString())
         checks["onnxruntime_load"] = "ok"

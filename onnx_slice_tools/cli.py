@@ -104,7 +104,7 @@ def _parse_shape(text: str | None):
 
 
 def _spec_from_args(args):
-    from .spec import from_index_expr, from_openvino, from_tf
+    from .spec import MASK_NAMES, from_index_expr, from_openvino, from_tf
     if args.begin is None:
         if not args.spec:
             raise StridedSliceError("give SPEC as an index expression, or --begin/--end/--strides",
@@ -112,10 +112,8 @@ def _spec_from_args(args):
         return from_index_expr(args.spec, flavor=args.flavor)
     ints = [[int(v) for v in s.split(",") if v.strip()] if s else [] for s in (args.begin, args.end, args.strides)]
     if args.flavor == "tf":
-        return from_tf(*ints, **{m: int(getattr(args, m) or 0) for m in
-                                 ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")})
-    return from_openvino(*ints, **{m: getattr(args, m) or "" for m in
-                                   ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")})
+        return from_tf(*ints, **{m: int(getattr(args, m) or 0) for m in MASK_NAMES})
+    return from_openvino(*ints, **{m: getattr(args, m) or "" for m in MASK_NAMES})
 
 
 def explain_text(spec, shape) -> str:
@@ -236,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--shape", help="input shape, e.g. 5,5,N,? (default: unknown rank)")
     e.add_argument("--flavor", choices=["tf", "openvino"], default="tf")
     e.add_argument("--begin"), e.add_argument("--end"), e.add_argument("--strides")
-    for m in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"):
+    from .spec import MASK_NAMES
+    for m in MASK_NAMES:
         e.add_argument("--" + m.replace("_", "-"), dest=m,
                        help="an int bit field (tf) or a 0/1 list such as 0,1,1 (openvino)")
     e.set_defaults(func=cmd_explain)

@@ -25,7 +25,6 @@ from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec, from_openvino, from_tf
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
 OPENVINO_DOMAINS = ("org.openvinotoolkit",)
-_OV_MASK_NAMES = ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
 
 
 @dataclass
@@ -135,7 +134,7 @@ def read_spec(node, flavor: str) -> SliceSpec:
             raise StridedSliceError("TensorFlow StridedSlice needs a strides input", field="strides")
         return from_tf(begin, end, strides, **masks)
     masks = {}
-    for m in _OV_MASK_NAMES:
+    for m in MASK_NAMES:
         a = attrs.get(m)
         if a is None:
             masks[m] = ()
@@ -255,7 +254,7 @@ class StridedSliceRewritePass:
         self._freed.extend((graph, v) for v in node.inputs[1:] if v is not None)
         rec.output_shape = plan.output_shape
         rec.lowering = lowering
-        rec.elem_type = _elem_type(x) if _elem_type(x) is not None else _elem_type(out)
+        rec.elem_type = _elem_type(x) or _elem_type(out)  # 0 is UNDEFINED
         rec.declared_output = value_dims(out)
         out_pos = self._out_index.get(id(out))
         if lowering.is_identity and out_pos is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-TF_DOMAIN = "ai.onnx.converters.tensorflow"
+from .rewrite import TF_DOMAIN
 
 
 def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = True):

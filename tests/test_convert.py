@@ -258,3 +258,20 @@ def test_cli_unreadable_model(tmp_path, capsys, content, match):
     assert cli_main(["convert", str(src), "-o", str(tmp_path / "o.onnx")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0] and str(src) in err[0]
+
+
+def test_check_model_recognises_pre_existing_failures_of_a_path_original(tmp_path):
+    """A failure the original model already has is reported as pre-existing, whether the
+    original is given as a ModelProto or as a path."""
+    from onnx_slice_tools.api import check_model
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.INT64, [2])]  # Relu gives float
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "orig.onnx"
+    onnx.save(model, path)
+    for original in (model, path, str(path)):
+        checks = check_model(model, original=original)
+        assert checks["strict_shape_inference"].startswith("pre-existing: "), (original, checks)
+    assert not check_model(model)["strict_shape_inference"].startswith("pre-existing")
