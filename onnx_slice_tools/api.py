@@ -25,6 +25,7 @@ class Report:
     model_checks: dict = field(default_factory=dict)   # name -> "ok" | problem | "not run"
     timings: dict = field(default_factory=dict)
     signatures_checked: int = 0
+    model_comparison: object | None = None   # evaluate.ModelComparison once run
 
     @property
     def found(self) -> int:
@@ -45,7 +46,8 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.failed_records and all(
-            v in ("ok", "not run") or v.startswith("pre-existing") for v in self.model_checks.values())
+            v in ("ok", "not run") or v.startswith(("pre-existing", "skipped", "ok ("))
+            for v in self.model_checks.values())
 
     def to_json(self) -> dict:
         return {
@@ -53,6 +55,7 @@ class Report:
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks,
+            "model_comparison": None if self.model_comparison is None else self.model_comparison.to_json(),
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "rewrites": [r.to_json() for r in self.records],
         }
@@ -132,19 +135,39 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
                                                                            ir_version_for(target)))
     report.timings["rewrite"] = time.perf_counter() - t1
 
-    if verify:
-        t2 = time.perf_counter()
-        report.signatures_checked = verify_records(report.records, target)
-        report.verified = True
-        report.timings["verify_rewrites"] = time.perf_counter() - t2
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
     if verify:
-        t4 = time.perf_counter()
-        report.model_checks = check_model(proto, original=model)
-        report.timings["verify_model"] = time.perf_counter() - t4
+        # onnxruntime builds the whole model's session (its cost grows fastest with model size)
+        # in a thread -- it releases the GIL -- while the rest of the verification runs.
+        with _background_session(proto) as session:
+            t2 = time.perf_counter()
+            report.signatures_checked = verify_records(report.records, target)
+            report.verified = True
+            report.timings["verify_rewrites"] = time.perf_counter() - t2
+            t4 = time.perf_counter()
+            report.model_checks, report.model_comparison = check_model(
+                proto, original=model, compare=True, flavor=flavor, session=session)
+            report.timings["verify_model"] = time.perf_counter() - t4
     return ConvertResult(proto, report)
+
+
+class _background_session:
+    """Context manager: a Future of an onnxruntime session of ``proto``, built in a thread."""
+
+    def __init__(self, proto):
+        self.proto = proto
+
+    def __enter__(self):
+        from concurrent.futures import ThreadPoolExecutor
+        from .verify import make_session
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="onnx-slice-tools-ort")
+        return self.pool.submit(lambda: make_session(self.proto.SerializeToString()))
+
+    def __exit__(self, *exc):
+        self.pool.shutdown(wait=True)
+        return False
 
 
 def _upgrade_opset(m, target: int, label):
@@ -182,20 +205,25 @@ def verify_records(records: list[RewriteRecord], opset: int) -> int:
     return len(cases)
 
 
-def check_model(proto, original=None) -> dict:
-    """Whole-model checks: onnx.checker, strict shape inference (the two together are the
-    checker's ``full_check``, run once), onnxruntime loads it.
+def check_model(proto, original=None, *, compare: bool = False, flavor: str | None = None, session=None):
+    """Whole-model checks of a converted model: onnx.checker, strict shape inference (the two
+    together are the checker's ``full_check``, run once), onnxruntime loads it, and -- with
+    ``compare`` -- the original and the converted model agree on random inputs
+    (:func:`evaluate.compare_models`).
 
     ``original`` (a ModelProto or a path) is the model before conversion: a check failure
-    it has too is reported as ``pre-existing: ...`` and does not fail the conversion."""
+    it has too is reported as ``pre-existing: ...`` and does not fail the conversion.
+    ``session``: a Future of an onnxruntime session of ``proto`` (built here when None).
+    Returns ``(checks, comparison)``: name -> "ok" | problem, and the ModelComparison or None."""
     import onnx
+    from .evaluate import ModelComparison, compare_models, weight_bytes
     from .verify import make_session
     loaded = []
+    is_path = isinstance(original, (str, os.PathLike))
 
-    def original_proto():  # only read when a check fails
+    def original_proto():  # read only when needed, without external data
         if not loaded:
-            loaded.append(original if not isinstance(original, (str, os.PathLike))
-                          else onnx.load(str(original), load_external_data=False))
+            loaded.append(original if not is_path else onnx.load(str(original), load_external_data=False))
         return loaded[0]
 
     def run(name: str, check) -> None:
@@ -216,9 +244,34 @@ def check_model(proto, original=None) -> dict:
     run("checker", onnx.checker.check_model)
     run("strict_shape_inference",
         lambda m: onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True))
-    try:
-        make_session(proto.SerializeToString())
-        checks["onnxruntime_load"] = "ok"
-    except Exception as exc:
-        checks["onnxruntime_load"] = _first_line(exc)
-    return checks
+    loaded_session = []
+
+    def get_session():  # waits for the background build, if any
+        if not loaded_session:
+            try:
+                loaded_session.append(session.result() if session is not None
+                                      else make_session(proto.SerializeToString()))
+                checks["onnxruntime_load"] = "ok"
+            except Exception as exc:
+                loaded_session.append(None)
+                checks["onnxruntime_load"] = _first_line(exc)
+        return loaded_session[0]
+
+    comparison = None
+    if compare and original is not None:
+        base_dir = os.path.dirname(os.path.abspath(original)) if is_path else None
+        orig = original_proto()
+        if is_path and weight_bytes(orig, base_dir) <= _max_compare_bytes():
+            orig = onnx.load(str(original))
+        comparison = compare_models(orig, proto, session=get_session, flavor=flavor,
+                                    max_weight_bytes=_max_compare_bytes(), base_dir=base_dir)
+    get_session()
+    checks = {k: checks[k] for k in ("checker", "strict_shape_inference", "onnxruntime_load")}
+    if comparison is not None:
+        checks["model_run"] = comparison.status
+    return checks, comparison
+
+
+def _max_compare_bytes() -> int:
+    from .evaluate import DEFAULT_MAX_WEIGHT_BYTES
+    return DEFAULT_MAX_WEIGHT_BYTES

@@ -89,10 +89,15 @@ def detect_flavor(node) -> str | None:
     return TF if not kinds else None
 
 
-def _const_ints(value, field_name: str) -> tuple[int, ...] | None:
+def _const_ints(value, field_name: str, cache: dict | None = None) -> tuple[int, ...] | None:
     import onnx_ir as ir
     if value is None:
         return None
+    if cache is not None:  # one initializer often feeds many nodes
+        key = (id(value), field_name)
+        if key not in cache:
+            cache[key] = _const_ints(value, field_name)
+        return cache[key]
     tensor = ir.convenience.get_const_tensor(value)
     if tensor is None:
         return None
@@ -104,14 +109,15 @@ def _const_ints(value, field_name: str) -> tuple[int, ...] | None:
     return tuple(int(v) for v in arr.tolist())
 
 
-def read_spec(node, flavor: str) -> SliceSpec:
-    """The node's spec.  Raises StridedSliceError (field named) for bad attributes or inputs."""
+def read_spec(node, flavor: str, cache: dict | None = None) -> SliceSpec:
+    """The node's spec.  Raises StridedSliceError (field named) for bad attributes or inputs.
+    ``cache`` (a dict kept by the caller for one pass) remembers constant inputs already read."""
     import onnx_ir as ir
     inputs = list(node.inputs)
     if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
         raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
-    vals = [_const_ints(inputs[k] if k < len(inputs) else None, f) for k, f in
+    vals = [_const_ints(inputs[k] if k < len(inputs) else None, f, cache) for k, f in
             ((1, "begin"), (2, "end"), (3, "strides"))]
     if any(v is None for v in vals[:2]) or (len(inputs) > 3 and inputs[3] is not None and vals[2] is None):
         missing = [f for f, v, k in zip(("begin", "end", "strides"), vals, (1, 2, 3))
@@ -210,6 +216,8 @@ class StridedSliceRewritePass:
     def __call__(self, model) -> RewriteResult:
         records: list[RewriteRecord] = []
         self._freed: list = []  # begin/end/strides values of replaced nodes
+        self._consts: dict = {}  # constant inputs already read
+        self._lowerings: dict = {}  # (spec, input shape) -> (plan, lowering): models repeat patterns
         for graph, label, is_function in _all_graphs(model):
             targets = [n for n in graph if n.op_type == "StridedSlice"]
             if not targets:
@@ -242,15 +250,18 @@ class StridedSliceRewritePass:
         x = node.inputs[0] if node.inputs else None
         out = node.outputs[0]
         try:
-            spec = read_spec(node, flavor)
+            spec = read_spec(node, flavor, self._consts)
             rec.spec = spec
             rec.input_shape = value_dims(x)
-            plan = make_plan(spec, rec.input_shape)
+            key = (spec, rec.input_shape)
+            if key not in self._lowerings:
+                plan = make_plan(spec, rec.input_shape)
+                self._lowerings[key] = (plan, lower(plan))
+            plan, lowering = self._lowerings[key]
         except StridedSliceError as exc:
             rec.error = str(exc)
             rec.error_kind = "unsupported" if "not supported" in exc.reason else "invalid"
             return rec
-        lowering = lower(plan)
         self._freed.extend((graph, v) for v in node.inputs[1:] if v is not None)
         rec.output_shape = plan.output_shape
         rec.lowering = lowering

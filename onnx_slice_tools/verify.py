@@ -110,8 +110,16 @@ def _candidate_sizes(plan: Plan, k: int) -> list[int]:
 def concrete_shapes(plan: Plan, limit: int = 6) -> list[tuple[int, ...]]:
     """Concrete input shapes that exercise the plan's unknown dims."""
     shape = plan.input_shape
-    if shape is None:
-        raise ValueError("concrete_shapes needs a known rank")
+    if shape is None:  # unknown rank: the smallest ranks the spec accepts, each with its sizes
+        real = sum(a.kind in (RANGE, INDEX) for a in plan.axes)
+        out: list = []
+        for rank in range(real, real + 3):
+            try:
+                sub = make_plan(plan.spec, (None,) * rank)
+            except StridedSliceError:
+                continue
+            out += concrete_shapes(sub, limit=max(2, limit // 2))
+        return out
     choices = [[d] if isinstance(d, int) else _candidate_sizes(plan, k) for k, d in enumerate(shape)]
     if any(not c for c in choices):
         return []

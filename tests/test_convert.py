@@ -48,6 +48,7 @@ def test_tf2onnx_exports_match_tensorflow(expr):
         result = convert(model)
         assert model.SerializeToString() == before, "the input model was modified"
         assert result.ok, result.report.to_json()
+        assert result.report.model_checks["model_run"] == "ok", result.report.model_checks
         out = result.model
         assert not any(n.op_type == "StridedSlice" for n in out.graph.node)
         assert TF_DOMAIN not in {o.domain for o in out.opset_import}
@@ -119,6 +120,7 @@ def test_random_models_match_runtime(flavor, domain, opset):
         result = convert(model)
         assert result.ok, [r.to_json() for r in result.report.failed_records][:3]
         assert result.report.rewritten == len(cases)
+        assert result.report.model_checks["model_run"] == "ok", result.report.model_checks
         outs = _run(result.model, {f"x{i}": x for i, (x, _) in enumerate(cases)})
         for i, ((x, spec), got) in enumerate(zip(cases, outs)):
             want = run_oracle(x, spec)
@@ -219,6 +221,8 @@ def test_strided_slice_inside_if_branches():
     result = convert(model)
     assert result.ok, result.report.to_json()
     assert result.report.rewritten == 2
+    assert result.report.model_checks["model_run"] == "ok"
+    assert len(result.report.model_comparison.tried) == 3
     assert {r.graph.split(" > ")[-1] for r in result.report.records} == {"If ''.then_branch", "If ''.else_branch"}
     x = np.arange(18, dtype=np.float32).reshape(3, 6)
     np.testing.assert_array_equal(_run(result.model, {"c": np.array(True), "x": x})[0], x[:, -1])
@@ -272,6 +276,79 @@ def test_check_model_recognises_pre_existing_failures_of_a_path_original(tmp_pat
     path = tmp_path / "orig.onnx"
     onnx.save(model, path)
     for original in (model, path, str(path)):
-        checks = check_model(model, original=original)
+        checks, _ = check_model(model, original=original)
         assert checks["strict_shape_inference"].startswith("pre-existing: "), (original, checks)
-    assert not check_model(model)["strict_shape_inference"].startswith("pre-existing")
+    assert not check_model(model)[0]["strict_shape_inference"].startswith("pre-existing")
+
+
+def test_model_run_catches_a_wrong_conversion():
+    """The whole-model comparison is not a formality: a converted model whose Slice step was
+    tampered with is reported, output by output."""
+    from onnx_slice_tools.evaluate import compare_models
+    model = _tiny_model([0, 0], [0, 0], [1, 2], {"begin_mask": 3, "end_mask": 3}, extra_use=True)
+    result = convert(model)
+    assert result.report.model_checks["model_run"] == "ok"
+    bad = onnx.ModelProto()
+    bad.CopyFrom(result.model)
+    steps = next(t for t in bad.graph.initializer if list(onnx.numpy_helper.to_array(t)) == [2])
+    steps.CopyFrom(onnx.numpy_helper.from_array(np.array([3], dtype=np.int64), steps.name))
+    comparison = compare_models(model, bad)
+    assert comparison.status == "mismatch"
+    assert set(comparison.outputs) == {"y", "z"}
+    assert all("shape (4, 2) != expected (4, 3)" in v for v in comparison.outputs.values()), comparison.outputs
+
+
+@pytest.mark.parametrize("source_opset, target", [(13, 17), (11, 13), (10, 11)])
+def test_opset_argument_converts_the_model(source_opset, target):
+    """``opset=`` moves the whole model to that opset (onnx.version_converter), then lowers for it."""
+    model = _tiny_model([0, -1], [0, 0], [1, 1], {"begin_mask": 1, "end_mask": 1, "shrink_axis_mask": 2},
+                        extra_use=True, opset=source_opset)
+    result = convert(model, opset=target)
+    assert result.ok, result.report.to_json()
+    assert {o.domain: o.version for o in result.model.opset_import} == {"": target}
+    x = np.arange(24, dtype=np.float32).reshape(4, 6) - 10
+    y, z = _run(result.model, {"x": x})
+    np.testing.assert_array_equal(y, x[:, -1])
+    np.testing.assert_array_equal(z, np.maximum(x[:, -1], 0))
+
+
+def test_opset_the_converter_cannot_reach_is_a_clear_error():
+    from onnx_slice_tools.errors import ModelError
+    model = _tiny_model([0], [1], [1], {}, extra_use=True, opset=17)
+    with pytest.raises(ModelError, match="cannot convert the model to opset 12: .*Relu"):
+        convert(model, opset=12)
+
+
+def test_old_opset_without_target_is_refused():
+    from onnx_slice_tools.errors import ModelError
+    model = _tiny_model([0], [1], [1], {}, opset=10)
+    with pytest.raises(ModelError, match="opset 10.*opset=11"):
+        convert(model)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_strided_slice_inside_a_model_local_function(opset):
+    """Functions cannot hold initializers: the lowering's constants become Constant nodes
+    inside the function body."""
+    consts = [helper.make_node("Constant", [], [n], value=helper.make_tensor(n, TensorProto.INT32, [3], v))
+              for n, v in (("b", [0, 1, 0]), ("e", [0, 0, 0]), ("s", [1, 1, -1]))]
+    ss = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], domain=TF_DOMAIN,
+                          new_axis_mask=1, begin_mask=4, end_mask=6)
+    fn = helper.make_function("local", "Flip", ["x"], ["y"], consts + [ss],
+                              [helper.make_opsetid("", opset), helper.make_opsetid(TF_DOMAIN, 1)])
+    call = helper.make_node("Flip", ["x"], ["y"], domain="local")
+    graph = helper.make_graph([call], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, functions=[fn], opset_imports=[
+        helper.make_opsetid("", opset), helper.make_opsetid("local", 1), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    result = convert(model)
+    assert result.ok, result.report.to_json()
+    assert result.report.records[0].graph == "function local::Flip"
+    body = result.model.functions[0]
+    assert "StridedSlice" not in [n.op_type for n in body.node]
+    assert {"Slice", "Unsqueeze"} <= {n.op_type for n in body.node}
+    assert TF_DOMAIN not in {o.domain for o in result.model.opset_import}
+    assert result.report.model_checks["model_run"] == "ok"
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    np.testing.assert_array_equal(_run(result.model, {"x": x})[0], x[None, 1:, ::-1])
