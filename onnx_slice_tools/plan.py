@@ -275,6 +275,22 @@ def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
     return roles, ellipsis_at, notes
 
 
+def _openvino_scalar_shrink(spec: SliceSpec, roles: list[str]) -> int | None:
+    """OpenVINO accepts one shrink index on a scalar input when its rank check passes or is
+    skipped: ``rank + (new_axis_mask bits, past len(begin) too) >= len(begin)``, skipped when
+    ellipsis_mask has any bit (past len(begin) too).  Its slice plan then treats the
+    scalar as shape [1] (begin must be 0 or -1).  The shrink's position, or None when the
+    spec is rejected as usual."""
+    i = next(k for k, r in enumerate(roles) if r in ("shrink", "range"))
+    rank_check = not spec.ellipsis_mask  # any ellipsis bit, even past len(begin), skips it
+    if roles[i] != "shrink" or rank_check and bin(spec.new_axis_mask).count("1") < spec.n:
+        return None
+    if spec.begin is not None and not -1 <= spec.begin[i] < 1:
+        raise StridedSliceError(f"shrink index {spec.begin[i]} is out of range for the scalar input "
+                                "(OpenVINO reads it as shape [1])", index=i, field="begin")
+    return i
+
+
 def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
     """The canonical plan of ``spec`` on an input of ``shape`` (None: unknown rank).
 
@@ -289,6 +305,15 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
     real_after = sum(1 for r in roles[ellipsis_at + 1:] if r in ("shrink", "range"))
     rank = None if shape_t is None else len(shape_t)
 
+    scalar_shrink = None
+    if spec.flavor == OPENVINO and rank == 0 and real_before + real_after == 1:
+        scalar_shrink = _openvino_scalar_shrink(spec, roles)
+        if scalar_shrink is not None:
+            real_before = real_after = 0
+            roles = list(roles)
+            roles[scalar_shrink] = "scalar"
+            notes.append(f"index {scalar_shrink}: OpenVINO reads a scalar input as shape [1] here, so the "
+                         "shrink keeps the scalar (its rank check counts new_axis_mask bits past len(begin))")
     if rank is not None and real_before + real_after > rank:
         if spec.flavor == TF:
             if rank == 0:
@@ -344,6 +369,8 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
             full += 1
 
     for i, role in enumerate(roles):
+        if role == "scalar":
+            continue
         if role == "ellipsis":
             add_ellipsis(i)
         elif role == "new":

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from onnx_slice_tools import StridedSliceError, from_index_expr, from_tf, make_plan
+from onnx_slice_tools import StridedSliceError, from_index_expr, from_openvino, from_tf, make_plan
 from onnx_slice_tools.plan import ALL, INDEX, NEW, RANGE, REST
 
 
@@ -78,3 +79,27 @@ def test_errors_name_index_and_field():
 def test_lengths_must_match():
     with pytest.raises(StridedSliceError, match="same length"):
         make_plan(from_tf([0, 1], [1], [1]), (3,))
+
+
+@pytest.mark.parametrize("begin, strides, new_axis, shrink, ok, shape, ellipsis", [
+    ([0], [0], [0, 0, 0], [1, 1, 1], True, (), [0, 1, 0]),  # an ellipsis bit past len(begin) skips the check
+    ([0, 0], [1, 1], [0, 0], [1, 0], True, (), [0, 1]),
+    ([0, 0, 0], [1, 1, 1], [0, 0, 0], [1, 0, 1], False, None, [0, 1, 0]),
+] + [case + (None,) for case in [
+    ([0], [1], [0, 1], [1, 0], True, ()),          # a stray new_axis bit past len(begin) lets it through
+    ([-1], [0], [0, 1], [1, 0], True, ()),         # begin -1 and stride 0 too: the scalar is read as [1]
+    ([1], [1], [0, 1], [1, 0], False, None),       # ... and 1 is out of range for [1]
+    ([0, 0], [1, 1], [1, 0, 1], [0, 1, 0], True, (1,)),
+    ([0, 0], [1, 1], [0, 0, 1, 1], [1, 1, 0, 0], False, None),  # two real indices: rejected
+    ([0], [1], [0, 1], [0, 0], False, None),       # a range index on a scalar: rejected
+    ([0], [1], [0, 0], [1, 0], False, None),       # no stray bit: the usual rank check rejects it
+]])
+def test_openvino_shrink_of_a_scalar(begin, strides, new_axis, shrink, ok, shape, ellipsis):
+    """OpenVINO's rank check counts new_axis bits even past len(begin) and is skipped when any
+    ellipsis bit is set; when it passes, a single
+    shrink index on a scalar input keeps the scalar (found by the differential tests)."""
+    from helpers import assert_matches_runtime
+    n = len(new_axis)
+    spec = from_openvino(begin, [1] * len(begin), strides, begin_mask=[0] * n, new_axis_mask=new_axis,
+                         shrink_axis_mask=shrink, ellipsis_mask=ellipsis or ())
+    assert_matches_runtime(np.array(3.0, np.float32), spec, expected_shape=shape, rejected=not ok)
