@@ -188,12 +188,13 @@ def verify_records(records: list[RewriteRecord], opset: int) -> int:
         if r.lowering is None:
             continue
         elem = r.elem_type or 1  # slicing does not depend on the dtype: float32 when unknown
-        key = (r.spec, r.input_shape, elem)
+        key = (r.spec, r.input_shape, elem, tuple(sorted(r.index_types.items())))
         groups.setdefault(key, []).append(r)
     cases = []
-    for (spec, shape, elem), recs in groups.items():
+    for (spec, shape, elem, _), recs in groups.items():
         dtype = np.dtype(object) if elem == 8 else helper.tensor_dtype_to_np_dtype(elem)
-        cases.append(CheckCase(recs[0].lowering, dtype, elem, declared_output=recs[0].declared_output))
+        cases.append(CheckCase(recs[0].lowering, dtype, elem, declared_output=recs[0].declared_output,
+                               index_types=recs[0].index_types))
     check_lowerings(cases, opset)
     for case, recs in zip(cases, groups.values()):
         for r in recs:

@@ -58,8 +58,13 @@ class Op:
 @dataclass(frozen=True)
 class Lowering:
     plan: Plan
-    ops: tuple[Op, ...]
+    ops: tuple  # Op (constant arguments) or, for runtime indices, lower_dynamic.DynOp
     notes: tuple[str, ...] = field(default=())
+    index_dtype: str = "int64"  # of the Slice/Gather index constants (runtime indices only)
+
+    @property
+    def dynamic(self) -> bool:
+        return not self.plan.spec.is_static
 
     @property
     def is_identity(self) -> bool:
@@ -168,8 +173,15 @@ def _layout(plan: Plan) -> tuple[list[int], list[int]]:
     return sorted(squeeze, key=lambda ax: (ax < 0, ax)), unsqueeze
 
 
-def lower(plan: Plan) -> Lowering:
-    """The minimal op sequence for a plan (see module doc)."""
+def lower(plan: Plan, opset: int = 13, index_types: dict | None = None) -> Lowering:
+    """The minimal op sequence for a plan (see module doc).
+
+    Specs with runtime begin/end/strides go to :func:`lower_dynamic.lower_dynamic`
+    (``opset`` and ``index_types`` -- "int32"/"int64"/None per runtime field -- matter there)."""
+    if not plan.spec.is_static:
+        from .lower_dynamic import lower_dynamic
+        ops, notes, dtype = lower_dynamic(plan, opset, index_types)
+        return Lowering(plan, ops, notes, dtype)
     pre, main, notes = [], [], []
     for a in plan.axes:
         if a.kind == ALL:
@@ -211,32 +223,39 @@ class ConstantPool:
         self.count = 0
         self.nodes: list = []  # Constant nodes created (functions only)
 
-    def get(self, values: tuple[int, ...]):
+    def get(self, values: tuple[int, ...], dtype: str = "int64", scalar: bool = False):
         import numpy as np
         import onnx_ir as ir
-        key = tuple(values)
+        key = (tuple(values), dtype, scalar)
         if key in self.cache:
             return self.cache[key]
         name = f"{self.prefix}c{self.count}"
         self.count += 1
-        tensor = ir.tensor(np.array(values, dtype=np.int64), name=name)
+        if dtype == "int32":  # same meaning for axes shorter than 2**31
+            values = [min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values]
+        arr = np.array(values, dtype=dtype)
+        tensor = ir.tensor(arr[0] if scalar else arr, name=name)
         if self.use_nodes:
             node = ir.node("Constant", [], {"value": tensor}, outputs=[ir.Value(name=name)])
             self.nodes.append(node)
             value = node.outputs[0]
         else:
-            value = ir.Value(name=name, const_value=tensor, shape=ir.Shape([len(values)]),
-                             type=ir.TensorType(ir.DataType.INT64))
+            value = ir.Value(name=name, const_value=tensor, shape=ir.Shape([] if scalar else [len(values)]),
+                             type=ir.TensorType(tensor.dtype))
             self.graph.register_initializer(value)
         self.cache[key] = value
         return value
 
 
-def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str) -> tuple[list, object]:
+def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
+         runtime: dict | None = None) -> tuple[list, object]:
     """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
 
-    Constant inputs come from ``consts`` (Constant nodes it creates are not in the list)."""
+    Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);
+    ``runtime`` maps "begin"/"end"/"strides" to the values of runtime indices."""
     import onnx_ir as ir
+    if lowering.dynamic:
+        return _emit_dynamic(lowering, x, opset, consts, name, runtime or {})
     nodes = []
     cur = x
     for k, op in enumerate(lowering.ops):
@@ -257,3 +276,46 @@ def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str) -> 
         nodes.append(node)
         cur = node.outputs[0]
     return nodes, cur
+
+
+_ONNX_INT = {"int32": 6, "int64": 7}
+
+
+def _emit_dynamic(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str, runtime: dict):
+    import onnx_ir as ir
+    dtype = lowering.index_dtype
+    outs: list = []
+    nodes: list = []
+
+    def ref(r):
+        kind = r[0]
+        if kind == "x":
+            return x
+        if kind == "in":
+            return runtime[r[1]]
+        if kind == "node":
+            return outs[r[1]]
+        if kind == "const":
+            return consts.get(r[1], dtype)
+        if kind == "const64":
+            return consts.get(r[1], "int64")
+        if kind == "scalar":
+            return consts.get((r[1],), dtype, scalar=True)
+        if kind == "bool":
+            return consts.get(tuple(int(v) for v in r[1]), "bool")
+        raise ValueError(f"unknown reference {r!r}")
+
+    for k, op in enumerate(lowering.ops):
+        node_name = f"{name}/{op.op_type}" + (f"_{k}" if k else "")
+        inputs = [ref(r) for r in op.inputs]
+        attrs = {key: (_ONNX_INT[v] if key == "to" else v) for key, v in op.attrs}
+        if op.op_type == UNSQUEEZE:
+            if opset >= 13:
+                inputs.append(consts.get(op.axes))
+            else:
+                attrs["axes"] = list(op.axes)
+        node = ir.node(op.op_type, inputs, attrs, name=node_name)
+        node.outputs[0].name = f"{node_name}:0"
+        nodes.append(node)
+        outs.append(node.outputs[0])
+    return nodes, outs[-1]

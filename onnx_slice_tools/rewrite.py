@@ -42,6 +42,7 @@ class RewriteRecord:
     declared_output: tuple | None = None
     error: str | None = None
     error_kind: str | None = None  # "invalid" (the framework rejects it) | "unsupported"
+    index_types: dict = field(default_factory=dict)  # runtime begin/end/strides: field -> int32/int64/None
     check: object | None = None     # verify.CheckResult once verified
 
     @property
@@ -60,6 +61,9 @@ class RewriteRecord:
             c = self.check
             out["checks"] = {"shape_inference": c.shape_inference, "inferred_shape": _json_shape(c.inferred_shape),
                              "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
+            if self.index_types:
+                out["checks"]["tried_runtime_values"] = c.tried_values
+                out["checks"]["rejected_runtime_values_redrawn"] = c.rejected_values
         return out
 
 
@@ -110,20 +114,52 @@ def _const_ints(value, field_name: str, cache: dict | None = None) -> tuple[int,
 
 
 def read_spec(node, flavor: str, cache: dict | None = None) -> SliceSpec:
-    """The node's spec.  Raises StridedSliceError (field named) for bad attributes or inputs.
-    ``cache`` (a dict kept by the caller for one pass) remembers constant inputs already read."""
+    """The node's spec (``None`` for begin/end/strides computed at run time)."""
+    return read_node(node, flavor, cache)[0]
+
+
+def _runtime_length(value) -> int | None:
+    shape = value.shape
+    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
+        return shape[0]
+    return None
+
+
+def read_node(node, flavor: str, cache: dict | None = None) -> tuple[SliceSpec, dict]:
+    """(spec, runtime index values by field) of a StridedSlice node.
+
+    Raises StridedSliceError (field named) for bad attributes or inputs.  ``cache`` (a
+    dict kept by the caller for one pass) remembers constant inputs already read."""
     import onnx_ir as ir
     inputs = list(node.inputs)
     if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
         raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
-    vals = [_const_ints(inputs[k] if k < len(inputs) else None, f, cache) for k, f in
-            ((1, "begin"), (2, "end"), (3, "strides"))]
-    if any(v is None for v in vals[:2]) or (len(inputs) > 3 and inputs[3] is not None and vals[2] is None):
-        missing = [f for f, v, k in zip(("begin", "end", "strides"), vals, (1, 2, 3))
-                   if v is None and k < len(inputs) and inputs[k] is not None]
-        raise StridedSliceError(f"{', '.join(missing)} computed at run time: not supported yet "
-                                "(only initializers and Constant nodes)", field=missing[0])
+    vals, runtime, lengths = [], {}, []
+    for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
+        value = inputs[k] if k < len(inputs) else None
+        v = _const_ints(value, f, cache)
+        vals.append(v)
+        if value is not None and v is None:
+            runtime[f] = value
+            length = _runtime_length(value)
+            if value.shape is not None and len(value.shape) != 1:
+                raise StridedSliceError(f"{f} must be 1-D, got rank {len(value.shape)}", field=f)
+            if length is not None:
+                lengths.append((f, length))
+        elif v is not None:
+            lengths.append((f, len(v)))
+    if len({n for _, n in lengths}) > 1:
+        got = ", ".join(f"{f} has {n}" for f, n in lengths)
+        raise StridedSliceError(f"begin, end and strides must have the same length ({got})", field=lengths[-1][0])
+    runtime_length = None
+    if runtime:
+        if not lengths:
+            raise StridedSliceError(f"{', '.join(runtime)} computed at run time with an unknown length: "
+                                    "not supported (the length fixes the meaning of the masks)",
+                                    field=next(iter(runtime)))
+        runtime_length = lengths[0][1]
+    begin, end, strides = vals
     begin, end, strides = vals
     attrs = node.attributes
     if flavor == TF:
@@ -136,9 +172,9 @@ def read_spec(node, flavor: str, cache: dict | None = None) -> SliceSpec:
                 raise StridedSliceError(f"{m} must be an INT attribute in the TensorFlow flavour", field=m)
             else:
                 masks[m] = a.value
-        if strides is None:
+        if strides is None and "strides" not in runtime:
             raise StridedSliceError("TensorFlow StridedSlice needs a strides input", field="strides")
-        return from_tf(begin, end, strides, **masks)
+        return from_tf(begin, end, strides, runtime_length=runtime_length, **masks), runtime
     masks = {}
     for m in MASK_NAMES:
         a = attrs.get(m)
@@ -150,7 +186,9 @@ def read_spec(node, flavor: str, cache: dict | None = None) -> SliceSpec:
             masks[m] = list(a.value)
         else:
             raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
-    return from_openvino(begin, end, strides, **masks)
+    if strides is None and "strides" not in runtime and runtime:
+        strides = (1,) * runtime_length  # the optional 4th input defaults to ones
+    return from_openvino(begin, end, strides, runtime_length=runtime_length, **masks), runtime
 
 
 def value_dims(value) -> tuple | None:
@@ -214,6 +252,8 @@ class StridedSliceRewritePass:
         self.opset = opset
 
     def __call__(self, model) -> RewriteResult:
+        if _needs_shape_inference(model):
+            _infer_shapes(model)
         records: list[RewriteRecord] = []
         self._freed: list = []  # begin/end/strides values of replaced nodes
         self._consts: dict = {}  # constant inputs already read
@@ -250,13 +290,14 @@ class StridedSliceRewritePass:
         x = node.inputs[0] if node.inputs else None
         out = node.outputs[0]
         try:
-            spec = read_spec(node, flavor, self._consts)
+            spec, runtime = read_node(node, flavor, self._consts)
             rec.spec = spec
             rec.input_shape = value_dims(x)
-            key = (spec, rec.input_shape)
+            index_types = {f: _index_type(v) for f, v in runtime.items()}
+            key = (spec, rec.input_shape, tuple(sorted(index_types.items())))
             if key not in self._lowerings:
                 plan = make_plan(spec, rec.input_shape)
-                self._lowerings[key] = (plan, lower(plan))
+                self._lowerings[key] = (plan, lower(plan, self.opset, index_types))
             plan, lowering = self._lowerings[key]
         except StridedSliceError as exc:
             rec.error = str(exc)
@@ -267,13 +308,14 @@ class StridedSliceRewritePass:
         rec.lowering = lowering
         rec.elem_type = _elem_type(x) or _elem_type(out)  # 0 is UNDEFINED
         rec.declared_output = value_dims(out)
+        rec.index_types = index_types
         out_pos = self._out_index.get(id(out))
         if lowering.is_identity and out_pos is None:
             out.replace_all_uses_with(x)
             node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
             self._dead.append(node)  # its output has no uses left
             return rec
-        new_nodes, new_out = emit(lowering, x, self.opset, pool, name)
+        new_nodes, new_out = emit(lowering, x, self.opset, pool, name, runtime)
         new_out.type, new_out.shape = out.type, out.shape
         if out_pos is not None:
             graph.outputs[out_pos] = new_out
@@ -294,18 +336,77 @@ class StridedSliceRewritePass:
 
 
 def _remove_if_unused(freed: list) -> None:
-    """Drop the initializers and Constant nodes that fed only the replaced nodes."""
+    """Drop what fed only the replaced nodes: initializers, Constant nodes, and the standard
+    nodes that computed runtime begin/end/strides (e.g. tf2onnx's ``end = begin + 1`` of a
+    shrink, which the lowering does not read), recursively."""
     done = set()
-    for graph, value in freed:
+    todo = list(freed)
+    while todo:
+        graph, value = todo.pop()
         if id(value) in done or value.uses() or value.is_graph_output() or value.is_graph_input():
             continue
         done.add(id(value))
         producer = value.producer()
         if producer is not None:
-            if producer.op_type == "Constant" and all(not v.uses() for v in producer.outputs):
-                producer.graph.remove(producer, safe=True)
+            if producer.domain not in ("", "ai.onnx") or any(v.uses() or v.is_graph_output()
+                                                             for v in producer.outputs):
+                continue
+            if any(a.type in _graph_attr_types() for a in producer.attributes.values()):
+                continue  # If/Loop/Scan: leave control flow alone
+            inputs = [v for v in producer.inputs if v is not None]
+            producer.graph.remove(producer, safe=True)
+            todo.extend((graph, v) for v in inputs)
         elif value.is_initializer() and value.name in value.graph.initializers:
             del value.graph.initializers[value.name]
+
+
+def _graph_attr_types():
+    import onnx_ir as ir
+    return (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+
+
+def _index_type(value) -> str | None:
+    import onnx_ir as ir
+    dtype = value.dtype if value.type is not None else None
+    return {ir.DataType.INT32: "int32", ir.DataType.INT64: "int64"}.get(dtype)
+
+
+def _needs_shape_inference(model) -> bool:
+    """True when some StridedSlice lacks what shape inference could tell: the data input's
+    shape, or the type/length of a runtime begin/end/strides."""
+    import onnx_ir as ir
+    for graph, _, is_function in _all_graphs(model):
+        if is_function:
+            continue
+        for node in graph:
+            if node.op_type != "StridedSlice" or not node.inputs:
+                continue
+            x = node.inputs[0]
+            if x is not None and x.shape is None:
+                return True
+            for v in node.inputs[1:]:
+                if v is None or ir.convenience.get_const_tensor(v) is not None:
+                    continue
+                if v.shape is None or v.type is None:
+                    return True
+    return False
+
+
+def _infer_shapes(model) -> None:
+    """ONNX shape inference on the model (weights left out), merged into its values;
+    custom ops are skipped, failures ignored (the lowering then stays general)."""
+    import logging
+
+    from onnx_ir.passes.common import ShapeInferencePass
+    logger = logging.getLogger("onnx_ir.passes.common.shape_inference")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        ShapeInferencePass(check_type=False, strict_mode=False, data_prop=True)(model)
+    except Exception:  # noqa: BLE001 - shape information is an optimisation here
+        pass
+    finally:
+        logger.setLevel(level)
 
 
 def _drop_unused_domains(model) -> None:

@@ -150,6 +150,8 @@ class CheckResult:
     inferred_shape: tuple | None = None
     onnxruntime: str = "not run"           # "ok" or the mismatch
     tried_shapes: list = field(default_factory=list)
+    tried_values: list = field(default_factory=list)  # runtime begin/end/strides tried (dicts)
+    rejected_values: int = 0                # runtime values the framework rejects: redrawn
 
     @property
     def ok(self) -> bool:
@@ -162,24 +164,32 @@ class CheckCase:
     dtype: np.dtype                         # numpy dtype of the data input
     elem_type: int                          # ONNX element type
     declared_output: tuple | None = None    # the original node's declared output shape
+    index_types: dict = field(default_factory=dict)  # runtime fields -> "int32" | "int64" | None
     result: CheckResult = field(default_factory=CheckResult)
 
+    @property
+    def runtime_fields(self) -> list[str]:
+        spec = self.lowering.plan.spec
+        return [f for f in ("begin", "end", "strides") if getattr(spec, f) is None]
 
-def _dims_compatible(inferred: Dim, planned: Dim) -> bool:
+
+def _dims_compatible(inferred: Dim, planned: Dim, lenient: bool = False) -> bool:
     if isinstance(planned, int):
-        return inferred == planned
+        # lenient (runtime indices): ONNX infers no dims for a Slice with runtime starts;
+        # less information is fine, a different number is not
+        return inferred == planned or lenient and not isinstance(inferred, int)
     if isinstance(inferred, int):
         return False  # plan says symbolic/unknown, inference made up a number
     return True
 
 
-def _shape_problem(inferred: tuple | None, planned: tuple | None) -> str | None:
+def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
     if planned is None or inferred is None:
         return None
     if len(inferred) != len(planned):
         return f"rank {len(inferred)} != planned {len(planned)}"
     for i, (a, b) in enumerate(zip(inferred, planned)):
-        if not _dims_compatible(a, b):
+        if not _dims_compatible(a, b, lenient):
             return f"dim {i}: inferred {a} != planned {b}"
     return None
 
@@ -195,7 +205,13 @@ def _build_model(cases: list[CheckCase], opset: int):
                      shape=None if shape is None else ir.Shape(
                          [d if d is not None else None for d in shape]))
         graph.inputs.append(x)
-        nodes, y = emit(case.lowering, x, opset, consts, f"r{i}")
+        runtime = {}
+        for f in case.runtime_fields:
+            dtype = ir.DataType.INT32 if case.index_types.get(f) == "int32" else ir.DataType.INT64
+            runtime[f] = ir.Value(name=f"{f[0]}{i}", type=ir.TensorType(dtype),
+                                  shape=ir.Shape([case.lowering.plan.spec.n]))
+            graph.inputs.append(runtime[f])
+        nodes, y = emit(case.lowering, x, opset, consts, f"r{i}", runtime)
         graph.extend(nodes)
         y.name = f"y{i}"
         graph.outputs.append(y)
@@ -221,7 +237,8 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
             got = shapes.get(f"y{i}")
             case.result.inferred_shape = got
             plan_shape = case.lowering.plan.output_shape
-            problem = _shape_problem(got, plan_shape) if got is not None else "no shape inferred"
+            problem = (_shape_problem(got, plan_shape, lenient=case.lowering.dynamic) if got is not None
+                       else "no shape inferred")
             if plan_shape is None and got is None:
                 problem = None  # unknown rank: nothing to infer
             if problem is None and case.declared_output is not None and plan_shape is not None:
@@ -245,33 +262,102 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
             case.result.onnxruntime = "skipped: no input size small enough to test (indices beyond 4096)"
     active = [i for i, shapes in enumerate(per_case) if shapes]
     trials = max((len(per_case[i]) for i in active), default=0)
+    if any(cases[i].runtime_fields for i in active):
+        trials = max(trials, RUNTIME_TRIALS)
+    last_feed: dict = {}  # case -> its last valid feed (every input must be fed on every run)
     for t in range(trials):
-        feeds, expected, shapes_now = {}, {}, {}
+        feeds, expected, shapes_now, compared = {}, {}, {}, []
         for i in active:
             case = cases[i]
             shape = per_case[i][t % len(per_case[i])]
-            x = random_input(shape, case.dtype, rng)
-            feeds[f"x{i}"] = x
+            feed = _draw(case, i, shape, rng)
+            if feed is None:  # no valid runtime values for this shape: feed the last ones, compare nothing
+                if i not in last_feed:
+                    continue
+                feeds.update(last_feed[i])
+                continue
+            feed, exp, values = feed
+            last_feed[i] = feed
+            feeds.update(feed)
+            expected[i] = exp
             shapes_now[i] = shape
+            compared.append(i)
             if shape not in case.result.tried_shapes:
                 case.result.tried_shapes.append(shape)
-            try:
-                expected[i] = apply_plan(make_plan(case.lowering.plan.spec, shape), x)
-            except StridedSliceError as exc:  # not expected: sizes are chosen valid
-                expected[i] = exc
+            if values and len(case.result.tried_values) < RUNTIME_TRIALS:
+                case.result.tried_values.append({"shape": list(shape), **values})
+        fed = [i for i in active if f"x{i}" in feeds]
         try:
-            outs = _run(session, proto, feeds, active)
+            outs = _run(session, proto, feeds, fed)
         except _RunFailed as exc:
             outs = exc.partial
-        for i in active:
+        for i in compared:
             case = cases[i]
             if case.result.onnxruntime not in ("not run", "ok"):
                 continue
             got = outs.get(i)
             if isinstance(got, Exception):
-                case.result.onnxruntime = f"input {shapes_now[i]}: onnxruntime failed: {str(got).splitlines()[0]}"
+                case.result.onnxruntime = (f"input {shapes_now[i]}{_values_text(case, feeds, i)}: "
+                                           f"onnxruntime failed: {str(got).splitlines()[0]}")
                 continue
-            case.result.onnxruntime = _compare_arrays(np.asarray(got), expected[i], shapes_now[i]) or "ok"
+            problem = _compare_arrays(np.asarray(got), expected[i], shapes_now[i])
+            case.result.onnxruntime = (problem + _values_text(case, feeds, i)) if problem else "ok"
+    for i in active:
+        case = cases[i]
+        if case.result.onnxruntime == "not run" and case.runtime_fields:
+            case.result.onnxruntime = "skipped: the framework rejects every runtime index value tried"
+
+
+#: onnxruntime runs of a batch holding runtime-index rewrites (fresh random values each run).
+RUNTIME_TRIALS = 24
+
+
+def _values_text(case: CheckCase, feeds: dict, i: int) -> str:
+    if not case.runtime_fields:
+        return ""
+    return " with " + ", ".join(f"{f}={feeds[f'{f[0]}{i}'].tolist()}" for f in case.runtime_fields)
+
+
+def _index_candidates(dim) -> list[int]:
+    d = dim if isinstance(dim, int) else 3
+    return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
+
+
+def _draw(case: CheckCase, i: int, shape: tuple, rng: np.random.Generator, tries: int = 30):
+    """(feed, expected output, runtime values) for one run of a case, or None when the framework
+    rejects every draw of runtime values (e.g. a shrink index on a size-0 dim)."""
+    from dataclasses import replace
+    spec = case.lowering.plan.spec
+    x = random_input(shape, case.dtype, rng)
+    fields = case.runtime_fields
+    if not fields:
+        try:
+            return {f"x{i}": x}, apply_plan(make_plan(spec, shape), x), None
+        except StridedSliceError as exc:  # not expected: sizes are chosen valid
+            return {f"x{i}": x}, exc, None
+    try:
+        dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
+    except StridedSliceError:
+        return None
+    for _ in range(tries):
+        values = {}
+        for f in fields:
+            if f == "strides":
+                values[f] = [int(rng.choice([-3, -2, -1, 1, 1, 2, 3])) for _ in range(spec.n)]
+            else:
+                values[f] = [int(rng.choice(_index_candidates(dims.get(k)))) for k in range(spec.n)]
+        full = replace(spec, runtime_length=None, **values)
+        try:
+            exp = apply_plan(make_plan(full, shape), x)
+        except StridedSliceError:
+            case.result.rejected_values += 1
+            continue
+        feed = {f"x{i}": x}
+        for f in fields:
+            dtype = np.int32 if case.index_types.get(f) == "int32" else np.int64
+            feed[f"{f[0]}{i}"] = np.array(values[f], dtype=dtype)
+        return feed, exp, values
+    return None
 
 
 class _RunFailed(Exception):
@@ -284,16 +370,17 @@ def _run(session, proto, feeds: dict, active: list[int]) -> dict:
     the failure is attributed to the case(s) that cause it."""
     names = [f"y{i}" for i in active]
     try:
-        return dict(zip(active, session.run(names, {f"x{i}": feeds[f"x{i}"] for i in active})))
+        return dict(zip(active, session.run(names, feeds)))
     except Exception:
         pass
     import onnx
     outs = {}
     for i in active:
-        single = onnx.utils.Extractor(proto).extract_model([f"x{i}"], [f"y{i}"])
+        names = [k for k in feeds if k[1:] == str(i)]
+        single = onnx.utils.Extractor(proto).extract_model(names, [f"y{i}"])
         single.ir_version = proto.ir_version
         try:
-            outs[i] = make_session(single.SerializeToString()).run(None, {f"x{i}": feeds[f"x{i}"]})[0]
+            outs[i] = make_session(single.SerializeToString()).run(None, {k: feeds[k] for k in names})[0]
         except Exception as exc:
             outs[i] = exc
     raise _RunFailed(outs)
