@@ -134,21 +134,29 @@ def explain_text(spec, shape) -> str:
         if a.kind == "all":
             lines.append(f"  axis {a.axis} (dim {a.dim}): kept whole (ellipsis)")
         elif a.kind == "index":
-            where = f"element {a.start}" if a.start is not None else f"element {a.begin} (checked at run time)"
+            if a.start is not None:
+                where = f"element {a.start}"
+            elif a.begin is None:
+                where = f"element begin[{a.index}], given at run time (an index out of range fails there)"
+            else:
+                where = f"element {a.begin} (checked at run time)"
             lines.append(f"  axis {a.axis} (dim {a.dim}): index {a.index} takes {where}, axis removed")
         else:
-            b = "masked" if a.begin_masked else a.begin
-            e = "masked" if a.end_masked else a.end
+            b = "masked" if a.begin_masked else ("run time" if a.begin is None else a.begin)
+            e = "masked" if a.end_masked else ("run time" if a.end is None else a.end)
+            st = "run time" if a.stride is None else a.stride
             if a.start is not None:
                 picks = f"start {a.start}, {a.size} element(s)"
             else:
                 picks = f"size {a.size if a.size is not None else 'unknown until run time'}"
-            lines.append(f"  axis {a.axis} (dim {a.dim}): index {a.index} begin={b} end={e} stride={a.stride}"
+            lines.append(f"  axis {a.axis} (dim {a.dim}): index {a.index} begin={b} end={e} stride={st}"
                          f" -> {picks}")
     for j in plan.inserted_axes:
         lines.append(f"  output axis {j}: new axis of size 1")
-    low = lower(plan)
-    lines.append("ONNX nodes:" if not low.is_identity else "ONNX nodes: none (identity)")
+    runtime = [f for f in ("begin", "end", "strides") if getattr(spec, f) is None]
+    low = lower(plan, 17, {f: "int64" for f in runtime})
+    lines.append(("ONNX nodes" + (f" (opset 17, {', '.join(runtime)} as int64 graph inputs)" if runtime else "")
+                  + ":") if not low.is_identity else "ONNX nodes: none (identity)")
     for op in low.ops:
         if op.op_type != "Identity":
             lines.append(f"  {op.describe()}")

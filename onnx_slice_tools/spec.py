@@ -209,15 +209,26 @@ def convert_flavor(spec: SliceSpec, flavor: str) -> SliceSpec:
 _NEWAXIS_NAMES = {"np.newaxis", "numpy.newaxis", "tf.newaxis", "newaxis"}
 
 
-def _expr_int(node: ast.AST, text: str) -> int:
+@dataclass(frozen=True)
+class RuntimeIndex:
+    """A name in an index expression (``x[:, i]``): a value known only at run time."""
+
+    name: str
+
+
+def _expr_int(node: ast.AST, text: str):
+    if isinstance(node, ast.Name) and node.id not in ("None", "newaxis"):
+        return RuntimeIndex(node.id)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = _expr_int(node.operand, text)
+        if isinstance(v, RuntimeIndex):
+            return RuntimeIndex(("-" if isinstance(node.op, ast.USub) else "") + v.name)
         return -v if isinstance(node.op, ast.USub) else v
     raise StridedSliceError(
-        f"unsupported index {ast.get_source_segment(text, node)!r}: only integer literals, slices, "
-        "None/np.newaxis and ... are allowed", field="index expression")
+        f"unsupported index {ast.get_source_segment(text, node)!r}: only integer literals, names "
+        "(values given at run time), slices, None/np.newaxis and ... are allowed", field="index expression")
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -271,8 +282,18 @@ def parse_index_items(expr: str) -> list:
 
 
 def from_index_items(items: Sequence, flavor: str = TF) -> SliceSpec:
-    """Encode index items exactly as TensorFlow's ``Tensor.__getitem__`` does."""
+    """Encode index items exactly as TensorFlow's ``Tensor.__getitem__`` does.
+
+    A :class:`RuntimeIndex` item or slice part makes that whole vector (begin, end or
+    strides) a runtime value, as it is in a TF graph."""
     begin, end, strides = [], [], []
+    runtime: set[str] = set()
+
+    def val(v, field: str, offset: int = 0) -> int:
+        if isinstance(v, RuntimeIndex):
+            runtime.add(field)
+            return 0
+        return int(v) + offset
     masks = dict.fromkeys(MASK_NAMES, 0)
     for i, item in enumerate(items):
         if isinstance(item, slice):
@@ -280,28 +301,30 @@ def from_index_items(items: Sequence, flavor: str = TF) -> SliceSpec:
                 begin.append(0)
                 masks["begin_mask"] |= 1 << i
             else:
-                begin.append(int(item.start))
+                begin.append(val(item.start, "begin"))
             if item.stop is None:
                 end.append(0)
                 masks["end_mask"] |= 1 << i
             else:
-                end.append(int(item.stop))
-            strides.append(1 if item.step is None else int(item.step))
+                end.append(val(item.stop, "end"))
+            strides.append(1 if item.step is None else val(item.step, "strides"))
         elif item is Ellipsis:
             begin.append(0), end.append(0), strides.append(1)
             masks["ellipsis_mask"] |= 1 << i
         elif item is None:
             begin.append(0), end.append(0), strides.append(1)
             masks["new_axis_mask"] |= 1 << i
-        elif isinstance(item, int) and not isinstance(item, bool):
-            begin.append(item), end.append(item + 1), strides.append(1)
+        elif isinstance(item, RuntimeIndex) or isinstance(item, int) and not isinstance(item, bool):
+            begin.append(val(item, "begin")), end.append(val(item, "end", 1)), strides.append(1)
             masks["shrink_axis_mask"] |= 1 << i
         else:
             raise StridedSliceError(f"unsupported index item {item!r}", index=i, field="index expression")
-    if flavor == TF:
-        return from_tf(begin, end, strides, **masks)
     n = len(items)
-    return from_openvino(begin, end, strides,
+    vectors = {f: (None if f in runtime else v) for f, v in (("begin", begin), ("end", end), ("strides", strides))}
+    length = n if runtime else None
+    if flavor == TF:
+        return from_tf(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length, **masks)
+    return from_openvino(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length,
                          **{k: [(v >> i) & 1 for i in range(n)] for k, v in masks.items()})
 
 

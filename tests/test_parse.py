@@ -58,7 +58,7 @@ def test_index_expression_encoding_matches_tf_getitem():
     assert spec.shrink_axis_mask == 1 and spec.begin_mask == 0b1010 and spec.end_mask == 0b0110
 
 
-@pytest.mark.parametrize("bad", ["x[i]", "x[1.5]", "x[f(1)]", "x[", "", "x[::'a']"])
+@pytest.mark.parametrize("bad", ["x[i + 1]", "x[1.5]", "x[f(1)]", "x[", "", "x[::'a']"])
 def test_index_expression_errors(bad):
     with pytest.raises(StridedSliceError):
         from_index_expr(bad)
@@ -77,3 +77,13 @@ def test_encodings_roundtrip():
     assert enc["openvino"]["begin_mask"] == [0, 0, 0, 0, 1, 1]
     again = from_openvino(enc["begin"], enc["end"], enc["strides"], **enc["openvino"])
     assert index_notation(again) == index_notation(spec)
+
+
+def test_names_in_index_expressions_are_runtime_values():
+    spec = from_index_expr("x[:, i, None, ..., j:k:-1]")
+    assert spec.begin is None and spec.end is None and spec.strides == (1, 1, 1, 1, -1)
+    assert spec.n == 5 and spec.shrink_axis_mask == 2 and spec.new_axis_mask == 4
+    assert spec.index_notation() == "x[:, ?, None, ..., ?:?:-1]"
+    assert from_index_expr("x[::k]").strides is None
+    spec = from_index_expr("x[1:-n, 2:4]")  # one name makes that whole vector a runtime value
+    assert spec.end is None and spec.begin == (1, 2)
