@@ -63,12 +63,72 @@ class Report:
 
 @dataclass
 class ConvertResult:
-    model: object  # onnx.ModelProto
+    model: object  # onnx.ModelProto (external weights stay references to the input's files)
     report: Report
+    ir_model: object = None  # the onnx_ir.Model behind ``model``
 
     @property
     def ok(self) -> bool:
         return self.report.ok
+
+    def save(self, path, *, external_data: bool | None = None) -> None:
+        """Write the converted model atomically (temporary files, then rename).
+
+        Weights the input kept in external data go to ``<path>.data`` next to it (streamed from
+        the input's files, never all in memory); so does a model too big for one protobuf.
+        ``external_data`` forces either layout."""
+        save_model(self.ir_model if self.ir_model is not None else self.model, path, external_data=external_data)
+
+
+#: Above this many bytes of weights, a model is saved with external data.
+_PROTO_LIMIT = 1_800_000_000
+
+
+def _external_tensors(m) -> list:
+    import onnx_ir as ir
+    return [v for v in m.graph.initializers.values() if isinstance(v.const_value, ir.ExternalTensor)]
+
+
+def model_weight_bytes(m) -> int:
+    """Bytes of the initializers of an onnx_ir model (external data sizes from its records)."""
+    return sum(v.const_value.nbytes for v in m.graph.initializers.values() if v.const_value is not None)
+
+
+def save_model(model, path, *, external_data: bool | None = None) -> None:
+    """Save a ModelProto or an onnx_ir.Model to ``path`` atomically.
+
+    A model with external weights (or above ~1.8 GB) is written as ``path`` plus
+    ``path.data``: both files are written in a temporary folder beside ``path`` and renamed
+    into place, data first."""
+    import shutil
+    import tempfile
+
+    import onnx
+    import onnx_ir as ir
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(model, onnx.ModelProto):
+        m = None
+        use_external = bool(external_data)
+    else:
+        m = model
+        use_external = external_data if external_data is not None else bool(
+            _external_tensors(m) or model_weight_bytes(m) > _PROTO_LIMIT)
+    tmpdir = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        tmp_model = tmpdir / path.name
+        data_name = path.name + ".data"
+        if use_external:
+            ir.save(m if m is not None else ir.from_proto(model), tmp_model, external_data=data_name)
+        elif m is not None:
+            onnx.save(ir.to_proto(m), str(tmp_model))
+        else:
+            onnx.save(model, str(tmp_model))
+        if (tmpdir / data_name).exists():
+            os.replace(tmpdir / data_name, path.parent / data_name)
+        os.replace(tmp_model, path)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def load_ir(source, *, path_hint: str | None = None):
@@ -80,15 +140,46 @@ def load_ir(source, *, path_hint: str | None = None):
         if not p.is_file():
             raise ModelError("no such file" if not p.exists() else "not a file", path=str(p))
         try:
-            return ir.load(p)
+            m = ir.load(p)
         except Exception as exc:
             raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
+        _check_external_locations(m, p)
+        return m
     if isinstance(source, onnx.ModelProto):
         try:
             return ir.from_proto(source)
         except Exception as exc:
             raise ModelError(f"cannot read the model: {_first_line(exc)}", path=path_hint) from None
     raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
+
+
+def _check_external_locations(m, path: Path) -> None:
+    """Refuse external-data locations that resolve outside the model's folder (absolute paths,
+    ``..``, symlinks pointing out) and missing data files: a model must not make the tool read
+    arbitrary files."""
+    import onnx_ir as ir
+    base = Path(path).resolve().parent
+    tensors = [v.const_value for v in m.graph.initializers.values()]
+    for g, _, _ in _graphs_for_check(m):
+        for node in ir.traversal.RecursiveGraphIterator(g):
+            for attr in node.attributes.values():
+                if attr.type == ir.AttributeType.TENSOR:
+                    tensors.append(attr.value)
+    for t in tensors:
+        if not isinstance(t, ir.ExternalTensor):
+            continue
+        location = str(t.location)
+        target = (base / location).resolve()
+        if Path(location).is_absolute() or (target != base and base not in target.parents):
+            raise ModelError(f"tensor {t.name!r}: external data location {location!r} resolves outside the "
+                             "model's folder; refusing to read it", path=str(path))
+        if not target.is_file():
+            raise ModelError(f"tensor {t.name!r}: external data file {location!r} not found", path=str(path))
+
+
+def _graphs_for_check(m):
+    from .rewrite import _all_graphs
+    return _all_graphs(m)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -138,6 +229,27 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
+    weights = model_weight_bytes(m)
+    if verify and (weights > _max_compare_bytes() or _external_tensors(m)):
+        # Whole-model runs would read every weight: above the limit they are skipped (the
+        # per-rewrite checks need no weights); below it external weights are loaded for them.
+        t2 = time.perf_counter()
+        report.signatures_checked = verify_records(report.records, target)
+        report.verified = True
+        report.timings["verify_rewrites"] = time.perf_counter() - t2
+        t4 = time.perf_counter()
+        if weights > _max_compare_bytes():
+            why = (f"skipped: {weights / 2 ** 20:.0f} MiB of weights, above the "
+                   f"{_max_compare_bytes() // 2 ** 20} MiB limit for whole-model runs")
+            report.model_checks = _static_checks(proto, model)
+            report.model_checks["onnxruntime_load"] = why
+            report.model_checks["model_run"] = why
+        else:
+            full = _with_external_data(proto, model)
+            report.model_checks, report.model_comparison = check_model(full, original=model, compare=True,
+                                                                       flavor=flavor)
+        report.timings["verify_model"] = time.perf_counter() - t4
+        return ConvertResult(proto, report, m)
     if verify:
         # onnxruntime builds the whole model's session (its cost grows fastest with model size)
         # in a thread -- it releases the GIL -- while the rest of the verification runs.
@@ -150,7 +262,45 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
             report.model_checks, report.model_comparison = check_model(
                 proto, original=model, compare=True, flavor=flavor, session=session)
             report.timings["verify_model"] = time.perf_counter() - t4
-    return ConvertResult(proto, report)
+    return ConvertResult(proto, report, m)
+
+
+def _static_checks(proto, original) -> dict:
+    """The checker and strict shape inference only, on the model with its external weights
+    turned into typed graph inputs (no weight is read)."""
+    import onnx
+    skeleton = onnx.ModelProto()
+    skeleton.CopyFrom(proto)
+    keep = []
+    for t in skeleton.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            skeleton.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            keep.append(t)
+    del skeleton.graph.initializer[:]
+    skeleton.graph.initializer.extend(keep)
+    proto = skeleton
+    checks = {}
+    for name, fn in (("checker", onnx.checker.check_model),
+                     ("strict_shape_inference",
+                      lambda p: onnx.shape_inference.infer_shapes(p, check_type=True, strict_mode=True))):
+        try:
+            fn(proto)
+            checks[name] = "ok"
+        except Exception as exc:
+            checks[name] = _first_line(exc)
+    return checks
+
+
+def _with_external_data(proto, source):
+    """A copy of ``proto`` with its external weights read in (from the input model's folder)."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model
+    full = onnx.ModelProto()
+    full.CopyFrom(proto)
+    base = os.path.dirname(os.path.abspath(source)) if isinstance(source, (str, os.PathLike)) else "."
+    load_external_data_for_model(full, base)
+    return full
 
 
 class _background_session:
@@ -182,7 +332,7 @@ def _upgrade_opset(m, target: int, label):
 def verify_records(records: list[RewriteRecord], opset: int) -> int:
     """Check each distinct rewrite once (see verify.py); returns the number of signatures."""
     from onnx import helper
-    from .verify import CheckCase, _shape_problem, check_lowerings
+    from .verify import CheckCase, check_lowerings, declared_conflict
     groups: dict = {}
     for r in records:
         if r.lowering is None:
@@ -200,7 +350,7 @@ def verify_records(records: list[RewriteRecord], opset: int) -> int:
         for r in recs:
             r.check = case.result
             if r.declared_output != recs[0].declared_output:  # same op, other declared shape
-                problem = _shape_problem(r.declared_output, r.output_shape) if r.output_shape else None
+                problem = declared_conflict(r.declared_output, r.output_shape) if r.output_shape else None
                 if problem:
                     r.check = replace(case.result, shape_inference=f"declared output shape: {problem}")
     return len(cases)
@@ -276,3 +426,53 @@ def check_model(proto, original=None, *, compare: bool = False, flavor: str | No
 def _max_compare_bytes() -> int:
     from .evaluate import DEFAULT_MAX_WEIGHT_BYTES
     return DEFAULT_MAX_WEIGHT_BYTES
+
+
+def verify_model_file(path) -> dict:
+    """Validate an exported model file: the checker (full), strict shape inference, onnxruntime
+    loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
+    Returns check name -> "ok" | problem.  Raises ModelError for an unreadable file."""
+    import onnx
+    import onnxruntime as ort
+    import onnx_ir as ir
+    from .rewrite import _all_graphs
+    from .verify import session_options
+    m = load_ir(path)  # readable, external data inside the folder
+    checks = {}
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+        checks["checker_full"] = "ok"
+    except Exception as exc:
+        checks["checker_full"] = _first_line(exc)
+    try:
+        onnx.shape_inference.infer_shapes_path(str(path), os.devnull, check_type=True, strict_mode=True)
+        checks["strict_shape_inference"] = "ok"
+    except Exception as exc:
+        checks["strict_shape_inference"] = _first_line(exc)
+    try:
+        ort.InferenceSession(str(path), sess_options=session_options(), providers=["CPUExecutionProvider"])
+        checks["onnxruntime_load"] = "ok"
+    except Exception as exc:
+        checks["onnxruntime_load"] = _first_line(exc)
+    left = []
+    for graph, label, _ in _all_graphs(m):
+        for node in ir.traversal.RecursiveGraphIterator(graph):
+            if node.op_type == "StridedSlice":
+                left.append(f"{node.name or node.outputs[0].name} ({label})")
+    checks["no_strided_slice"] = "ok" if not left else f"{len(left)} left: " + ", ".join(left[:5])
+    return checks
+
+
+def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
+    """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
+    import onnx
+    from .evaluate import compare_models, weight_bytes
+    protos = []
+    for p in (original, converted):
+        load_ir(p)  # readable, external data inside the folder
+        head = onnx.load(str(p), load_external_data=False)
+        base = os.path.dirname(os.path.abspath(p))
+        protos.append(onnx.load(str(p)) if weight_bytes(head, base) <= _max_compare_bytes() else head)
+    return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
+                          max_weight_bytes=_max_compare_bytes(),
+                          base_dir=os.path.dirname(os.path.abspath(original)))

@@ -1,4 +1,4 @@
-"""Command line: ``onnx-slice-tools convert | explain | inspect``.
+"""Command line: ``onnx-slice-tools convert | verify | batch | inspect | explain``.
 
 Exit codes: 0 success; 1 a rewrite or a verification failed; 2 unusable input
 (unreadable or corrupt model, invalid spec).  Errors are one line on stderr
@@ -34,6 +34,9 @@ def write_atomically(path: Path, write) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -41,11 +44,6 @@ def write_atomically(path: Path, write) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-def save_model(proto, path: Path) -> None:
-    import onnx
-    write_atomically(path, lambda tmp: onnx.save(proto, str(tmp)))
 
 
 # --------------------------------------------------------------------------- convert
@@ -71,10 +69,10 @@ def cmd_convert(args) -> int:
             why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}"
             print(f"{src}: node {r.node!r} ({r.notation}): {why}", file=sys.stderr)
         for name, status in rep.model_checks.items():
-            if status not in ("ok", "not run"):
+            if not status.startswith(("ok", "not run", "skipped", "pre-existing")):
                 print(f"{src}: converted model fails {name}: {status}", file=sys.stderr)
         return EXIT_FAILED
-    save_model(result.model, dst)
+    result.save(dst)
     verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime)"
                 if rep.verified else ", not verified")
     print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten{verified}")
@@ -184,7 +182,7 @@ def cmd_inspect(args) -> int:
     from .api import load_ir
     from .lower import lower
     from .plan import make_plan
-    from .rewrite import _all_graphs, detect_flavor, read_spec, value_dims
+    from .rewrite import _all_graphs, _index_type, detect_flavor, read_node, value_dims
     m = load_ir(args.model)
     rows = []
     for graph, label, _ in _all_graphs(m):
@@ -196,12 +194,16 @@ def cmd_inspect(args) -> int:
             flavor = args.flavor if args.flavor != "auto" else detect_flavor(node)
             row["flavor"] = flavor
             try:
-                spec = read_spec(node, flavor)
+                if flavor is None:
+                    raise StridedSliceError("cannot tell the flavour from the mask attributes; pass --flavor",
+                                            field="attributes")
+                spec, runtime = read_node(node, flavor)
                 shape = value_dims(node.inputs[0])
                 plan = make_plan(spec, shape)
+                low = lower(plan, 17, {f: _index_type(v) for f, v in runtime.items()})
                 row.update(spec=spec.index_notation(), input_shape=_fmt_shape(shape),
                            output_shape=_fmt_shape(plan.output_shape),
-                           onnx=[op.describe() for op in lower(plan).ops if op.op_type != "Identity"] or ["(rewiring)"])
+                           onnx=[op.describe() for op in low.ops if op.op_type != "Identity"] or ["(rewiring)"])
             except StridedSliceError as exc:
                 row["error"] = str(exc)
             rows.append(row)
@@ -220,6 +222,117 @@ def cmd_inspect(args) -> int:
         table.add_row(*(escape(c) for c in cells))  # shapes like [?, 5] are not markup
     Console().print(table)
     return EXIT_OK
+
+
+# --------------------------------------------------------------------------- verify
+
+def _is_terminal() -> bool:
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def cmd_verify(args) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    if args.converted is None:
+        from .api import verify_model_file
+        checks = verify_model_file(args.model)
+        table = Table(title=f"{args.model}")
+        table.add_column("check"), table.add_column("result", overflow="fold")
+        for name, status in checks.items():
+            table.add_row(name, escape(status))
+        Console().print(table)
+        bad = [k for k, v in checks.items() if v != "ok"]
+        if bad:
+            print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
+        return EXIT_FAILED if bad else EXIT_OK
+    from .api import compare_model_files
+    cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
+    table = Table(title=f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)")
+    table.add_column("output"), table.add_column("result", overflow="fold")
+    for name, status in cmp.outputs.items():
+        table.add_row(escape(name), escape(status))
+    Console().print(table)
+    tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
+    print(f"status: {cmp.status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    if cmp.status != "ok":
+        print(f"{args.converted}: not shown equivalent to {args.model}: {cmp.status}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- batch
+
+def cmd_batch(args) -> int:
+    from .batch import REPORT_NAME, batch_convert
+    src, out = Path(args.input_dir), Path(args.output)
+    if out.resolve() == src.resolve():
+        print(f"{out}: the output folder must differ from the input folder", file=sys.stderr)
+        return EXIT_INPUT
+    progress = _BatchProgress(fancy=_is_terminal())
+    try:
+        report = batch_convert(src, out, jobs=args.jobs, force=args.force,
+                               flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
+                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result)
+    finally:
+        progress.stop()
+    _print_batch_summary(report)
+    print(f"report: {out / REPORT_NAME}")
+    return report.exit_code
+
+
+class _BatchProgress:
+    """A rich progress bar on a terminal, one plain line per model otherwise."""
+
+    def __init__(self, fancy: bool):
+        self.fancy, self.done, self.total, self.bar = fancy, 0, 0, None
+
+    def start(self, total: int) -> None:
+        self.total = total
+        if self.fancy and total:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self.bar = Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=total)
+
+    def result(self, entry: dict) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=Path(entry["input"]).name)
+            return
+        what = entry["status"]
+        if entry.get("strided_slice_nodes") is not None and what in ("converted", "unchanged"):
+            what += f" ({entry['rewritten']}/{entry['strided_slice_nodes']} StridedSlice rewritten)"
+        if entry.get("error"):
+            what += f": {entry['error']}"
+        secs = f" [{entry['seconds']:.2f} s]" if entry.get("seconds") else ""
+        print(f"[{self.done}/{self.total}] {entry['input']}: {what}{secs}", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_batch_summary(report) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+    table = Table(title=f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)")
+    for col in ("model", "status", "StridedSlice", "rewritten", "checks", "seconds", "error"):
+        table.add_column(col, overflow="fold")
+    for e in sorted(report.entries, key=lambda e: e["input"]):
+        checks = e.get("checks") or {}
+        ok = sum(1 for v in checks.values() if v == "ok")
+        table.add_row(escape(str(Path(e["input"]).relative_to(report.input_dir))), e["status"],
+                      str(e.get("strided_slice_nodes") if e.get("strided_slice_nodes") is not None else "-"),
+                      str(e.get("rewritten") if e.get("rewritten") is not None else "-"),
+                      f"{ok}/{len(checks)} ok" if checks else "-",
+                      f"{e['seconds']:.2f}" if e.get("seconds") else "-", escape(e.get("error") or ""))
+    Console(width=max(120, Console().width)).print(table)
+    counts = report.counts()
+    print("summary: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
 
 
 # --------------------------------------------------------------------------- main
@@ -248,6 +361,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="an int bit field (tf) or a 0/1 list such as 0,1,1 (openvino)")
     e.set_defaults(func=cmd_explain)
 
+    v = sub.add_parser("verify", help="validate a converted model, or compare it with its original")
+    v.add_argument("model", help="the model to validate, or the ORIGINAL when CONVERTED is given")
+    v.add_argument("converted", nargs="?", help="compare this converted model with MODEL on random inputs")
+    v.add_argument("--trials", type=int, default=3, help="random input sets for the comparison (default 3)")
+    v.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    v.set_defaults(func=cmd_verify)
+
+    b = sub.add_parser("batch", help="convert and verify every .onnx under a folder, in parallel")
+    b.add_argument("input_dir")
+    b.add_argument("-o", "--output", required=True, help="output folder (the input tree is mirrored)")
+    b.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
+    b.add_argument("--force", action="store_true", help="convert again models whose input is unchanged")
+    b.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    b.add_argument("--opset", type=int, default=None)
+    b.add_argument("--no-verify", action="store_true")
+    b.set_defaults(func=cmd_batch)
+
     i = sub.add_parser("inspect", help="list a model's StridedSlice nodes and their planned ONNX")
     i.add_argument("model")
     i.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
@@ -271,6 +401,12 @@ def main(argv=None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug of ours: still one line, and nothing half-written
+        if os.environ.get("ONNX_SLICE_TOOLS_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+              "(set ONNX_SLICE_TOOLS_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -135,13 +135,15 @@ _SIZE_LEVELS = ((3, 2, 5, 1), (6, 4, 7, 8), (12, 16, 9, 11), (24, 33, 17, 40))
 
 
 def _concrete(name: str, dims, sizes: dict, trial: int, level: int) -> tuple[int, ...]:
-    pool = _SIZE_LEVELS[min(level, len(_SIZE_LEVELS) - 1)]
+    """Even levels give every symbolic dim one size (exporters name one batch dim differently
+    on each input: ``unk__0``, ``unk__1``); odd levels one size per dim name."""
+    pool = _SIZE_LEVELS[min(level // 2, len(_SIZE_LEVELS) - 1)]
     out = []
     for k, d in enumerate(dims):
         if d.HasField("dim_value"):
             out.append(d.dim_value)
         else:
-            key = d.dim_param or f"{name}:{k}"
+            key = "*" if level % 2 == 0 else (d.dim_param or f"{name}:{k}")
             if key not in sizes:
                 sizes[key] = pool[(len(sizes) + trial) % len(pool)]
             out.append(sizes[key])
@@ -207,7 +209,7 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
     runs = []  # (feeds, expected outputs)
     level = 0
     last_problem = None
-    for trial in range(trials + 2 * len(_SIZE_LEVELS)):  # rejected inputs are redrawn, larger
+    for trial in range(trials + 4 * len(_SIZE_LEVELS)):  # rejected inputs are redrawn, larger
         if len(runs) == trials:
             break
         try:
@@ -216,7 +218,7 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
             return ModelComparison(f"skipped: {exc}")
         try:
             runs.append((feeds, ref.run(None, feeds)))
-        except (StridedSliceError, IndexError, ValueError) as exc:
+        except (StridedSliceError, IndexError, ValueError, TypeError) as exc:
             last_problem = f"the original rejects random inputs: {_line(exc)}"
             level += 1
         except Exception as exc:

@@ -393,20 +393,40 @@ def _needs_shape_inference(model) -> bool:
 
 
 def _infer_shapes(model) -> None:
-    """ONNX shape inference on the model (weights left out), merged into its values;
-    custom ops are skipped, failures ignored (the lowering then stays general)."""
-    import logging
-
-    from onnx_ir.passes.common import ShapeInferencePass
-    logger = logging.getLogger("onnx_ir.passes.common.shape_inference")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+    """ONNX shape inference on the main graph's skeleton -- initializers that are external
+    or above 1 KiB become typed inputs, so weights are never read -- merged into values
+    that have no shape yet.  Custom ops are skipped; a failure leaves the model as it is
+    (the lowering then stays general)."""
+    import onnx
+    import onnx_ir as ir
     try:
-        ShapeInferencePass(check_type=False, strict_mode=False, data_prop=True)(model)
+        proto = ir.to_proto(model)  # external tensors stay references: nothing is read
+        keep = []
+        for t in proto.graph.initializer:
+            if t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > 1024:
+                proto.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+            else:
+                keep.append(t)
+        del proto.graph.initializer[:]
+        proto.graph.initializer.extend(keep)
+        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=False)
     except Exception:  # noqa: BLE001 - shape information is an optimisation here
-        pass
-    finally:
-        logger.setLevel(level)
+        return
+    values = {}
+    for node in model.graph:
+        for v in node.outputs:
+            if v.name:
+                values[v.name] = v
+    for vi in inferred.graph.value_info:
+        v = values.get(vi.name)
+        if v is None or v.shape is not None or not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if v.type is None and tt.elem_type:
+            v.type = ir.TensorType(ir.DataType(tt.elem_type))
+        if tt.HasField("shape"):
+            v.shape = ir.Shape([d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                for d in tt.shape.dim])
 
 
 def _drop_unused_domains(model) -> None:

@@ -183,6 +183,20 @@ def _dims_compatible(inferred: Dim, planned: Dim, lenient: bool = False) -> bool
     return True
 
 
+def declared_conflict(declared: tuple | None, planned: tuple | None) -> str | None:
+    """A shape the original model declared for the node's output contradicts the plan: another
+    rank, or another number for a dim both know.  (Exporters name unknown dims ``unk__7``:
+    a name where the plan knows the size is less information, not a contradiction.)"""
+    if declared is None or planned is None:
+        return None
+    if len(declared) != len(planned):
+        return f"rank {len(declared)} != planned {len(planned)}"
+    for i, (a, b) in enumerate(zip(declared, planned)):
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            return f"dim {i}: declared {a} != planned {b}"
+    return None
+
+
 def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
     if planned is None or inferred is None:
         return None
@@ -242,7 +256,7 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
             if plan_shape is None and got is None:
                 problem = None  # unknown rank: nothing to infer
             if problem is None and case.declared_output is not None and plan_shape is not None:
-                declared = _shape_problem(case.declared_output, plan_shape)
+                declared = declared_conflict(case.declared_output, plan_shape)
                 problem = f"declared output shape {case.declared_output}: {declared}" if declared else None
             case.result.shape_inference = problem or "ok"
     except Exception as exc:  # strict shape inference failed: blame every case of the batch
