@@ -237,7 +237,7 @@ def cmd_verify(args) -> int:
     if args.converted is None:
         from .api import verify_model_file
         checks = verify_model_file(args.model)
-        table = Table(title=f"{args.model}")
+        table = Table(title=f"{args.model}", min_width=60)
         table.add_column("check"), table.add_column("result", overflow="fold")
         for name, status in checks.items():
             table.add_row(name, escape(status))
@@ -248,7 +248,7 @@ def cmd_verify(args) -> int:
         return EXIT_FAILED if bad else EXIT_OK
     from .api import compare_model_files
     cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
-    table = Table(title=f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)")
+    table = Table(title=f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)", min_width=80)
     table.add_column("output"), table.add_column("result", overflow="fold")
     for name, status in cmp.outputs.items():
         table.add_row(escape(name), escape(status))

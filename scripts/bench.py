@@ -109,17 +109,174 @@ def bench_throughput(sizes, repeat: int, tmp: Path) -> list[dict]:
     return rows
 
 
+def bench_tf2onnx(n_slices: int, runs: int) -> dict:
+    """Seconds per StridedSlice (tf2onnx's own lowering vs ours on its custom-op export), and
+    node counts and onnxruntime latency on the TF samples of models/ (same TF functions)."""
+    import onnxruntime as ort
+    import tensorflow as tf
+
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.tfexport import export
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_models  # noqa: E402
+    exprs = ["x[..., ::2, ::2]", "x[:, 0]", "x[:, -1, :]", "x[..., ::-1]", "x[:, None, 2:-2]", "x[:, 1:15, 1:15]"]
+
+    @tf.function
+    def many(x):
+        return [eval(exprs[k % len(exprs)], {"x": x, "None": None}) for k in range(n_slices)]
+    sig = [tf.TensorSpec([None, 16, 16, 8], tf.float32, name="x")]
+    export(many, sig)  # warm up tracing
+    t = time.perf_counter()
+    export(many, sig, keep_strided_slice=False)
+    native_s = time.perf_counter() - t
+    custom = export(many, sig)
+    t = time.perf_counter()
+    result = convert(custom)
+    ours_s = time.perf_counter() - t
+    assert result.ok
+    per_slice = {"slices": n_slices, "tf2onnx_s_per_slice": native_s / n_slices,
+                 "ours_s_per_slice": ours_s / n_slices}
+    print(f"tf2onnx lowering {native_s / n_slices * 1e3:.2f} ms per StridedSlice (whole TF conversion); "
+          f"ours {ours_s / n_slices * 1e3:.2f} ms (convert + verify)", flush=True)
+
+    samples = []
+    import inspect
+    src = inspect.getsource(make_models.tf_models)
+    del src
+    specs = _tf_sample_functions(make_models)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    for name, (fn, sig) in specs.items():
+        ours_model = convert(export(fn, sig)).model
+        native_model = export(fn, sig, keep_strided_slice=False)
+        rng = np.random.default_rng(0)
+        feeds = {}
+        for spec in sig:
+            shape = [4 if d is None else d for d in spec.shape]
+            feeds[spec.name] = (rng.integers(0, 3, shape).astype(spec.dtype.as_numpy_dtype)
+                                if spec.dtype.is_integer else rng.standard_normal(shape).astype(spec.dtype.as_numpy_dtype))
+        row = {"model": name}
+        for label, m in (("ours", ours_model), ("tf2onnx", native_model)):
+            sess = ort.InferenceSession(m.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+            for _ in range(20):
+                sess.run(None, feeds)
+            times = []
+            for _ in range(runs):
+                t = time.perf_counter()
+                sess.run(None, feeds)
+                times.append(time.perf_counter() - t)
+            row[f"{label}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in _nodes(m))
+            row[f"{label}_latency_us"] = float(np.median(times) * 1e6)
+        samples.append(row)
+        print(f"{name:>22}: nodes ours {row['ours_nodes']:>3} / tf2onnx {row['tf2onnx_nodes']:>3}; "
+              f"latency ours {row['ours_latency_us']:.1f} us / tf2onnx {row['tf2onnx_latency_us']:.1f} us", flush=True)
+    return {"per_slice": per_slice, "samples": samples}
+
+
+def _tf_sample_functions(make_models):
+    """The TF functions behind models/tf_*.onnx (make_models.tf_models without exporting)."""
+    captured = {}
+    import onnx_slice_tools.tfexport as tfexport
+    real = tfexport.export
+    tfexport.export = lambda fn, sig, **kw: captured.setdefault(len(captured), (fn, sig))
+    try:
+        names = list(make_models.tf_models().keys())
+    finally:
+        tfexport.export = real
+    return {name: captured[k] for k, name in enumerate(names)}
+
+
+def _nodes(model):
+    stack = list(model.graph.node)
+    while stack:
+        n = stack.pop()
+        yield n
+        for a in n.attribute:
+            if a.type == a.GRAPH:
+                stack.extend(a.g.node)
+            stack.extend(x for g in a.graphs for x in g.node)
+
+
+def bench_memory(gib: float, tmp: Path) -> dict:
+    """Peak RSS of a child process converting a model with ``gib`` GiB of external weights."""
+    folder = tmp / "large"
+    _make_large_model(folder, int(gib * 2 ** 30))
+    out = tmp / "large_out" / "model.onnx"
+    # VmHWM (peak RSS of this process image): ru_maxrss would carry the parent's peak over exec
+    code = ("import sys, time; t = time.perf_counter(); from onnx_slice_tools import convert; "
+            f"r = convert({str(folder / 'model.onnx')!r}); assert r.ok, r.report.to_json(); r.save({str(out)!r}); "
+            "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]; "
+            "print(time.perf_counter() - t, hwm)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds, rss_kib = res.stdout.split()[-2:]
+    weights = sum(f.stat().st_size for f in folder.iterdir() if f.suffix == ".bin")
+    row = {"weights_bytes": weights, "seconds": float(seconds), "peak_rss_mb": int(rss_kib) / 1024}
+    print(f"memory: {weights / 2 ** 30:.2f} GiB external weights -> peak RSS {row['peak_rss_mb']:.0f} MB, "
+          f"{row['seconds']:.1f} s (convert + verify + save)", flush=True)
+    return row
+
+
+def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> None:
+    """A model whose weights (external, ``weights.bin``) feed Gathers whose outputs are sliced."""
+    import onnx
+    from onnx import TensorProto, helper
+    folder.mkdir(parents=True, exist_ok=True)
+    per = total_bytes // n_tensors // 4
+    inits, nodes, outs = [], [], []
+    chunk = np.arange(1 << 20, dtype=np.float32)
+    with open(folder / "weights.bin", "wb") as f:
+        for k in range(n_tensors):
+            t = onnx.TensorProto(name=f"W{k}", data_type=TensorProto.FLOAT, dims=[per],
+                                 data_location=TensorProto.EXTERNAL)
+            for key, val in (("location", "weights.bin"), ("offset", str(k * per * 4)), ("length", str(per * 4))):
+                e = t.external_data.add()
+                e.key, e.value = key, val
+            left = per
+            while left:
+                n = min(left, chunk.size)
+                f.write(chunk[:n].tobytes())
+                left -= n
+            inits.append(t)
+    inits += [helper.make_tensor(nm, TensorProto.INT64, [2], v) for nm, v in (("b", [0, 1]), ("e", [0, 2]), ("s", [1, 1]))]
+    for k in range(n_tensors):
+        nodes.append(helper.make_node("Gather", [f"W{k}", "idx"], [f"g{k}"]))
+        nodes.append(helper.make_node("StridedSlice", [f"g{k}", "b", "e", "s"], [f"y{k}"], domain=TF_DOMAIN,
+                                      name=f"ss{k}", begin_mask=1, end_mask=1))
+        outs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "large", [helper.make_tensor_value_info("idx", TensorProto.INT64, ["N", 4])],
+                              outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    (folder / "model.onnx").write_bytes(model.SerializeToString())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--slices", type=int, default=200, help="StridedSlice nodes for the tf2onnx comparison")
+    ap.add_argument("--runs", type=int, default=300, help="onnxruntime runs per latency measurement")
+    ap.add_argument("--gib", type=float, default=1.1, help="GiB of external weights for the memory benchmark")
+    ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory"], action="append")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                           "platform": platform.platform()}}
+                           "platform": platform.platform(), "command": " ".join(sys.argv)}}
+    only = set(args.only or ["throughput", "tf2onnx", "memory"])
     with tempfile.TemporaryDirectory() as tmp:
-        results["throughput"] = bench_throughput(sizes, args.repeat, Path(tmp))
+        if "throughput" in only:
+            results["throughput"] = bench_throughput(sizes, args.repeat, Path(tmp))
+        if "tf2onnx" in only:
+            try:
+                results["tf2onnx"] = bench_tf2onnx(args.slices, args.runs)
+            except ImportError as exc:
+                print(f"tf2onnx comparison skipped: {exc}")
+        if "memory" in only:
+            results["memory"] = bench_memory(args.gib, Path(tmp))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

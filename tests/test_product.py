@@ -182,3 +182,18 @@ def test_missing_external_data_is_a_clear_error(tmp_path):
     (tmp_path / "m" / "weights.bin").unlink()
     with pytest.raises(ModelError, match="external data file 'weights.bin' not found"):
         convert(path)
+
+
+def test_bench_script_smoke(tmp_path):
+    """scripts/bench.py at its CI smoke size (benchmarks are not timed tests: this only checks
+    that the published numbers can be reproduced with the script)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench", Path(__file__).resolve().parent.parent / "scripts" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "bench.json"
+    assert bench.main(["--quick", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert {r["shapes"] for r in data["throughput"]} == {"static", "symbolic"}
+    assert all(r["ours_nodes"] <= r["tf2onnx_nodes"] for r in data["tf2onnx"]["samples"])
+    assert data["memory"]["peak_rss_mb"] > 0
