@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -160,7 +161,8 @@ def _check_external_locations(m, path: Path) -> None:
     import onnx_ir as ir
     base = Path(path).resolve().parent
     tensors = [v.const_value for v in m.graph.initializers.values()]
-    for g, _, _ in _graphs_for_check(m):
+    from .rewrite import _all_graphs
+    for g, _, _ in _all_graphs(m):
         for node in ir.traversal.RecursiveGraphIterator(g):
             for attr in node.attributes.values():
                 if attr.type == ir.AttributeType.TENSOR:
@@ -175,11 +177,6 @@ def _check_external_locations(m, path: Path) -> None:
                              "model's folder; refusing to read it", path=str(path))
         if not target.is_file():
             raise ModelError(f"tensor {t.name!r}: external data file {location!r} not found", path=str(path))
-
-
-def _graphs_for_check(m):
-    from .rewrite import _all_graphs
-    return _all_graphs(m)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -229,38 +226,29 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
-    weights = model_weight_bytes(m)
-    if verify and (weights > _max_compare_bytes() or _external_tensors(m)):
-        # Whole-model runs would read every weight: above the limit they are skipped (the
-        # per-rewrite checks need no weights); below it external weights are loaded for them.
-        t2 = time.perf_counter()
-        report.signatures_checked = verify_records(report.records, target)
-        report.verified = True
-        report.timings["verify_rewrites"] = time.perf_counter() - t2
-        t4 = time.perf_counter()
-        if weights > _max_compare_bytes():
-            why = (f"skipped: {weights / 2 ** 20:.0f} MiB of weights, above the "
-                   f"{_max_compare_bytes() // 2 ** 20} MiB limit for whole-model runs")
-            report.model_checks = _static_checks(proto, model)
-            report.model_checks["onnxruntime_load"] = why
-            report.model_checks["model_run"] = why
-        else:
-            full = _with_external_data(proto, model)
-            report.model_checks, report.model_comparison = check_model(full, original=model, compare=True,
-                                                                       flavor=flavor)
-        report.timings["verify_model"] = time.perf_counter() - t4
-        return ConvertResult(proto, report, m)
     if verify:
-        # onnxruntime builds the whole model's session (its cost grows fastest with model size)
-        # in a thread -- it releases the GIL -- while the rest of the verification runs.
-        with _background_session(proto) as session:
+        # Whole-model runs read every weight: above the limit they are skipped (the per-rewrite
+        # checks need no weights); below it, external weights are read in for them.  onnxruntime
+        # builds the whole model's session (its cost grows fastest with model size) in a thread
+        # -- it releases the GIL -- while the rest of the verification runs.
+        weights = model_weight_bytes(m)
+        whole = weights <= _max_compare_bytes()
+        full = proto if not _external_tensors(m) or not whole else _with_external_data(proto, model)
+        with (_background_session(full) if whole else contextlib.nullcontext()) as session:
             t2 = time.perf_counter()
             report.signatures_checked = verify_records(report.records, target)
             report.verified = True
             report.timings["verify_rewrites"] = time.perf_counter() - t2
             t4 = time.perf_counter()
-            report.model_checks, report.model_comparison = check_model(
-                proto, original=model, compare=True, flavor=flavor, session=session)
+            if whole:
+                report.model_checks, report.model_comparison = check_model(
+                    full, original=model, compare=True, flavor=flavor, session=session)
+            else:
+                why = (f"skipped: {weights / 2 ** 20:.0f} MiB of weights, above the "
+                       f"{_max_compare_bytes() // 2 ** 20} MiB limit for whole-model runs")
+                report.model_checks = _static_checks(proto, model)
+                report.model_checks["onnxruntime_load"] = why
+                report.model_checks["model_run"] = why
             report.timings["verify_model"] = time.perf_counter() - t4
     return ConvertResult(proto, report, m)
 

@@ -173,7 +173,7 @@ def _slice_inputs(b: _Builder, plan: Plan, axes: list, runtime: dict, notes: lis
             return b.add("Where", ("bool", tuple(masked)), fill, _const(const_values))
         values = _vector(b, field, idx, n)
         if cap and any(may_be_negative[j] and not masked[j] for j in range(len(axes))):
-            values = _cap(b, values, plan)
+            values = _cap(b, values)
         if any(masked):
             values = b.add("Where", ("bool", tuple(masked)), fill, values)
         return values
@@ -194,7 +194,7 @@ def _slice_inputs(b: _Builder, plan: Plan, axes: list, runtime: dict, notes: lis
     return starts, ends, axes_ref, steps
 
 
-def _cap(b: _Builder, values: tuple, plan: Plan) -> tuple:
+def _cap(b: _Builder, values: tuple) -> tuple:
     """min(values, END_CAP): Min from opset 12 (integer Min); before, Greater + Where."""
     if b.opset >= 12:
         return b.add("Min", values, ("scalar", END_CAP))

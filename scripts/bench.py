@@ -140,9 +140,6 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
           f"ours {ours_s / n_slices * 1e3:.2f} ms (convert + verify)", flush=True)
 
     samples = []
-    import inspect
-    src = inspect.getsource(make_models.tf_models)
-    del src
     specs = _tf_sample_functions(make_models)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
@@ -165,7 +162,7 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
                 t = time.perf_counter()
                 sess.run(None, feeds)
                 times.append(time.perf_counter() - t)
-            row[f"{label}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in _nodes(m))
+            row[f"{label}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
             row[f"{label}_latency_us"] = float(np.median(times) * 1e6)
         samples.append(row)
         print(f"{name:>22}: nodes ours {row['ours_nodes']:>3} / tf2onnx {row['tf2onnx_nodes']:>3}; "
@@ -184,17 +181,6 @@ def _tf_sample_functions(make_models):
     finally:
         tfexport.export = real
     return {name: captured[k] for k, name in enumerate(names)}
-
-
-def _nodes(model):
-    stack = list(model.graph.node)
-    while stack:
-        n = stack.pop()
-        yield n
-        for a in n.attribute:
-            if a.type == a.GRAPH:
-                stack.extend(a.g.node)
-            stack.extend(x for g in a.graphs for x in g.node)
 
 
 def bench_memory(gib: float, tmp: Path) -> dict:
