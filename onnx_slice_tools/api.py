@@ -11,8 +11,15 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError
+from .errors import first_line as _first_line
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
+
+
+def check_passed(status: str) -> bool:
+    """A model check's status that does not fail a conversion: ok (possibly with a note),
+    not run, skipped (with its reason), or a failure the original model already had."""
+    return status in ("ok", "not run") or status.startswith(("ok (", "skipped", "pre-existing"))
 
 
 @dataclass
@@ -46,9 +53,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.failed_records and all(
-            v in ("ok", "not run") or v.startswith(("pre-existing", "skipped", "ok ("))
-            for v in self.model_checks.values())
+        return not self.failed_records and all(check_passed(v) for v in self.model_checks.values())
 
     def to_json(self) -> dict:
         return {
@@ -179,11 +184,6 @@ def _check_external_locations(m, path: Path) -> None:
             raise ModelError(f"tensor {t.name!r}: external data file {location!r} not found", path=str(path))
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
-
-
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
@@ -257,17 +257,10 @@ def _static_checks(proto, original) -> dict:
     """The checker and strict shape inference only, on the model with its external weights
     turned into typed graph inputs (no weight is read)."""
     import onnx
+    from .rewrite import weightless
     skeleton = onnx.ModelProto()
     skeleton.CopyFrom(proto)
-    keep = []
-    for t in skeleton.graph.initializer:
-        if t.data_location == onnx.TensorProto.EXTERNAL:
-            skeleton.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-        else:
-            keep.append(t)
-    del skeleton.graph.initializer[:]
-    skeleton.graph.initializer.extend(keep)
-    proto = skeleton
+    proto = weightless(skeleton)
     checks = {}
     for name, fn in (("checker", onnx.checker.check_model),
                      ("strict_shape_inference",
@@ -355,7 +348,7 @@ def check_model(proto, original=None, *, compare: bool = False, flavor: str | No
     ``session``: a Future of an onnxruntime session of ``proto`` (built here when None).
     Returns ``(checks, comparison)``: name -> "ok" | problem, and the ModelComparison or None."""
     import onnx
-    from .evaluate import ModelComparison, compare_models, weight_bytes
+    from .evaluate import compare_models, weight_bytes
     from .verify import make_session
     loaded = []
     is_path = isinstance(original, (str, os.PathLike))

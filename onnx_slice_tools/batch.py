@@ -19,6 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import first_line as _line
+
 REPORT_NAME = "report.json"
 
 CONVERTED, UNCHANGED, FAILED, INVALID, ERROR = "converted", "unchanged", "failed", "invalid", "error"
@@ -85,7 +87,7 @@ def fingerprint(path: Path) -> str:
 
 def convert_one(src: str, dst: str, options: dict) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry."""
-    from .api import convert
+    from .api import check_passed, convert
     from .errors import ModelError, StridedSliceError
     t0 = time.perf_counter()
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
@@ -104,8 +106,7 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
         elif not rep.ok:
             entry["status"] = FAILED
             problems = [f"node {r.node!r}: {r.error or _check_text(r.check)}" for r in rep.failed_records[:3]]
-            problems += [f"{k}: {v}" for k, v in rep.model_checks.items()
-                         if not v.startswith(("ok", "not run", "skipped", "pre-existing"))]
+            problems += [f"{k}: {v}" for k, v in rep.model_checks.items() if not check_passed(v)]
             entry["error"] = "; ".join(problems)
         else:
             result.save(dst)
@@ -122,11 +123,6 @@ def _check_text(check) -> str:
     if check is None:
         return "not verified"
     return f"shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def _previous(output_dir: Path) -> dict:

@@ -65,3 +65,9 @@ class ModelError(OnnxSliceToolsError, ValueError):
 
 class VerificationError(OnnxSliceToolsError):
     """A rewrite that was produced but failed verification."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name when the message is empty)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import StridedSliceError
+from .errors import first_line as _line
 from .plan import make_plan
 from .reference import apply_plan
 from .spec import MASK_NAMES, OPENVINO, TF, from_openvino, from_tf
@@ -279,8 +280,3 @@ def _compare(got: np.ndarray, exp: np.ndarray) -> tuple[str | None, str | None]:
 
 def _shapes(feeds: dict) -> str:
     return ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

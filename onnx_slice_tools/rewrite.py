@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from .errors import StridedSliceError
 from .lower import ConstantPool, Lowering, emit, lower
@@ -401,14 +400,7 @@ def _infer_shapes(model) -> None:
     import onnx_ir as ir
     try:
         proto = ir.to_proto(model)  # external tensors stay references: nothing is read
-        keep = []
-        for t in proto.graph.initializer:
-            if t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > 1024:
-                proto.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-            else:
-                keep.append(t)
-        del proto.graph.initializer[:]
-        proto.graph.initializer.extend(keep)
+        weightless(proto, max_bytes=1024)
         inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=False)
     except Exception:  # noqa: BLE001 - shape information is an optimisation here
         return
@@ -427,6 +419,21 @@ def _infer_shapes(model) -> None:
         if tt.HasField("shape"):
             v.shape = ir.Shape([d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                                 for d in tt.shape.dim])
+
+
+def weightless(proto, max_bytes: int | None = None):
+    """Turn ``proto``'s external initializers (and, with ``max_bytes``, those bigger than that)
+    into typed graph inputs, in place, so checks and inference never read weights.  Returns it."""
+    import onnx
+    keep = []
+    for t in proto.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL or max_bytes is not None and t.ByteSize() > max_bytes:
+            proto.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            keep.append(t)
+    del proto.graph.initializer[:]
+    proto.graph.initializer.extend(keep)
+    return proto
 
 
 def _drop_unused_domains(model) -> None:
