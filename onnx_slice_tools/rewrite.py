@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 from .errors import StridedSliceError
 from .lower import ConstantPool, Lowering, emit, lower
 from .plan import make_plan
