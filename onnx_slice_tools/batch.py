@@ -37,9 +37,10 @@ from .files import TEMP_PREFIX, FileId, check_output, data_path, file_sha256, fi
 
 REPORT_NAME = "report.json"
 LOCK_NAME = ".onnx-slice-tools.lock"
-#: Test hook: a worker converting the model with this file name calls os.abort() (a crash
-#: in native code, for the tests of crash isolation).  Not for users.
-TEST_ABORT_ENV = "ONNX_SLICE_TOOLS_TEST_ABORT"
+#: Test hook, not for users: ``abort:NAME`` makes the worker converting the model file NAME
+#: call os.abort() (a crash in native code), ``hang:NAME`` makes it sleep for an hour (a
+#: native hang); for the tests of crash isolation and of signals.
+TEST_HOOK_ENV = "ONNX_SLICE_TOOLS_TEST_HOOK"
 
 CONVERTED, UNCHANGED, FAILED, INVALID, ERROR = "converted", "unchanged", "failed", "invalid", "error"
 #: exit code contribution of each status (the batch exits with the largest)
@@ -92,8 +93,9 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     never to write over."""
     from .api import check_passed, convert
     from .errors import StridedSliceError
-    if os.environ.get(TEST_ABORT_ENV) and os.environ[TEST_ABORT_ENV] == Path(src).name:
-        os.abort()
+    hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")
+    if name == Path(src).name:
+        os.abort() if hook == "abort" else time.sleep(3600) if hook == "hang" else None
     t0 = time.perf_counter()
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None}
