@@ -50,6 +50,14 @@ def test_report_onto_the_input_model_is_refused(tmp_path, capsys):
     assert _snapshot(tmp_path / "in") == before and not (tmp_path / "o.onnx").exists()
 
 
+@pytest.mark.parametrize("report", ["o.onnx", "o.onnx.data"])
+def test_report_onto_the_output_is_refused(tmp_path, capsys, report):
+    src = nested_model(tmp_path / "in")
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "o.onnx"), "--report", str(tmp_path / report)]) == 2
+    _one_line_error(capsys, report, "is also the output")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
 def test_output_onto_the_inputs_data_file_is_refused(tmp_path, capsys):
     src = nested_model(tmp_path / "in")
     before = _snapshot(tmp_path / "in")
