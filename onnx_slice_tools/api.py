@@ -6,14 +6,13 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
 from .errors import ModelError
 from .errors import first_line as _first_line
 from .files import PROTO_LIMIT as _PROTO_LIMIT  # noqa: F401 - re-exported
-from .files import adopt_files, load_ir, model_weight_bytes, save_model  # noqa: F401 - re-exported
+from .files import adopt_files, load_ir, load_model_proto, model_weight_bytes, save_model  # noqa: F401
 from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
@@ -249,7 +248,7 @@ def check_model(proto, original=None, *, compare: bool = False, flavor: str | No
 
     def original_proto():  # read only when needed, without external data
         if not loaded:
-            loaded.append(original if not is_path else onnx.load(str(original), load_external_data=False))
+            loaded.append(original if not is_path else load_model_proto(original, external_data=False))
         return loaded[0]
 
     def run(name: str, check) -> None:
@@ -288,7 +287,7 @@ def check_model(proto, original=None, *, compare: bool = False, flavor: str | No
         base_dir = os.path.dirname(os.path.abspath(original)) if is_path else None
         orig = original_proto()
         if is_path and weight_bytes(orig, base_dir) <= _max_compare_bytes():
-            orig = onnx.load(str(original))
+            orig = load_model_proto(original)
         comparison = compare_models(orig, proto, session=get_session, flavor=flavor,
                                     max_weight_bytes=_max_compare_bytes(), base_dir=base_dir)
     get_session()
@@ -340,14 +339,12 @@ def verify_model_file(path) -> dict:
 
 def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
     """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
-    import onnx
     from .evaluate import compare_models, weight_bytes
     protos = []
     for p in (original, converted):
-        load_ir(p)  # readable, external data inside the folder
-        head = onnx.load(str(p), load_external_data=False)
+        head = load_model_proto(p, external_data=False)  # readable, external data checked
         base = os.path.dirname(os.path.abspath(p))
-        protos.append(onnx.load(str(p)) if weight_bytes(head, base) <= _max_compare_bytes() else head)
+        protos.append(load_model_proto(p) if weight_bytes(head, base) <= _max_compare_bytes() else head)
     return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
                           max_weight_bytes=_max_compare_bytes(),
                           base_dir=os.path.dirname(os.path.abspath(original)))

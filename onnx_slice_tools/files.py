@@ -246,10 +246,10 @@ def external_source(t, base: Path, model_path) -> tuple[Path, int, int]:
     return target, offset, length
 
 
-def check_external_data(proto, model_path) -> list[Path]:
-    """Check every external tensor of ``proto`` (see :func:`external_source`); returns the
-    data files it reads, real paths, sorted."""
-    base = Path(os.path.abspath(model_path)).parent
+def check_external_data(proto, model_path, *, base=None) -> list[Path]:
+    """Check every external tensor of ``proto`` (see :func:`external_source`) against the
+    folder of ``model_path`` (or ``base``); returns the data files it reads, real paths, sorted."""
+    base = Path(os.path.abspath(model_path)).parent if base is None else Path(base)
     files = {external_source(t, base, model_path)[0] for t in proto_tensors(proto) if _is_external(t)}
     return sorted(files)
 
@@ -303,10 +303,19 @@ def load_ir(source, *, path_hint: str | None = None):
         m.meta[INPUTS_KEY] = [FileId.of(p)] + [FileId.of(f) for f in data_files]
         return m
     if isinstance(source, onnx.ModelProto):
+        # external data of a ModelProto: relative to the working directory, checked as for a
+        # file there, then fixed to it (a later chdir does not matter)
+        here = Path.cwd()
+        data_files = check_external_data(source, path_hint or "model", base=here) if any(
+            _is_external(t) for t in proto_tensors(source)) else []
         try:
-            return ir.from_proto(source)
+            m = ir.from_proto(source)
         except Exception as exc:
             raise ModelError(f"cannot read the model: {_first_line(exc)}", path=path_hint) from None
+        if data_files:
+            _set_base_dir(m, str(here))
+            m.meta[INPUTS_KEY] = [FileId.of(f) for f in data_files]
+        return m
     raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
 
 
@@ -339,16 +348,28 @@ def _copy_range(src: Path, offset: int, length: int, out) -> None:
             left -= n
 
 
+def load_model_proto(path, *, external_data: bool = True):
+    """The ModelProto of a model file, its external data checked (see :func:`load_ir`) and,
+    with ``external_data``, read in."""
+    proto = read_model_proto(path)
+    check_external_data(proto, path)
+    return _read_external_in(proto, path) if external_data else proto
+
+
 def with_external_data(proto, source):
     """A copy of ``proto`` with its external tensors read in (from the folder of ``source``,
     a model path; the working directory for a ModelProto source), in every graph, subgraph
     and function."""
-    import io
-
     import onnx
-    from onnx import TensorProto
     full = onnx.ModelProto()
     full.CopyFrom(proto)
+    return _read_external_in(full, source)
+
+
+def _read_external_in(full, source):
+    import io
+
+    from onnx import TensorProto
     label = str(source) if isinstance(source, (str, os.PathLike)) else "model"
     base = Path(os.path.abspath(source)).parent if isinstance(source, (str, os.PathLike)) else Path.cwd()
     for t in proto_tensors(full):

@@ -285,3 +285,20 @@ def test_sigterm_or_sigint_during_save_leaves_nothing(big_model, tmp_path, sig):
     names = sorted(p.name for p in out.iterdir())
     assert names in ([], ["conv.onnx", "conv.onnx.data"]), names  # all or nothing, no temporaries
     assert b"Traceback" not in proc.stderr.read()
+
+
+def test_a_model_proto_reads_external_data_from_the_working_directory_checked(tmp_path, monkeypatch):
+    src = nested_model(tmp_path / "in")
+    proto = onnx.load(src, load_external_data=False)
+    monkeypatch.chdir(tmp_path)  # w.bin is not here
+    with pytest.raises(ModelError, match="'w.bin' not found"):
+        convert(proto)
+    monkeypatch.chdir(tmp_path / "in")
+    result = convert(proto)
+    assert result.ok
+    monkeypatch.chdir(tmp_path)  # fixed at load time: a later chdir does not matter
+    result.save(tmp_path / "out" / "conv.onnx")
+    x = np.arange(4, dtype=np.float32)
+    assert np.array_equal(_run(tmp_path / "out" / "conv.onnx", x, True), nested_expected(x, True))
+    with pytest.raises(ModelError, match="is the input file"):  # its data files are protected too
+        result.save(tmp_path / "in" / "w.bin")
