@@ -144,16 +144,22 @@ def test_killing_a_batch_leaves_no_process_behind(tmp_path, sig):
 
 
 def test_a_second_batch_into_the_same_folder_is_refused(tmp_path, capsys):
-    src, out = _folder(tmp_path, 1), tmp_path / "out"
-    out.mkdir()
-    with open(out / LOCK_NAME, "a") as held:  # a batch in progress holds this lock
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    src, out = _folder(tmp_path, 2), tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(REPO), **{TEST_HOOK_ENV: "hang:m000.onnx"})  # keeps running
+    first = subprocess.Popen([sys.executable, "-m", "onnx_slice_tools", "batch", str(src), "-o", str(out),
+                              "--jobs", "2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert b"converted" in first.stderr.readline()  # m001 done: the first batch is at work
         with pytest.raises(ModelError, match="another batch is writing into"):
             batch_convert(src, out, jobs=1)
         assert cli_main(["batch", str(src), "-o", str(out)]) == 2
-        err = capsys.readouterr().err.strip()
-        assert err == f"another batch is writing into {out}"
-    assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]
+        assert capsys.readouterr().err.strip() == f"another batch is writing into {out}"
+        with open(out / LOCK_NAME, "a") as probe:  # the lock is really held by the first batch
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        first.terminate()
+        first.wait(60)
     assert batch_convert(src, out, jobs=1).exit_code == 0  # released: runs
 
 
