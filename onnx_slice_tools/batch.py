@@ -232,6 +232,10 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
     input_dir, output_dir = Path(input_dir), Path(output_dir)
     if not input_dir.is_dir():
         raise ModelError("not a folder", path=str(input_dir))
+    real_in, real_out = input_dir.resolve(), output_dir.resolve()
+    if real_out == real_in or real_out in real_in.parents:
+        raise ModelError(f"the output folder is or contains the input folder {input_dir}; choose another "
+                         "output folder", path=str(output_dir))
     t0 = time.perf_counter()
     models = find_models(input_dir, output_dir)
     if not models:

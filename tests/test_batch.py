@@ -180,6 +180,18 @@ def test_output_folder_inside_the_input_folder_is_left_out(tmp_path):
     assert report.entries[0]["status"] == "unchanged"
 
 
+@pytest.mark.parametrize("out", [".", ".."])
+def test_output_folder_that_is_or_contains_the_input_folder_is_refused(tmp_path, capsys, out):
+    src = _folder(tmp_path, 1)
+    before = sorted(tmp_path.rglob("*"))
+    assert cli_main(["batch", str(src), "-o", str(src / out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and ("contains the input folder" in err or "must differ" in err), err
+    with pytest.raises(ModelError, match="contains the input folder"):
+        batch_convert(src, src / out)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
 def test_batch_never_writes_over_an_input_data_file(tmp_path):
     """An input whose external data lies in the output folder, where its output's data goes."""
     from models_ext import big_external_model
