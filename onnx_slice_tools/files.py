@@ -188,21 +188,21 @@ def _external_fields(t) -> dict:
     return {e.key: e.value for e in t.external_data}
 
 
+#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2)
+_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
+
+
 def _expected_nbytes(t) -> int | None:
+    """Bytes of a tensor's data from its shape and type; None when not known here (strings,
+    float6 types, types newer than this code): then only offset/length are checked."""
     import numpy as np
-    from onnx import TensorProto, helper
-    if t.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
+    from onnx import helper
+    if not (1 <= t.data_type <= 26) or t.data_type == 8:
         return None
-    try:
-        bits = {TensorProto.INT4: 4, TensorProto.UINT4: 4}.get(t.data_type)
-        if bits is None and hasattr(TensorProto, "FLOAT4E2M1") and t.data_type == TensorProto.FLOAT4E2M1:
-            bits = 4
-        n = int(np.prod(t.dims, dtype=np.int64)) if len(t.dims) else 1
-        if bits is not None:
-            return (n * bits + 7) // 8
-        return n * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
-    except Exception:  # an unknown dtype: the offset/length check alone
-        return None
+    n = int(np.prod(t.dims, dtype=np.int64)) if len(t.dims) else 1
+    if t.data_type in _PACKED_BITS:
+        return (n * _PACKED_BITS[t.data_type] + 7) // 8
+    return n * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
 
 
 def external_source(t, base: Path, model_path) -> tuple[Path, int, int]:

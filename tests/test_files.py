@@ -174,29 +174,31 @@ def test_external_data_survives_an_opset_upgrade_from_another_directory(tmp_path
 
 
 @pytest.mark.parametrize("tensor", ["We", "Wl", "Cf"])
-@pytest.mark.parametrize("case", ["outside", "absolute", "nul", "fifo", "dev_zero", "missing", "beyond"])
+@pytest.mark.parametrize("case", ["outside", "absolute", "nul", "fifo", "dev_zero", "missing", "beyond", "length"])
 def test_bad_external_data_in_subgraphs_and_functions_is_refused(tmp_path, capsys, tensor, case):
     folder = tmp_path / "m"
     folder.mkdir()
     location = {"outside": "../outside.bin", "absolute": str(tmp_path / "outside.bin"), "nul": "w\0.bin",
-                "fifo": "fifo.bin", "dev_zero": "zero.bin", "missing": "gone.bin", "beyond": "short.bin"}[case]
+                "fifo": "fifo.bin", "dev_zero": "zero.bin", "missing": "gone.bin", "beyond": "short.bin",
+                "length": "w.bin"}[case]
     (tmp_path / "outside.bin").write_bytes(b"\0" * 64)
     os.mkfifo(folder / "fifo.bin")
     (folder / "zero.bin").symlink_to("/dev/zero")
     (folder / "short.bin").write_bytes(b"\0" * 60)  # every tensor is at offset <= 48, 16 bytes
     src = nested_model(folder, {tensor: location})
-    if case == "beyond":  # put the tensor past the end
+    if case in ("beyond", "length"):  # the tensor past the end / shorter than its shape
         m = onnx.load(src, load_external_data=False)
         from onnx_slice_tools.files import proto_tensors
+        key, value = ("offset", "48") if case == "beyond" else ("length", "12")
         for t in proto_tensors(m):
             if t.name == tensor:
                 for e in t.external_data:
-                    if e.key == "offset":
-                        e.value = "48"
+                    if e.key == key:
+                        e.value = value
         src.write_bytes(m.SerializeToString())
     want = {"outside": "outside the model's folder", "absolute": "outside the model's folder", "nul": "NUL",
             "fifo": "not a regular file", "dev_zero": "outside the model's folder", "missing": "not found",
-            "beyond": "beyond the end"}[case]
+            "beyond": "beyond the end", "length": "does not match its shape"}[case]
     with pytest.raises(ModelError, match=want):
         convert(src)
     assert cli_main(["convert", str(src), "-o", str(tmp_path / "o.onnx")]) == 2
