@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import signal
-import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -33,7 +32,8 @@ from pathlib import Path
 
 from .errors import ModelError
 from .errors import first_line as _line
-from .files import TEMP_PREFIX, FileId, check_output, data_path, file_sha256, fingerprint, write_text
+from .files import (TEMP_PREFIX, FileId, check_output, data_path, file_sha256, fingerprint, termination_raises,
+                    write_text)
 
 REPORT_NAME = "report.json"
 LOCK_NAME = ".onnx-slice-tools.lock"
@@ -201,24 +201,6 @@ def _output_lock(output_dir: Path):
         os.close(fd)
 
 
-@contextlib.contextmanager
-def _terminate_on_sigterm():
-    """SIGTERM (and SIGHUP) raise SystemExit in the parent, whose cleanup stops the workers."""
-    saved = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            saved[sig] = signal.signal(sig, _exit_on_signal)
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
-
-
-def _exit_on_signal(signum, frame):
-    raise SystemExit(128 + signum)
-
-
 def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool = False,
                   flavor: str | None = None, opset: int | None = None, verify: bool = True,
                   on_start=None, on_result=None, **more_options) -> BatchReport:
@@ -246,7 +228,7 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
     options = {"flavor": flavor, "opset": opset, "verify": verify, **more_options}
     options = json.loads(json.dumps(options))  # as the report will store it
     report = BatchReport(str(input_dir), str(output_dir))
-    with _output_lock(output_dir), _terminate_on_sigterm():
+    with _output_lock(output_dir), termination_raises():
         fingerprints, protect = {}, []
         for src in models:
             fingerprints[src], data_files = fingerprint(src)

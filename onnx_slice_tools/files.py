@@ -388,10 +388,7 @@ def fingerprint(path) -> tuple[str, list[str]]:
     """sha256 of a model file's bytes plus path, size and mtime of each external data file it
     names (every graph, subgraph, function); and those data files.  An unreadable model is
     fingerprinted by its bytes alone."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+    h = _hash_file(hashlib.sha256(), path)
     files = []
     try:
         import onnx
@@ -413,14 +410,18 @@ def fingerprint(path) -> tuple[str, list[str]]:
 
 
 def file_sha256(path) -> str | None:
-    h = hashlib.sha256()
+    """sha256 of a file's bytes (None when it cannot be read)."""
     try:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        return _hash_file(hashlib.sha256(), path).hexdigest()
     except OSError:
         return None
-    return h.hexdigest()
+
+
+def _hash_file(h, path):
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h
 
 
 # --------------------------------------------------------------------------- temporaries
@@ -478,9 +479,10 @@ def _temp_name(suffix: str = "") -> str:
     return f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}{suffix}"
 
 
-class _SignalsRaise:
+class termination_raises:
     """While active (main thread only), SIGTERM and SIGHUP raise SystemExit(128 + signal) so
-    that ``finally`` blocks remove what a write created; SIGINT raises KeyboardInterrupt."""
+    that ``finally`` blocks run (remove what a write created, stop worker processes); SIGINT
+    raises KeyboardInterrupt anyway.  The previous handlers come back on exit."""
 
     def __enter__(self):
         self.saved = {}
@@ -525,7 +527,7 @@ def write_atomically(path, write, *, protect=()) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path.parent)
     tmp = path.parent / _temp_name(".tmp")
-    with _SignalsRaise():
+    with termination_raises():
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
             write(tmp)
@@ -622,7 +624,7 @@ def save_model(model, path, *, external_data: bool | None = None, protect=()) ->
     clean_stale_temps(path.parent)
     tmpdir = path.parent / _temp_name()
     renamed = None
-    with _SignalsRaise():
+    with termination_raises():
         try:
             os.mkdir(tmpdir, 0o700)
             tmp_model, tmp_data = tmpdir / path.name, tmpdir / data_file.name
