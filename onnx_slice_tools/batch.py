@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .errors import ModelError
 from .errors import first_line as _line
-from .files import (TEMP_PREFIX, FileId, check_output, data_path, file_sha256, fingerprint, termination_raises,
+from .files import (TEMP_PREFIX, FileId, FileSet, check_output, data_path, file_sha256, fingerprint, termination_raises,
                     write_text)
 
 REPORT_NAME = "report.json"
@@ -229,10 +229,11 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
     options = json.loads(json.dumps(options))  # as the report will store it
     report = BatchReport(str(input_dir), str(output_dir))
     with _output_lock(output_dir), termination_raises():
-        fingerprints, protect = {}, []
+        fingerprints, protect = {}, FileSet()
         for src in models:
             fingerprints[src], data_files = fingerprint(src)
-            protect += [FileId.of(src)] + [FileId.of(f) for f in data_files]
+            for f in [src, *data_files]:
+                protect.add(FileId.of(f))
         check_output(output_dir / REPORT_NAME, protect, what="report")
         previous = _previous(output_dir)
         if on_start:
@@ -256,7 +257,14 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             if not force and _unchanged(prev, fp, options, dst):
                 finish(dict(prev, status=UNCHANGED, seconds=0.0, removed_stale_output=[]))
                 continue
-            todo.append((str(src), str(dst), options, protect))
+            try:  # every input of the run here; the worker checks again against its model's own
+                for p in (dst, data_path(dst)):
+                    check_output(p, protect, what="output")
+            except ModelError as exc:
+                finish(dict(_crash_entry(str(src), str(dst)), status=INVALID, error=_line(exc), seconds=0.0,
+                            fingerprint=fp, options=options))
+                continue
+            todo.append((str(src), str(dst), options))
         for entry in _run_all(todo, jobs or os.cpu_count() or 1):
             entry.update(fingerprint=fingerprints[Path(entry["input"])], options=options)
             finish(entry)
@@ -278,6 +286,7 @@ def _worker_init(parent: int) -> None:
 
 
 def _crash_entry(src: str, dst: str) -> dict:
+    """The entry of a model whose worker died (also the skeleton of a model refused up front)."""
     return {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
             "error": "the worker process died converting this model (a crash in native code)",
             "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None, "seconds": None}

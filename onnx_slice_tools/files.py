@@ -65,6 +65,27 @@ class FileId:
         return cls(str(path), os.path.realpath(path), inode)
 
 
+class FileSet:
+    """Many FileIds, looked up by real path and inode in O(1) (a batch's inputs)."""
+
+    def __init__(self, files=()):
+        self.by_real: dict = {}
+        self.by_inode: dict = {}
+        for f in files:
+            self.add(f)
+
+    def add(self, f: FileId) -> None:
+        self.by_real.setdefault(f.real, f)
+        if f.inode is not None:
+            self.by_inode.setdefault(f.inode, f)
+
+    def matching(self, real: str, inode) -> list[FileId]:
+        return [f for f in (self.by_real.get(real), self.by_inode.get(inode)) if f is not None]
+
+    def __iter__(self):
+        return iter(self.by_real.values())
+
+
 def input_files(model) -> list[FileId]:
     """The files an onnx_ir model loaded by :func:`load_ir` was read from (model + data files)."""
     return list(model.meta.get(INPUTS_KEY, ())) if model is not None else []
@@ -89,7 +110,7 @@ def check_output(path, inputs=(), *, what: str = "") -> None:
             raise ModelError("is not a regular file; refusing to replace it", path=label)
     real = os.path.join(os.path.realpath(path.parent), path.name)
     inode = (st.st_dev, st.st_ino) if st is not None else None
-    for f in inputs:
+    for f in inputs.matching(real, inode) if isinstance(inputs, FileSet) else inputs:
         if real == f.real or (inode is not None and inode == f.inode):
             raise ModelError(f"is the input file {f.path}; refusing to write over it", path=label)
 

@@ -210,3 +210,27 @@ def test_batch_never_writes_over_an_input_data_file(tmp_path):
     report = batch_convert(src, out, jobs=1)
     assert report.entries[0]["status"] == "invalid" and "is the input file" in report.entries[0]["error"]
     assert (out / "model.onnx.data").read_bytes() == before and not (out / "model.onnx").exists()
+
+
+def test_batch_never_writes_over_another_models_data_file(tmp_path):
+    """a.onnx keeps its weights where b.onnx's output data would go: b is refused, a converts."""
+    from models_ext import big_external_model
+    import onnx
+    src = tmp_path / "in"
+    big_external_model(src, 1000)
+    (src / "model.onnx").rename(src / "a.onnx")
+    out = src / "out"
+    out.mkdir()
+    (src / "weights.bin").rename(out / "b.onnx.data")
+    m = onnx.load(src / "a.onnx", load_external_data=False)
+    for e in m.graph.initializer[0].external_data:
+        if e.key == "location":
+            e.value = "out/b.onnx.data"
+    (src / "a.onnx").write_bytes(m.SerializeToString())
+    shutil.copy(SAMPLE, src / "b.onnx")
+    before = (out / "b.onnx.data").read_bytes()
+    report = batch_convert(src, out, jobs=1)
+    by_name = {Path(e["input"]).name: e for e in report.entries}
+    assert by_name["b.onnx"]["status"] == "invalid" and "is the input file" in by_name["b.onnx"]["error"]
+    assert by_name["a.onnx"]["status"] == "converted"
+    assert (out / "b.onnx.data").read_bytes() == before and not (out / "b.onnx").exists()
