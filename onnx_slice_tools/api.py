@@ -6,12 +6,15 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
 from .errors import ModelError
 from .errors import first_line as _first_line
+from .files import PROTO_LIMIT as _PROTO_LIMIT  # noqa: F401 - re-exported
+from .files import adopt_files, load_ir, load_model_proto, model_weight_bytes, save_model  # noqa: F401
+from .files import has_external_tensors as _external_tensors
+from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
 
@@ -77,111 +80,12 @@ class ConvertResult:
     def ok(self) -> bool:
         return self.report.ok
 
-    def save(self, path, *, external_data: bool | None = None) -> None:
-        """Write the converted model atomically (temporary files, then rename).
-
-        Weights the input kept in external data go to ``<path>.data`` next to it (streamed from
-        the input's files, never all in memory); so does a model too big for one protobuf.
-        ``external_data`` forces either layout."""
-        save_model(self.ir_model if self.ir_model is not None else self.model, path, external_data=external_data)
-
-
-#: Above this many bytes of weights, a model is saved with external data.
-_PROTO_LIMIT = 1_800_000_000
-
-
-def _external_tensors(m) -> list:
-    import onnx_ir as ir
-    return [v for v in m.graph.initializers.values() if isinstance(v.const_value, ir.ExternalTensor)]
-
-
-def model_weight_bytes(m) -> int:
-    """Bytes of the initializers of an onnx_ir model (external data sizes from its records)."""
-    return sum(v.const_value.nbytes for v in m.graph.initializers.values() if v.const_value is not None)
-
-
-def save_model(model, path, *, external_data: bool | None = None) -> None:
-    """Save a ModelProto or an onnx_ir.Model to ``path`` atomically.
-
-    A model with external weights (or above ~1.8 GB) is written as ``path`` plus
-    ``path.data``: both files are written in a temporary folder beside ``path`` and renamed
-    into place, data first."""
-    import shutil
-    import tempfile
-
-    import onnx
-    import onnx_ir as ir
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(model, onnx.ModelProto):
-        m = None
-        use_external = bool(external_data)
-    else:
-        m = model
-        use_external = external_data if external_data is not None else bool(
-            _external_tensors(m) or model_weight_bytes(m) > _PROTO_LIMIT)
-    tmpdir = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        tmp_model = tmpdir / path.name
-        data_name = path.name + ".data"
-        if use_external:
-            ir.save(m if m is not None else ir.from_proto(model), tmp_model, external_data=data_name)
-        elif m is not None:
-            onnx.save(ir.to_proto(m), str(tmp_model))
-        else:
-            onnx.save(model, str(tmp_model))
-        if (tmpdir / data_name).exists():
-            os.replace(tmpdir / data_name, path.parent / data_name)
-        os.replace(tmp_model, path)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-
-
-def load_ir(source, *, path_hint: str | None = None):
-    """An onnx_ir.Model from a path (external data stays on disk, read lazily) or a ModelProto."""
-    import onnx
-    import onnx_ir as ir
-    if isinstance(source, (str, os.PathLike)):
-        p = Path(source)
-        if not p.is_file():
-            raise ModelError("no such file" if not p.exists() else "not a file", path=str(p))
-        try:
-            m = ir.load(p)
-        except Exception as exc:
-            raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
-        _check_external_locations(m, p)
-        return m
-    if isinstance(source, onnx.ModelProto):
-        try:
-            return ir.from_proto(source)
-        except Exception as exc:
-            raise ModelError(f"cannot read the model: {_first_line(exc)}", path=path_hint) from None
-    raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
-
-
-def _check_external_locations(m, path: Path) -> None:
-    """Refuse external-data locations that resolve outside the model's folder (absolute paths,
-    ``..``, symlinks pointing out) and missing data files: a model must not make the tool read
-    arbitrary files."""
-    import onnx_ir as ir
-    base = Path(path).resolve().parent
-    tensors = [v.const_value for v in m.graph.initializers.values()]
-    from .rewrite import _all_graphs
-    for g, _, _ in _all_graphs(m):
-        for node in ir.traversal.RecursiveGraphIterator(g):
-            for attr in node.attributes.values():
-                if attr.type == ir.AttributeType.TENSOR:
-                    tensors.append(attr.value)
-    for t in tensors:
-        if not isinstance(t, ir.ExternalTensor):
-            continue
-        location = str(t.location)
-        target = (base / location).resolve()
-        if Path(location).is_absolute() or (target != base and base not in target.parents):
-            raise ModelError(f"tensor {t.name!r}: external data location {location!r} resolves outside the "
-                             "model's folder; refusing to read it", path=str(path))
-        if not target.is_file():
-            raise ModelError(f"tensor {t.name!r}: external data file {location!r} not found", path=str(path))
+    def save(self, path, *, external_data: bool | None = None, protect=()):
+        """Write the converted model atomically (see files.save_model): never over an input
+        file, weights the input kept in external data streamed to ``<path>.data``.
+        Returns a files.SavedModel."""
+        return save_model(self.ir_model if self.ir_model is not None else self.model, path,
+                          external_data=external_data, protect=protect)
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
@@ -273,17 +177,6 @@ def _static_checks(proto, original) -> dict:
     return checks
 
 
-def _with_external_data(proto, source):
-    """A copy of ``proto`` with its external weights read in (from the input model's folder)."""
-    import onnx
-    from onnx.external_data_helper import load_external_data_for_model
-    full = onnx.ModelProto()
-    full.CopyFrom(proto)
-    base = os.path.dirname(os.path.abspath(source)) if isinstance(source, (str, os.PathLike)) else "."
-    load_external_data_for_model(full, base)
-    return full
-
-
 class _background_session:
     """Context manager: a Future of an onnxruntime session of ``proto``, built in a thread."""
 
@@ -305,7 +198,7 @@ def _upgrade_opset(m, target: int, label):
     import onnx
     import onnx_ir as ir
     try:
-        return ir.from_proto(onnx.version_converter.convert_version(ir.to_proto(m), target))
+        return adopt_files(ir.from_proto(onnx.version_converter.convert_version(ir.to_proto(m), target)), m)
     except Exception as exc:
         raise ModelError(f"cannot convert the model to opset {target}: {_first_line(exc)}", path=label) from None
 
@@ -355,7 +248,7 @@ def check_model(proto, original=None, *, compare: bool = False, flavor: str | No
 
     def original_proto():  # read only when needed, without external data
         if not loaded:
-            loaded.append(original if not is_path else onnx.load(str(original), load_external_data=False))
+            loaded.append(original if not is_path else load_model_proto(original, external_data=False))
         return loaded[0]
 
     def run(name: str, check) -> None:
@@ -394,7 +287,7 @@ def check_model(proto, original=None, *, compare: bool = False, flavor: str | No
         base_dir = os.path.dirname(os.path.abspath(original)) if is_path else None
         orig = original_proto()
         if is_path and weight_bytes(orig, base_dir) <= _max_compare_bytes():
-            orig = onnx.load(str(original))
+            orig = load_model_proto(original)
         comparison = compare_models(orig, proto, session=get_session, flavor=flavor,
                                     max_weight_bytes=_max_compare_bytes(), base_dir=base_dir)
     get_session()
@@ -446,14 +339,12 @@ def verify_model_file(path) -> dict:
 
 def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
     """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
-    import onnx
     from .evaluate import compare_models, weight_bytes
     protos = []
     for p in (original, converted):
-        load_ir(p)  # readable, external data inside the folder
-        head = onnx.load(str(p), load_external_data=False)
+        head = load_model_proto(p, external_data=False)  # readable, external data checked
         base = os.path.dirname(os.path.abspath(p))
-        protos.append(onnx.load(str(p)) if weight_bytes(head, base) <= _max_compare_bytes() else head)
+        protos.append(load_model_proto(p) if weight_bytes(head, base) <= _max_compare_bytes() else head)
     return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
                           max_weight_bytes=_max_compare_bytes(),
                           base_dir=os.path.dirname(os.path.abspath(original)))

@@ -3,25 +3,44 @@
 ``batch_convert(input_dir, output_dir)`` converts and verifies every ``.onnx`` file
 under ``input_dir`` (recursively), writing the converted models to the same
 relative paths under ``output_dir`` and ``output_dir/report.json``.  One bad model
-never stops the batch: each model's outcome is an entry of the report.  A model is
-skipped when the previous report shows it converted from the same input bytes
-(and its output is still there), unless ``force``.
+never stops the batch: each model's outcome is an entry of the report.
+
+A model is ``unchanged`` (skipped) only when the previous report shows it converted from
+the same input bytes and external data files (path, size, mtime), with the same options,
+and its output on disk still has the sha256 (and ``.data`` size) recorded when it was
+written; ``force`` converts everything again.  The output of a model that now fails is
+removed (only a file the previous report records as ours, with its recorded sha256).
+
+Each worker slot is its own one-process pool: a worker that dies (a native crash) costs
+only its model; the slot is restarted.  Workers die with the parent (PR_SET_PDEATHSIG);
+SIGTERM of the parent terminates them.  One batch at a time writes into an output folder
+(``fcntl.flock`` on ``OUTPUT/.onnx-slice-tools.lock``).
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import os
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import ModelError
 from .errors import first_line as _line
+from .files import (TEMP_PREFIX, FileId, FileSet, check_output, data_path, file_sha256, fingerprint, termination_raises,
+                    write_text)
 
 REPORT_NAME = "report.json"
+LOCK_NAME = ".onnx-slice-tools.lock"
+#: Test hook, not for users: ``abort:NAME`` makes the worker converting the model file NAME
+#: call os.abort() (a crash in native code), ``hang:NAME`` makes it sleep for an hour (a
+#: native hang); for the tests of crash isolation and of signals.
+TEST_HOOK_ENV = "ONNX_SLICE_TOOLS_TEST_HOOK"
 
 CONVERTED, UNCHANGED, FAILED, INVALID, ERROR = "converted", "unchanged", "failed", "invalid", "error"
 #: exit code contribution of each status (the batch exits with the largest)
@@ -59,7 +78,7 @@ def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
     out = Path(output_dir).resolve() if output_dir is not None else None
     found = []
     for p in sorted(input_dir.rglob("*.onnx")):
-        if not p.is_file():
+        if not p.is_file() or any(part.startswith(TEMP_PREFIX) for part in p.parts):
             continue
         if out is not None and (out == p.resolve().parent or out in p.resolve().parents):
             continue
@@ -67,34 +86,21 @@ def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
     return found
 
 
-def fingerprint(path: Path) -> str:
-    """sha256 of the model file, plus size and mtime of each external data file it names."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    try:
-        import onnx
-        model = onnx.load(str(path), load_external_data=False)
-        locations = sorted({e.value for t in model.graph.initializer for e in t.external_data if e.key == "location"})
-        for loc in locations:
-            st = (path.parent / loc).stat()
-            h.update(f"{loc}:{st.st_size}:{st.st_mtime_ns}".encode())
-    except Exception:  # unreadable models are fingerprinted by their bytes alone
-        pass
-    return h.hexdigest()
 
-
-def convert_one(src: str, dst: str, options: dict) -> dict:
-    """Convert one model (runs in a worker process).  Never raises: the outcome is the entry."""
+def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
+    """Convert one model (runs in a worker process).  Never raises: the outcome is the entry.
+    ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
+    never to write over."""
     from .api import check_passed, convert
-    from .errors import ModelError, StridedSliceError
+    from .errors import StridedSliceError
+    hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")
+    if name == Path(src).name:
+        os.abort() if hook == "abort" else time.sleep(3600) if hook == "hang" else None
     t0 = time.perf_counter()
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
-             "error": None, "checks": None, "timings_s": None, "fingerprint": options.get("fingerprint")}
+             "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None}
     try:
-        result = convert(src, flavor=options.get("flavor"), opset=options.get("opset"),
-                         verify=options.get("verify", True))
+        result = convert(src, **options)
         rep = result.report
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
                      signatures_checked=rep.signatures_checked,
@@ -109,8 +115,8 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
             problems += [f"{k}: {v}" for k, v in rep.model_checks.items() if not check_passed(v)]
             entry["error"] = "; ".join(problems)
         else:
-            result.save(dst)
-            entry["status"] = CONVERTED
+            saved = result.save(dst, protect=protect)
+            entry.update(status=CONVERTED, output_sha256=saved.sha256, output_data_size=saved.data_size)
     except (ModelError, StridedSliceError) as exc:
         entry["status"], entry["error"] = INVALID, _line(exc)
     except Exception as exc:  # noqa: BLE001 - one bad model never stops the batch
@@ -128,82 +134,213 @@ def _check_text(check) -> str:
 def _previous(output_dir: Path) -> dict:
     try:
         data = json.loads((output_dir / REPORT_NAME).read_text())
-        return {e["input"]: e for e in data.get("models", [])}
-    except (OSError, ValueError, KeyError, TypeError):
+        return {e["input"]: e for e in data.get("models", []) if isinstance(e, dict)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _data_size(dst) -> int | None:
+    try:
+        return data_path(dst).stat().st_size
+    except OSError:
+        return None
+
+
+def _unchanged(prev: dict | None, fp: str, options: dict, dst: Path) -> bool:
+    """The previous run converted this very input with these options into the output that is
+    still on disk."""
+    return bool(prev) and prev.get("status") in (CONVERTED, UNCHANGED) and prev.get("fingerprint") == fp \
+        and prev.get("options") == options and prev.get("output") == str(dst) \
+        and prev.get("output_sha256") is not None and file_sha256(dst) == prev["output_sha256"] \
+        and _data_size(dst) == prev.get("output_data_size")
+
+
+def _ours(path: Path, output_dir: Path) -> bool:
+    """A regular file (not a symlink) inside ``output_dir``."""
+    real = Path(os.path.realpath(path.parent)) / path.name
+    base = Path(os.path.realpath(output_dir))
+    return base in real.parents and path.is_file() and not path.is_symlink()
+
+
+def _remove_stale(prev: dict | None, output_dir: Path, *, data_only: bool = False) -> list[str]:
+    """Remove the output the previous run recorded writing (only when the file is still the
+    one we wrote: same sha256 / .data size); returns the removed paths."""
+    if not prev or prev.get("status") not in (CONVERTED, UNCHANGED) or not prev.get("output"):
+        return []
+    out = Path(prev["output"])
+    removed = []
+    candidates = [] if data_only else [(out, lambda p: file_sha256(p) == prev.get("output_sha256"))]
+    if prev.get("output_data_size") is not None:
+        candidates.append((data_path(out), lambda p: p.stat().st_size == prev["output_data_size"]))
+    for p, same in candidates:
+        try:
+            if _ours(p, output_dir) and same(p):
+                p.unlink()
+                removed.append(str(p))
+        except OSError:
+            pass
+    return removed
+
+
+@contextlib.contextmanager
+def _output_lock(output_dir: Path):
+    """Hold ``OUTPUT/.onnx-slice-tools.lock``: one batch at a time writes into a folder."""
+    import fcntl
+    path = output_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise ModelError(f"cannot open the lock file: {exc.strerror}", path=str(path)) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ModelError(f"another batch is writing into {output_dir}") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool = False,
                   flavor: str | None = None, opset: int | None = None, verify: bool = True,
-                  on_start=None, on_result=None) -> BatchReport:
+                  on_start=None, on_result=None, **more_options) -> BatchReport:
     """Convert every model under ``input_dir`` into ``output_dir`` (see module doc).
 
-    ``on_start(n_models)`` and ``on_result(entry)`` report progress.  ``report.json`` is
-    written atomically at the end."""
-    from .cli import write_atomically
+    ``flavor``, ``opset``, ``verify`` and ``more_options`` go to :func:`api.convert` and are
+    recorded per model (a change of any converts again).  ``on_start(n_models)`` and
+    ``on_result(entry)`` report progress.  ``report.json`` is written atomically at the end.
+    Raises ModelError when there is no model under ``input_dir``, when another batch is
+    writing into ``output_dir``, or when an output would overwrite an input."""
     input_dir, output_dir = Path(input_dir), Path(output_dir)
     if not input_dir.is_dir():
-        from .errors import ModelError
         raise ModelError("not a folder", path=str(input_dir))
-    output_dir.mkdir(parents=True, exist_ok=True)
+    real_in, real_out = input_dir.resolve(), output_dir.resolve()
+    if real_out == real_in or real_out in real_in.parents:
+        raise ModelError(f"the output folder is or contains the input folder {input_dir}; choose another "
+                         "output folder", path=str(output_dir))
     t0 = time.perf_counter()
-    report = BatchReport(str(input_dir), str(output_dir))
     models = find_models(input_dir, output_dir)
-    previous = {} if force else _previous(output_dir)
-    if on_start:
-        on_start(len(models))
-    todo = []
-    for src in models:
-        dst = output_dir / src.relative_to(input_dir)
-        fp = fingerprint(src)
-        prev = previous.get(str(src))
-        if prev and prev.get("status") in (CONVERTED, UNCHANGED) and prev.get("fingerprint") == fp and dst.exists():
-            entry = dict(prev, status=UNCHANGED, seconds=0.0)
+    if not models:
+        raise ModelError(f"no .onnx files under {input_dir}")
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ModelError("is not a folder", path=str(output_dir))
+    output_dir.mkdir(parents=True, exist_ok=True)
+    options = {"flavor": flavor, "opset": opset, "verify": verify, **more_options}
+    options = json.loads(json.dumps(options))  # as the report will store it
+    report = BatchReport(str(input_dir), str(output_dir))
+    with _output_lock(output_dir), termination_raises():
+        fingerprints, protect = {}, FileSet()
+        for src in models:
+            fingerprints[src], data_files = fingerprint(src)
+            for f in [src, *data_files]:
+                protect.add(FileId.of(f))
+        check_output(output_dir / REPORT_NAME, protect, what="report")
+        previous = _previous(output_dir)
+        if on_start:
+            on_start(len(models))
+        todo = []
+
+        def finish(entry: dict) -> None:
+            prev = previous.get(entry["input"])
+            entry.setdefault("removed_stale_output", [])
+            if entry["status"] not in (CONVERTED, UNCHANGED):
+                entry["removed_stale_output"] = _remove_stale(prev, output_dir)
+            elif entry["status"] == CONVERTED and entry.get("output_data_size") is None:
+                entry["removed_stale_output"] = _remove_stale(prev, output_dir, data_only=True)
             report.entries.append(entry)
             if on_result:
                 on_result(entry)
-            continue
-        todo.append((str(src), str(dst), {"flavor": flavor, "opset": opset, "verify": verify, "fingerprint": fp}))
-    for entry in _run_all(todo, jobs or os.cpu_count() or 1):
-        report.entries.append(entry)
-        if on_result:
-            on_result(entry)
-    report.seconds = time.perf_counter() - t0
-    text = json.dumps(report.to_json(), indent=1)
-    write_atomically(output_dir / REPORT_NAME, lambda tmp: tmp.write_text(text))
+
+        for src in models:
+            dst = output_dir / src.relative_to(input_dir)
+            fp, prev = fingerprints[src], previous.get(str(src))
+            if not force and _unchanged(prev, fp, options, dst):
+                finish(dict(prev, status=UNCHANGED, seconds=0.0, removed_stale_output=[]))
+                continue
+            try:  # every input of the run here; the worker checks again against its model's own
+                for p in (dst, data_path(dst)):
+                    check_output(p, protect, what="output")
+            except ModelError as exc:
+                finish(dict(_crash_entry(str(src), str(dst)), status=INVALID, error=_line(exc), seconds=0.0,
+                            fingerprint=fp, options=options))
+                continue
+            todo.append((str(src), str(dst), options))
+        for entry in _run_all(todo, jobs or os.cpu_count() or 1):
+            entry.update(fingerprint=fingerprints[Path(entry["input"])], options=options)
+            finish(entry)
+        report.seconds = time.perf_counter() - t0
+        write_text(output_dir / REPORT_NAME, json.dumps(report.to_json(), indent=1), protect=protect)
     return report
 
 
+def _worker_init(parent: int) -> None:
+    """In each worker: die with the parent (Linux PR_SET_PDEATHSIG; elsewhere nothing)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _crash_entry(src: str, dst: str) -> dict:
+    """The entry of a model whose worker died (also the skeleton of a model refused up front)."""
+    return {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
+            "error": "the worker process died converting this model (a crash in native code)",
+            "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None, "seconds": None}
+
+
+def _stop(pools, *, kill: bool) -> None:
+    for pool in pools:
+        if pool is None:
+            continue
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        if kill:
+            for p in procs:
+                with contextlib.suppress(Exception):
+                    p.terminate()
+        pool.shutdown(wait=not kill, cancel_futures=True)
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.join(5)
+                if p.is_alive():
+                    p.kill()
+                    p.join(5)
+
+
 def _run_all(todo: list, jobs: int):
-    """Yield entries as workers finish.  A worker that dies (a crash in native code) costs only
-    the models it was running: the rest are retried in a fresh pool, one at a time."""
+    """Yield entries as workers finish.  Each of ``jobs`` slots is a one-process pool running
+    one model at a time: a worker that dies costs its model only, and the slot restarts."""
     import multiprocessing
     if not todo:
         return
     ctx = multiprocessing.get_context("spawn")  # no fork after onnxruntime started threads
-    pending = list(todo)
-    workers = min(jobs, len(pending))
-    while pending:
-        broken = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(convert_one, *args): args for args in pending}
-            for fut in as_completed(futures):
-                args = futures[fut]
+    queue = deque(todo)
+    slots: list = [None] * min(jobs, len(todo))
+    running: dict = {}
+    finished = False
+    try:
+        while queue or running:
+            busy = {i for i, _ in running.values()}
+            for i in range(len(slots)):
+                if queue and i not in busy:
+                    if slots[i] is None:
+                        slots[i] = ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init,
+                                                       initargs=(os.getpid(),))
+                    args = queue.popleft()
+                    running[slots[i].submit(convert_one, *args)] = (i, args)
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                i, args = running.pop(fut)
                 try:
-                    yield fut.result()
+                    entry = fut.result()
                 except BrokenProcessPool:
-                    broken.append(args)
-        if not broken:
-            return
-        if workers == 1 and len(broken) == 1:  # alone in its pool: this one crashed
-            src, dst, opts = broken[0]
-            yield {"input": src, "output": dst, "status": ERROR, "error": "the worker process died converting "
-                   "this model (a crash in native code)", "fingerprint": opts.get("fingerprint"), "seconds": None}
-            return
-        pending, workers = broken, 1
-        if len(pending) == 1:
-            continue
-        # isolate: one model per pool until the crasher is found
-        for args in pending:
-            yield from _run_all([args], 1)
-        return
+                    entry = _crash_entry(args[0], args[1])
+                    _stop([slots[i]], kill=True)
+                    slots[i] = None
+                yield entry
+        finished = True
+    finally:
+        _stop(slots, kill=not finished)

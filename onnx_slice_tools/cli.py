@@ -11,10 +11,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from .errors import ModelError, OnnxSliceToolsError, StridedSliceError
+from .files import write_atomically  # noqa: F401 - re-exported
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 
@@ -26,39 +26,19 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_INPUT)
 
 
-def write_atomically(path: Path, write) -> None:
-    """Call ``write(tmp_path)`` then rename over ``path``: readers never see a partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 # --------------------------------------------------------------------------- convert
 
 def cmd_convert(args) -> int:
     from .api import convert
+    from .files import check_convert_outputs, input_files, write_text
     src, dst = Path(args.input), Path(args.output)
-    if dst.resolve() == src.resolve():
-        print(f"{dst}: refusing to overwrite the input model; choose another -o", file=sys.stderr)
-        return EXIT_INPUT
+    check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
     result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify)
     rep = result.report
+    inputs = input_files(result.ir_model)  # the model and every data file it reads
+    check_convert_outputs(src, dst, args.report, inputs)
     if args.report:
-        text = json.dumps(rep.to_json(), indent=2)
-        write_atomically(Path(args.report), lambda tmp: tmp.write_text(text))
+        write_text(args.report, json.dumps(rep.to_json(), indent=2), protect=inputs)
     invalid = rep.invalid_records
     if invalid:
         for r in invalid:

@@ -8,7 +8,9 @@
    real-world patterns (static and symbolic batch dim), next to onnx.load + onnx.save;
 2. against tf2onnx: seconds per StridedSlice, node counts and onnxruntime latency on
    the models/ samples;
-3. memory: peak RSS converting a model with >= 1 GiB of external weights (a child process).
+3. memory: peak RSS converting a model with >= 1 GiB of external weights (a child process);
+4. batch: N copies of a sample model, with and without one worker crashing in the middle
+   (the batch test hook ``ONNX_SLICE_TOOLS_TEST_HOOK=abort:NAME``).
 """
 
 from __future__ import annotations
@@ -236,6 +238,30 @@ def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> Non
     (folder / "model.onnx").write_bytes(model.SerializeToString())
 
 
+def bench_batch_crash(n: int, jobs: int, tmp: Path) -> dict:
+    """Seconds of ``batch`` over ``n`` models, then again with the middle one's worker aborting."""
+    import shutil
+    from onnx_slice_tools.batch import TEST_HOOK_ENV, batch_convert
+    src = tmp / "batch_in"
+    src.mkdir()
+    for i in range(n):
+        shutil.copy(ROOT / "models" / "tf_channel_flip.onnx", src / f"m{i:04d}.onnx")
+    row = {"models": n, "jobs": jobs}
+    for label, hook in (("seconds", None), ("seconds_one_crash", f"abort:m{n // 2:04d}.onnx")):
+        if hook:
+            os.environ[TEST_HOOK_ENV] = hook
+        try:
+            t = time.perf_counter()
+            report = batch_convert(src, tmp / f"batch_out_{label}", jobs=jobs)
+            row[label] = time.perf_counter() - t
+        finally:
+            os.environ.pop(TEST_HOOK_ENV, None)
+        row[label.replace("seconds", "counts")] = report.counts()
+    print(f"batch: {n} models, {jobs} jobs: {row['seconds']:.1f} s; with one crashing worker "
+          f"{row['seconds_one_crash']:.1f} s ({row['counts_one_crash']})", flush=True)
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100,1000,10000")
@@ -245,14 +271,16 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=300, help="onnxruntime runs per latency measurement")
     ap.add_argument("--gib", type=float, default=1.1, help="GiB of external weights for the memory benchmark")
     ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
-    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory"], action="append")
+    ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
+    ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch"], action="append")
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform(), "command": " ".join(sys.argv)}}
-    only = set(args.only or ["throughput", "tf2onnx", "memory"])
+    only = set(args.only or ["throughput", "tf2onnx", "memory"] + ([] if args.quick else ["batch"]))
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
             results["throughput"] = bench_throughput(sizes, args.repeat, Path(tmp))
@@ -263,6 +291,8 @@ def main(argv=None) -> int:
                 print(f"tf2onnx comparison skipped: {exc}")
         if "memory" in only:
             results["memory"] = bench_memory(args.gib, Path(tmp))
+        if "batch" in only:
+            results["batch"] = bench_batch_crash(args.batch_models, args.jobs, Path(tmp))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
