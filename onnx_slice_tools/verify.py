@@ -357,7 +357,7 @@ def random_input(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generat
         elif dtype.kind in "iu" and dtype.itemsize == 1:
             out[lo:lo + idx.size] = (idx % 256).astype(np.uint8).view(dtype)
         elif dtype.kind in "iu":
-            span = np.iinfo(dtype).max // 2 + 1
+            span = min(np.iinfo(dtype).max // 2 + 1, 2 ** 62)
             out[lo:lo + idx.size] = (idx % span).astype(dtype)
         elif dtype.kind == "c":
             out[lo:lo + idx.size] = idx - size / 2 + 1j * (idx * 0.5)
