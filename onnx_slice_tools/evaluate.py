@@ -505,7 +505,8 @@ def float_arithmetic_outputs(proto) -> set[str]:
         n = producer.get(name)
         if n is None:
             return False
-        own = n.op_type not in MOVEMENT_OPS or n.domain not in ("", "ai.onnx") or any(
+        custom = n.domain not in ("", "ai.onnx") and n.op_type != "StridedSlice"
+        own = n.op_type not in MOVEMENT_OPS or custom or any(
             a.type in (a.GRAPH, a.GRAPHS) for a in n.attribute)
         memo[name] = own or any(computes(i) for i in n.input if i)
         return memo[name]
