@@ -546,6 +546,7 @@ class _Plan:
     bytes: dict                              # shape -> bytes of one run
     baseline: dict | None = None             # a valid feed of its smallest shape
     baseline_bytes: int = 0
+    baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
 
 
@@ -606,7 +607,7 @@ def _set_baseline(p: _Plan, rng) -> dict | None:
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
         drawn = _draw(p, shape, rng)
         if drawn is not None:
-            p.baseline, p.baseline_bytes = drawn[0], p.bytes[shape]
+            p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
             return p.baseline
     if p.case.runtime_fields:
         p.case.result.onnxruntime = "skipped: the framework rejects every runtime index value tried"
@@ -641,10 +642,13 @@ def _run_group(group: list[_Plan], opset: int, rng, budget: int) -> None:
         for p in group:
             p.case.result.onnxruntime = failed(f"onnxruntime could not load the checks: {first_line(exc)}")
         return
+    base_total = sum(p.baseline_bytes for p in group)
+    for p in group:  # every run: all baselines plus the compared cases' extra bytes
+        p.shapes = [s for s in p.shapes if base_total - p.baseline_bytes + p.bytes[s] <= budget] or [
+            p.baseline_shape]
     trials = max(len(p.shapes) for p in group)
     if any(p.case.runtime_fields for p in group):
         trials = max(trials, RUNTIME_TRIALS)
-    base_total = sum(p.baseline_bytes for p in group)
     for t in range(trials):
         pending = [(p, p.shapes[t % len(p.shapes)]) for p in group
                    if t < len(p.shapes) or p.case.runtime_fields]
