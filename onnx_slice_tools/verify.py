@@ -503,6 +503,21 @@ def _infer(proto) -> dict:
     return shapes
 
 
+def _inference_error(exc: Exception, opset: int) -> str:
+    """Strict shape inference's error, said plainly when an op's schema lacks the data type."""
+    import re
+
+    import onnx
+    text = first_line(exc)
+    m = re.search(r"op_type:(\w+).*unsupported type: (tensor\(\w+\))", text)
+    if m:
+        op, typ = m.groups()
+        since = onnx.defs.get_schema(op, opset).since_version
+        return (f"ONNX's {op}-{since} does not accept {typ}: the rewrite is not valid ONNX for this type "
+                f"(shape inference: unsupported type)")
+    return f"shape inference: {text}"
+
+
 def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
     """Strict shape inference; when the batch fails, each case alone (to name the culprit)."""
     try:
@@ -516,7 +531,7 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
             try:
                 got = _infer(_build_model([case], opset, [i])).get(f"y{i}")
             except Exception as exc:
-                case.result.shape_inference = failed(f"shape inference: {first_line(exc)}")
+                case.result.shape_inference = failed(_inference_error(exc, opset))
                 continue
         case.result.inferred_shape = got
         plan_shape = case.lowering.plan.output_shape

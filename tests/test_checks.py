@@ -62,7 +62,8 @@ def test_every_element_type_is_checked_or_honestly_skipped(type_name):
     assert check.reference_evaluator in ("passed", "not run"), check
     if type_name in NARROW_TYPES:
         # ONNX's Slice has no such type: an honest failure naming it, never a silent pass
-        assert check.shape_inference.startswith("failed") and "unsupported type" in check.shape_inference
+        assert check.shape_inference.startswith("failed: ONNX's Slice-13 does not accept tensor(")
+        assert "unsupported type" in check.shape_inference
         assert check.onnxruntime.startswith("skipped: onnxruntime has no Slice kernel for")
         assert check.reference_evaluator == "passed"  # the emitted nodes are right in onnx's evaluator
         return
@@ -169,6 +170,20 @@ def test_symbolic_ranks_stay_small():
     assert check.onnxruntime == "passed" and all(s[0] >= 31 for s in check.tried_shapes)
     assert all(max(s[1:]) <= 3 and s[0] <= 32 for s in check.tried_shapes), check.tried_shapes
     assert peak < 16 * 2 ** 20
+
+
+def test_reshape_only_where_its_check_is_cheap():
+    """A static Reshape names every dim (its check runs at the declared size): emitted for small
+    inputs only; large ones get Squeeze + Unsqueeze, checked with the whole axes fed small."""
+    spec = from_index_expr("x[0, :, None]")
+    small = lower(make_plan(spec, (4, 5)), 17)
+    large = lower(make_plan(spec, (64, 64, 256)), 17)
+    assert [op.op_type for op in small.ops] == ["Slice", "Reshape"]
+    assert [op.op_type for op in large.ops] == ["Slice", "Squeeze", "Unsqueeze"]
+    cases = [CheckCase(low, np.dtype(np.float32), T.FLOAT) for low in (small, large)]
+    check_lowerings(cases, 17)
+    assert [c.result.onnxruntime for c in cases] == ["passed", "passed"]
+    assert cases[0].result.tried_shapes == [(4, 5)] and max(max(s[1:]) for s in cases[1].result.tried_shapes) <= 3
 
 
 def test_runs_are_split_within_the_budget_in_one_session():
