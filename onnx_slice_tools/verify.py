@@ -552,7 +552,7 @@ MUST_FAIL_DRAWS = 3
 
 
 @dataclass
-class _Plan:
+class _CaseRun:
     """How one case is run: its shapes within the budget and the bytes each needs."""
 
     index: int
@@ -575,9 +575,9 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
         return
     _check_shapes(cases, opset, _build_model(cases, opset))
     rng = np.random.default_rng(seed)
-    runnable: list[_Plan] = []
-    rejected: list[_Plan] = []              # every draw of runtime values rejected: must-fail runs only
-    by_evaluator: list[_Plan] = []
+    runnable: list[_CaseRun] = []
+    rejected: list[_CaseRun] = []              # every draw of runtime values rejected: must-fail runs only
+    by_evaluator: list[_CaseRun] = []
     for i, case in enumerate(cases):
         p = _plan_case(i, case, memory_budget)
         if p is None:
@@ -595,13 +595,13 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
             rejected.append(p)
     for group in _groups(runnable, memory_budget):
         _run_group(group, opset, rng, memory_budget)
-    for p in runnable + rejected:
+    for p in rejected:
         _run_must_fail(p, opset)
     for p in by_evaluator:
         _check_with_evaluator(p, opset, rng)
 
 
-def _plan_case(i: int, case: CheckCase, budget: int) -> _Plan | None:
+def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     lowering = case.lowering
     shapes = concrete_shapes(lowering.plan, relaxed=relaxed_axes(lowering))
     if not shapes:
@@ -614,10 +614,10 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _Plan | None:
         need = min(sizes.values())
         case.result.onnxruntime = f"skipped: needs {_mib(need)} MiB, budget {_mib(budget)} MiB"
         return None
-    return _Plan(i, case, fitting, sizes)
+    return _CaseRun(i, case, fitting, sizes)
 
 
-def _set_baseline(p: _Plan, rng) -> dict | None:
+def _set_baseline(p: _CaseRun, rng) -> dict | None:
     """A valid feed of the case's cheapest shape, fed in every run that does not compare it."""
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
         drawn = _draw(p, shape, rng)
@@ -629,12 +629,12 @@ def _set_baseline(p: _Plan, rng) -> dict | None:
     return None
 
 
-def _groups(plans: list[_Plan], budget: int) -> list[list[_Plan]]:
+def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
     """Cases sharing one session: strings apart (onnxruntime takes them only as numpy arrays),
     and at most half the budget of baseline feeds per session."""
-    groups: list[list[_Plan]] = []
+    groups: list[list[_CaseRun]] = []
     for strings in (False, True):
-        cur: list[_Plan] = []
+        cur: list[_CaseRun] = []
         total = 0
         for p in plans:
             if (p.case.elem_type == STRING) != strings:
@@ -649,7 +649,7 @@ def _groups(plans: list[_Plan], budget: int) -> list[list[_Plan]]:
     return groups
 
 
-def _run_group(group: list[_Plan], opset: int, rng, budget: int) -> None:
+def _run_group(group: list[_CaseRun], opset: int, rng, budget: int) -> None:
     proto = _any_shape(_build_model([p.case for p in group], opset, [p.index for p in group]))
     try:
         session = make_session(proto.SerializeToString())
@@ -677,9 +677,11 @@ def _run_group(group: list[_Plan], opset: int, rng, budget: int) -> None:
                 batch.append(pending.pop(0))
                 extra += more
             _run_batch(session, group, batch, rng, opset)
+    for p in group:
+        _run_must_fail(p, opset, group, session)
 
 
-def _run_batch(session, group: list[_Plan], batch: list, rng, opset: int) -> None:
+def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> None:
     feeds = {}
     for p in group:
         feeds.update(p.baseline)
@@ -735,17 +737,24 @@ def _run(session, feeds: dict, names: list[str], elem: dict, out_elem: dict) -> 
     return {int(n[1:]): g for n, g in zip(names, got)}
 
 
-def _run_must_fail(p: _Plan, opset: int) -> None:
-    """Runtime values the framework rejects: onnxruntime must fail on them too."""
+def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None, session=None) -> None:
+    """Runtime values the framework rejects: onnxruntime must fail on them too.  Run in the
+    group's session with every other case fed its baseline (known to run) when no case of the
+    group failed -- a failure is then this case's; else in a session of this case alone."""
     res = p.case.result
     if not p.must_fail or res.onnxruntime.startswith("failed"):
         return
-    proto = _any_shape(_build_model([p.case], opset, [p.index]))
-    session = make_session(proto.SerializeToString())
-    elem = {f"x{p.index}": p.case.elem_type}
+    if session is None or group is None or any(q.case.result.onnxruntime.startswith("failed") for q in group):
+        group = [p]
+        session = make_session(_any_shape(_build_model([p.case], opset, [p.index])).SerializeToString())
+    elem = {f"x{q.index}": q.case.elem_type for q in group}
+    base = {}
+    for q in group:
+        if q is not p:
+            base.update(q.baseline)
     for feed, values, reason in p.must_fail:
         try:
-            got = _run(session, feed, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
+            got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
         except Exception:
             res.must_fail_checked += 1
             continue
@@ -754,7 +763,7 @@ def _run_must_fail(p: _Plan, opset: int) -> None:
         return
 
 
-def _check_with_evaluator(p: _Plan, opset: int, rng) -> None:
+def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
     """onnx's reference evaluator runs the emitted nodes where onnxruntime has no kernel."""
     from onnx.reference import ReferenceEvaluator
     res = p.case.result
@@ -797,7 +806,7 @@ def _index_candidates(dim) -> list[int]:
     return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
 
 
-def _draw(p: _Plan, shape: tuple, rng: np.random.Generator, tries: int = 60):
+def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
     draws are kept (up to MUST_FAIL_DRAWS) as must-fail cases."""
