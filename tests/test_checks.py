@@ -361,3 +361,14 @@ def test_tolerance_only_where_floats_are_computed():
     assert _compare(b, a, arithmetic=False)[0] is not None
     problem, note = _compare(b, a, arithmetic=True)
     assert problem is None and "float arithmetic" in note
+
+
+def test_comparison_verdict_and_input_budget():
+    from onnx_slice_tools.evaluate import ModelComparison
+    assert ModelComparison("ok").verdict == "passed"
+    bad = ModelComparison("mismatch", {"a": "ok", "b": "inputs x[2]: shape (1,) != expected (2,)"})
+    assert bad.verdict == "failed: output 'b': inputs x[2]: shape (1,) != expected (2,)" and not bad.ok
+    model, _ = slice_model("x[:, 1:]", ["N", 2 ** 20])
+    result = convert(model, verify=False)
+    cmp = compare_models(model, result.model, memory_budget=2 ** 20)  # 3 x 2^20 float32 do not fit
+    assert cmp.ok and cmp.status == "skipped: random inputs need 12 MiB, budget 1 MiB", cmp.status
