@@ -275,13 +275,14 @@ class Sizes:
     def size(self, key: str, trial: int) -> int:
         return max(self.grown.get(key, _DEFAULT_SIZES[trial % len(_DEFAULT_SIZES)]), self.floor)
 
-    def grow(self, exc: NeedsLarger, shapes: dict) -> bool:
-        """Grow the dims behind ``exc``; False when there is nothing left to grow."""
+    def grow(self, exc: NeedsLarger, shapes: dict, input_dims: set) -> bool:
+        """Grow the dims behind ``exc`` (names of graph-input dims in ``input_dims``); False
+        when there is nothing left to grow."""
         dims = shapes.get(exc.name)
         changed = False
         for axis, need in exc.needs.items():
             name = dims[axis] if dims is not None and axis < len(dims) else None
-            if isinstance(name, str):
+            if isinstance(name, str) and name in input_dims:
                 if self.grown.get(name, 0) < need:
                     self.grown[name] = need
                     changed = True
@@ -441,7 +442,8 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
 def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list):
     """(feeds, expected outputs) of up to ``trials`` random input sets the original accepts,
     and the last problem.  A StridedSlice that rejects a dim as too small grows only that dim."""
-    shapes_of = None
+    shapes_of: dict | None = None
+    input_dims: set = set()
     sizes = Sizes()
     runs: list = []
     problem = None
@@ -468,7 +470,9 @@ def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list):
             problem = f"the original rejects random inputs: {_line(exc)}"
             if shapes_of is None:
                 shapes_of = value_shapes(original)
-            if sizes.grow(exc, shapes_of):
+                input_dims = {d.dim_param for vi in original.graph.input
+                              for d in vi.type.tensor_type.shape.dim if d.dim_param}
+            if sizes.grow(exc, shapes_of, input_dims):
                 continue  # not a failure: the dims it points at are larger now
             trial += 1
         except StridedSliceError as exc:
