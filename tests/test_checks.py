@@ -247,6 +247,40 @@ def test_runtime_stride_on_a_shrink_fails_like_tensorflow(expr, runtime, capfd):
     assert check.rejected_values > 0 and check.must_fail_checked > 0, check
 
 
+def test_openvino_runtime_shrink_keeps_its_rules():
+    """OpenVINO ignores a shrink's stride (no TF stride error) and rejects an index out of range:
+    the converted graph, begin and strides given at run time, against OpenVINO's runtime."""
+    from onnx_slice_tools.oracles import openvino_strided_slice
+    from onnx_slice_tools.spec import from_openvino
+    masks = dict(begin_mask=[0, 0], end_mask=[0, 1], shrink_axis_mask=[1, 0], new_axis_mask=[0, 0],
+                 ellipsis_mask=[0, 0])
+    node = helper.make_node("StridedSlice", ["x", "begin", "end", "strides"], ["y"], name="ss",
+                            domain="org.openvinotoolkit", **masks)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", T.FLOAT, [3, 4]),
+                                            helper.make_tensor_value_info("begin", T.INT64, [2]),
+                                            helper.make_tensor_value_info("strides", T.INT64, [2])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                              [helper.make_tensor("end", T.INT64, [2], [0, 0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("org.openvinotoolkit", 1)])
+    model.ir_version = 8
+    result = convert(model)
+    assert result.ok and result.report.records[0].flavor == OPENVINO, result.report.to_json()
+    session = make_session(result.model.SerializeToString())
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for b0 in (-4, -3, -1, 0, 2, 3):
+        for s0 in (-2, -1, 0, 1, 2):
+            begin, strides = [b0, 1], [s0, 1]
+            want = openvino_strided_slice(x, from_openvino(begin, [0, 0], strides, **masks))
+            try:
+                got = session.run(None, {"x": x, "begin": np.array(begin), "strides": np.array(strides)})[0]
+            except Exception:
+                got = None
+            assert (got is None) == (not want.ok), (begin, strides, want)
+            if got is not None:
+                assert got.shape == want.values.shape and got.tobytes() == want.values.tobytes()
+
+
 def test_check_catches_a_graph_that_returns_where_the_framework_raises():
     """The per-rewrite check keeps rejected runtime values as must-fail cases: a lowering without
     the run-time error (the OpenVINO lowering of the same masks under TF's plan) fails it."""
