@@ -416,7 +416,8 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
     result = ModelComparison("ok", {name: "ok" for name in out_names}, warnings=caught)
     input_names = [i.name for i in session.get_inputs()]
     elem = _elem_types(converted.graph.input)
-    out_elem = [_elem_types(converted.graph.output).get(n, 0) for n in out_names]
+    out_types = _elem_types(converted.graph.output)
+    out_elem = [out_types.get(n, 0) for n in out_names]
     arithmetic = float_arithmetic_outputs(converted)
     for feeds, expected in runs:
         result.tried.append({k: tuple(v.shape) for k, v in feeds.items()})
