@@ -203,10 +203,10 @@ def _upgrade_opset(m, target: int, label):
         raise ModelError(f"cannot convert the model to opset {target}: {_first_line(exc)}", path=label) from None
 
 
-def verify_records(records: list[RewriteRecord], opset: int) -> int:
-    """Check each distinct rewrite once (see verify.py); returns the number of signatures."""
-    from onnx import helper
-    from .verify import CheckCase, check_lowerings, declared_conflict
+def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None) -> int:
+    """Check each distinct rewrite once (see verify.py) within ``memory_budget`` bytes (default
+    ``verify.DEFAULT_VERIFY_MEMORY``); returns the number of signatures checked."""
+    from .verify import DEFAULT_VERIFY_MEMORY, CheckCase, check_lowerings, declared_conflict, np_dtype
     groups: dict = {}
     for r in records:
         if r.lowering is None:
@@ -216,17 +216,16 @@ def verify_records(records: list[RewriteRecord], opset: int) -> int:
         groups.setdefault(key, []).append(r)
     cases = []
     for (spec, shape, elem, _), recs in groups.items():
-        dtype = np.dtype(object) if elem == 8 else helper.tensor_dtype_to_np_dtype(elem)
-        cases.append(CheckCase(recs[0].lowering, dtype, elem, declared_output=recs[0].declared_output,
+        cases.append(CheckCase(recs[0].lowering, np_dtype(elem), elem, declared_output=recs[0].declared_output,
                                index_types=recs[0].index_types))
-    check_lowerings(cases, opset)
+    check_lowerings(cases, opset, memory_budget=memory_budget or DEFAULT_VERIFY_MEMORY)
     for case, recs in zip(cases, groups.values()):
         for r in recs:
             r.check = case.result
             if r.declared_output != recs[0].declared_output:  # same op, other declared shape
                 problem = declared_conflict(r.declared_output, r.output_shape) if r.output_shape else None
                 if problem:
-                    r.check = replace(case.result, shape_inference=f"declared output shape: {problem}")
+                    r.check = replace(case.result, shape_inference=f"failed: declared output shape: {problem}")
     return len(cases)
 
 

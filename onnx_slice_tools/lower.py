@@ -16,7 +16,10 @@ Rules:
 * a shrink (``x[0]``) next to a new axis (``None``) with no kept axis between
   them cancel: the sliced size-1 axis simply stays;
 * when both ``Squeeze`` and ``Unsqueeze`` are needed and the output shape is
-  static (no zero dims), a single ``Reshape`` replaces them.
+  static (no zero dims), a single ``Reshape`` replaces them -- only on inputs of at
+  most ``RESHAPE_MAX_ELEMENTS`` known elements: a static ``Reshape`` names every dim, so
+  its check runs at the declared size, while ``Squeeze``/``Unsqueeze`` are checked with
+  the axes they pass through at small sizes (verify.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ INT64_MIN = -(2 ** 63)
 INT32_MAX = 2 ** 31 - 1
 
 SLICE, SQUEEZE, UNSQUEEZE, RESHAPE, IDENTITY = "Slice", "Squeeze", "Unsqueeze", "Reshape", "Identity"
+#: Largest input (product of its known dims) given one ``Reshape`` instead of Squeeze + Unsqueeze.
+RESHAPE_MAX_ELEMENTS = 2 ** 16
 
 
 @dataclass(frozen=True)
@@ -196,7 +201,10 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None) -> Lower
     ops = [op for op in (_slice_op(pre), _slice_op(main)) if op]
     squeeze, unsqueeze = _layout(plan)
     out_shape = plan.output_shape
-    if squeeze and unsqueeze and out_shape is not None and all(
+    known = 1
+    for d in plan.input_shape or ():
+        known *= d if isinstance(d, int) else 1
+    if squeeze and unsqueeze and out_shape is not None and known <= RESHAPE_MAX_ELEMENTS and all(
             isinstance(d, int) and d > 0 for d in out_shape):
         ops.append(Op(RESHAPE, shape=tuple(out_shape)))
     else:

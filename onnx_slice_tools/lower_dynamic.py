@@ -18,6 +18,10 @@ numbers arrive at run time.  The lowering is a small graph (:class:`DynOp` list)
 * single indices (shrink): ``Gather`` with a scalar index, which removes the axis,
   accepts negative indices and fails at run time on an index out of range -- as
   both frameworks do;
+* TensorFlow only, strides given at run time: a shrink whose stride is <= 0 is an
+  error in TensorFlow ("only stride 1 allowed on non-range indexing"); the shrink
+  indices are replaced by the index type's maximum there (``Where``), so the
+  ``Gather`` fails at run time too;
 * new axes: one ``Unsqueeze``.
 
 Node inputs refer to ``X`` (the data), ``("in", field)`` (a runtime vector),
@@ -121,9 +125,10 @@ def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None):
     # Gather removes an axis: positive axes from the last, negative ones from the first,
     # so that the numbers of those still to come stay valid.
     shrinks.sort(key=lambda a: (a.axis < 0, -a.axis if a.axis >= 0 else a.axis))
+    begins = _shrink_begins(b, plan, shrinks, runtime) if shrinks else None
     for a in shrinks:
-        if runtime["begin"]:
-            index = b.add("Gather", b.inp("begin"), ("scalar", a.index), attrs=(("axis", 0),))
+        if begins is not None:
+            index = b.add("Gather", begins, ("scalar", a.index), attrs=(("axis", 0),))
         else:
             index = ("scalar", a.begin)
         cur = b.add("Gather", cur, index, attrs=(("axis", a.axis),))
@@ -134,6 +139,26 @@ def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None):
     if not b.ops:
         b.add("Identity", cur)
     return tuple(b.ops), tuple(notes), b.dtype
+
+
+def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict):
+    """The vector the shrink indices are gathered from (None: constant indices, no vector).
+
+    TensorFlow with runtime strides: where a shrink's stride is <= 0 its index becomes the
+    index type's maximum, out of range for any axis, so the ``Gather`` fails at run time as
+    TensorFlow does ("only stride 1 allowed on non-range indexing")."""
+    spec = plan.spec
+    guard = spec.flavor == TF and runtime["strides"]
+    if not guard:
+        return b.inp("begin") if runtime["begin"] else None
+    begins = b.inp("begin") if runtime["begin"] else _const(
+        spec.begin[k] if any(a.index == k for a in shrinks) else 0 for k in range(spec.n))
+    bad = b.add("Less", b.inp("strides"), ("scalar", 1))
+    positions = tuple(any(a.index == k for a in shrinks) for k in range(spec.n))
+    if not all(positions):
+        bad = b.add("And", bad, ("bool", positions))
+    top = INT32_MAX if b.dtype == "int32" else 2 ** 63 - 1
+    return b.add("Where", bad, ("scalar", top), begins)
 
 
 def _vector(b: _Builder, field: str, indices: list[int], n: int) -> tuple:

@@ -59,9 +59,12 @@ class RewriteRecord:
             c = self.check
             out["checks"] = {"shape_inference": c.shape_inference, "inferred_shape": _json_shape(c.inferred_shape),
                              "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
+            if c.reference_evaluator != "not run":
+                out["checks"]["reference_evaluator"] = c.reference_evaluator
             if self.index_types:
                 out["checks"]["tried_runtime_values"] = c.tried_values
                 out["checks"]["rejected_runtime_values_redrawn"] = c.rejected_values
+                out["checks"]["rejected_runtime_values_failing_in_onnxruntime"] = c.must_fail_checked
         return out
 
 

@@ -11,6 +11,9 @@
 3. memory: peak RSS converting a model with >= 1 GiB of external weights (a child process);
 4. batch: N copies of a sample model, with and without one worker crashing in the middle
    (the batch test hook ``ONNX_SLICE_TOOLS_TEST_HOOK=abort:NAME``).
+5. checks: time and peak RSS of the per-rewrite checks and the whole-model comparison on
+   inputs of large or many-dim shapes (each in a child process, peak RSS reset before the
+   measured step).
 """
 
 from __future__ import annotations
@@ -262,6 +265,115 @@ def bench_batch_crash(n: int, jobs: int, tmp: Path) -> dict:
     return row
 
 
+#: (name, the measured step, model) of the checks benchmark; models built in _checks_model.
+CHECK_CASES = [
+    ("static [64,64,256,256] f32, 20 slices, 1 GiB external weights", "verify_records", "big_static"),
+    ("declared [2^27] f32, x[1:-1]", "verify_records", "long"),
+    ("rank-7 symbolic x[30]", "verify_records", "rank7"),
+    ("rank-6 symbolic x[0] beside 1-D z[30]", "compare_models", "rank6_z30"),
+]
+CHECK_EXPRS = ["x[:, :, 10:20]", "x[..., ::2]", "x[0]", "x[:, 1:]", "x[..., ::-1]", "x[:, :, :, -3:]",
+               "x[None, 5]", "x[..., 1, None]", "x[:, :, 1:-1, 1:-1]", "x[-1, :, ::3]", "x[1:3]",
+               "x[:, ::-2]", "x[..., 7]", "x[:, 0, None]", "x[2:, 3:, 4:, 5:]", "x[::2, ::2]",
+               "x[..., -1]", "x[:, :, ::-1, ::-1]", "x[5:6, None]", "x[:, -2:]"]
+
+
+def _checks_model(kind: str, folder: Path) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from onnx_slice_tools.spec import from_index_expr
+    masks = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+    folder.mkdir(parents=True, exist_ok=True)
+    nodes, inits, outs, inputs = [], [], [], []
+
+    def add_slice(src: str, expr: str, k: int) -> None:
+        spec = from_index_expr(expr)
+        for nm, vals in (("b", spec.begin), ("e", spec.end), ("s", spec.strides)):
+            inits.append(helper.make_tensor(f"{nm}{k}", TensorProto.INT32, [spec.n], list(vals)))
+        nodes.append(helper.make_node("StridedSlice", [src, f"b{k}", f"e{k}", f"s{k}"], [f"y{k}"], name=f"ss{k}",
+                                      domain=TF_DOMAIN, **{m: getattr(spec, m) for m in masks}))
+        outs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None))
+
+    if kind == "big_static":
+        shape = [64, 64, 256, 256]
+        inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, shape))
+        w = onnx.TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[2 ** 28], data_location=TensorProto.EXTERNAL)
+        for key, val in (("location", "weights.bin"), ("offset", "0"), ("length", str(2 ** 30))):
+            e = w.external_data.add()
+            e.key, e.value = key, val
+        with open(folder / "weights.bin", "wb") as f:
+            chunk = np.arange(1 << 22, dtype=np.float32).tobytes()
+            for _ in range(2 ** 28 // (1 << 22)):
+                f.write(chunk)
+        inits += [w, helper.make_tensor("shape", TensorProto.INT64, [4], shape)]
+        nodes += [helper.make_node("Reshape", ["W", "shape"], ["w4"]), helper.make_node("Add", ["x", "w4"], ["h"])]
+        for k, expr in enumerate(CHECK_EXPRS):
+            add_slice("h", expr, k)
+    elif kind == "long":
+        inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [2 ** 27]))
+        add_slice("x", "x[1:-1]", 0)
+    elif kind == "rank7":
+        inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [f"d{k}" for k in range(7)]))
+        add_slice("x", "x[30]", 0)
+    else:
+        inputs += [helper.make_tensor_value_info("x", TensorProto.FLOAT, [f"unk__{k}" for k in range(6)]),
+                   helper.make_tensor_value_info("z", TensorProto.FLOAT, ["unk__9"])]
+        add_slice("x", "x[0]", 0)
+        add_slice("z", "x[30]", 1)
+        nodes[-1].input[0] = "z"
+    graph = helper.make_graph(nodes, kind, inputs, outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    path = folder / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+_CHECK_CODE = """
+import sys, time
+from onnx_slice_tools import convert
+from onnx_slice_tools.api import verify_records
+from onnx_slice_tools.evaluate import compare_models
+path, step = sys.argv[1], sys.argv[2]
+r = convert(path, verify=False)
+def status(field):
+    return [l.split()[1] for l in open('/proc/self/status') if l.startswith(field)][0]
+base = status('VmRSS')
+open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM) to the current RSS
+t = time.perf_counter()
+if step == 'verify_records':
+    verify_records(r.report.records, r.report.opset)
+    verdicts = sorted({rec.check.onnxruntime.split(':')[0] for rec in r.report.records})
+else:
+    import onnx
+    cmp = compare_models(onnx.load(path), r.model)
+    verdicts = [cmp.status]
+print(time.perf_counter() - t, base, status('VmHWM'), '|'.join(verdicts))
+"""
+
+
+def bench_checks(tmp: Path, quick: bool = False) -> list[dict]:
+    """Per-rewrite checks and the whole-model comparison on large or many-dim input shapes:
+    seconds and peak RSS of that step alone (RSS before it: ``rss_before_mb``).  ``quick``:
+    the symbolic cases only (no 1 GiB weights file)."""
+    rows = []
+    for name, step, kind in CHECK_CASES[2:] if quick else CHECK_CASES:
+        path = _checks_model(kind, tmp / f"checks_{kind}")
+        res = subprocess.run([sys.executable, "-c", _CHECK_CODE, str(path), step], capture_output=True,
+                             text=True, check=True)
+        seconds, before, peak, verdicts = res.stdout.split()[-4:]
+        row = {"case": name, "step": step, "seconds": round(float(seconds), 3),
+               "rss_before_mb": round(int(before) / 1024), "peak_rss_mb": round(int(peak) / 1024),
+               "results": verdicts}
+        print(f"checks: {name}: {step} {row['seconds']} s, peak RSS {row['peak_rss_mb']} MB "
+              f"(before: {row['rss_before_mb']} MB), {verdicts}", flush=True)
+        rows.append(row)
+        for f in path.parent.iterdir():
+            f.unlink()
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100,1000,10000")
@@ -273,14 +385,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
-    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch"], action="append")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks"], action="append")
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform(), "command": " ".join(sys.argv)}}
-    only = set(args.only or ["throughput", "tf2onnx", "memory"] + ([] if args.quick else ["batch"]))
+    only = set(args.only or ["throughput", "tf2onnx", "memory", "checks"] + ([] if args.quick else ["batch"]))
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
             results["throughput"] = bench_throughput(sizes, args.repeat, Path(tmp))
@@ -293,6 +405,8 @@ def main(argv=None) -> int:
             results["memory"] = bench_memory(args.gib, Path(tmp))
         if "batch" in only:
             results["batch"] = bench_batch_crash(args.batch_models, args.jobs, Path(tmp))
+        if "checks" in only:
+            results["checks"] = bench_checks(Path(tmp), quick=args.quick)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
