@@ -17,7 +17,8 @@ problem found:
 * a graph that is not a DAG, or uses a name no one defines (outer scopes count);
 * graph inputs/outputs that are not tensors (sequence, map, optional: not supported);
 * attributes without a name or a type;
-* StridedSlice with other than 3 or 4 inputs or no output, index tensors of absurd size.
+* StridedSlice with other than 3 or 4 inputs or no output (index tensors of absurd size are
+  refused by the tensor checks above, from their dims).
 
 It reads every field except tensor payloads, in one pass: linear in the model's size.
 """
@@ -40,10 +41,8 @@ for _t in (2, 3, 4, 5, 9, 10, 16, 17, 18, 19, 20, 24):
 _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
                 "uint64_data")
 
-#: elements above which a tensor is refused without reading it (2**40 float32 = 4 TiB)
+#: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
-#: entries above which a StridedSlice begin/end/strides is refused (masks are 32-bit in TF)
-MAX_INDEX_ENTRIES = 1 << 16
 
 
 def validate_model(proto, path=None) -> None:
@@ -237,15 +236,15 @@ class _Validator:
                 self.fail(f"{field}: raw_data has {got} bytes, dims {list(t.dims)} of data_type {dt} need {want}",
                           node=node)
             return
-        typed = _TYPED.get(dt)
-        if typed is None:
-            return  # sub-byte types packed in int32_data: not checked here
-        name, per = typed
+        name, per = _TYPED.get(dt, ("int32_data", None))  # sub-byte types: packed in int32_data
+        for other in _DATA_FIELDS[1:]:
+            if other != name and len(getattr(t, other)):
+                self.fail(f"{field}: data of type {dt} cannot be in {other} (expected {name})", node=node)
+        if per is None:
+            return
         got = len(getattr(t, name))
-        if got != n * per and not (got == 0 and n == 0):
-            others = [f for f in _DATA_FIELDS if f != name and f != "raw_data" and len(getattr(t, f))]
-            detail = f" (data is in {others[0]})" if others else ""
-            self.fail(f"{field}: {name} has {got} values, dims {list(t.dims)} need {n * per}{detail}", node=node)
+        if got != n * per:
+            self.fail(f"{field}: {name} has {got} values, dims {list(t.dims)} need {n * per}", node=node)
 
     def external(self, t, field: str, n: int, node) -> None:
         entries = {e.key: e.value for e in t.external_data}

@@ -153,6 +153,13 @@ def test_weights_whose_size_does_not_match_their_shape(tmp_path, capfd):
     _convert_bad(tmp_path, capfd, m.SerializeToString(), "initializer 'w'", "raw_data has 20 bytes")
 
 
+def test_tensor_data_in_the_field_of_another_type(tmp_path, capfd):
+    """A flipped data_type (here FLOAT4E2M1 over int64_data): onnx's numpy_helper asserts."""
+    m = _slice_model()
+    m.graph.initializer[2].data_type = TensorProto.FLOAT4E2M1
+    _convert_bad(tmp_path, capfd, m.SerializeToString(), "initializer 's'", "cannot be in int64_data")
+
+
 def test_attribute_without_type(tmp_path, capfd):
     m = _slice_model()
     m.graph.node[0].attribute[0].type = onnx.AttributeProto.UNDEFINED
