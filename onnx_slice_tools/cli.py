@@ -514,7 +514,7 @@ class _Quiet:
         self._catch = warnings.catch_warnings(record=True)
         self._warnings = self._catch.__enter__()
         warnings.simplefilter("default")
-        self._handler = _Collect(self._records)
+        self._handler = _collecting_handler(self._records)
         logging.getLogger().addHandler(self._handler)
         try:
             sys.stderr.flush()
@@ -526,18 +526,12 @@ class _Quiet:
             os.dup2(self._capture.fileno(), 2)
         except OSError:  # no file descriptor 2: nothing native to catch
             self._capture = None
-        self._env = os.environ.get("PYTHONWARNINGS")
-        os.environ["PYTHONWARNINGS"] = "ignore"  # batch workers are spawned: they inherit it
-        return self
+        return self  # batch workers are spawned with this file descriptor 2: captured too
 
     def __exit__(self, *exc):
         import logging
         logging.getLogger().removeHandler(self._handler)
         self._catch.__exit__(*exc)
-        if self._env is None:
-            os.environ.pop("PYTHONWARNINGS", None)
-        else:
-            os.environ["PYTHONWARNINGS"] = self._env
         if self._capture is not None:
             os.dup2(self._saved_fd, 2)
             os.close(self._saved_fd)
@@ -565,16 +559,14 @@ class _Quiet:
             self._capture.close()
 
 
-class _Collect:
+def _collecting_handler(records: list):
     """A logging handler that keeps records (so logging's last-resort handler never prints)."""
+    import logging
 
-    def __new__(cls, records):
-        import logging
-
-        class Handler(logging.Handler):
-            def emit(self, record):
-                records.append(record)
-        return Handler(logging.WARNING)
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+    return Collect(logging.WARNING)
 
 
 def _fileno(stream) -> int | None:
