@@ -430,6 +430,10 @@ def _opset(text: str) -> int:
     value = _at_least(1, "opset")(text)
     if value < 11:
         raise argparse.ArgumentTypeError(f"{value}: onnx-slice-tools emits opset 11 or newer; use --opset 11 or more")
+    import onnx
+    newest = onnx.defs.onnx_opset_version()
+    if value > newest:
+        raise argparse.ArgumentTypeError(f"{value}: the installed onnx knows opsets up to {newest}")
     return value
 
 

@@ -336,6 +336,7 @@ def test_unreachable_opset_is_one_line_naming_the_op(tmp_path, capfd, model, tar
     (["convert", "a", "-o", "b", "--opset", "x"], "--opset"),
     (["convert", "a", "-o", "b", "--opset", "10"], "use --opset 11"),
     (["batch", "in", "-o", "out", "--opset", "9"], "use --opset 11"),
+    (["convert", "a", "-o", "b", "--opset", "1000"], "knows opsets up to"),
     (["explain", "--begin", "1,a", "--end", "2", "--strides", "1"], "--begin: 'a' is not an integer"),
     (["explain", "--begin", "0,1", "--end", "0", "--strides", "1,1"], "same length"),
     (["explain", "x[1]", "--begin-mask", "3"], "masks only go with --begin"),
