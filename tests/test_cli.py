@@ -311,6 +311,23 @@ def test_opset_downgrade_of_a_function_and_main_graph(tmp_path, capfd):
     np.testing.assert_array_equal(_ort_run(out, {"c": np.array(True), "x": x})[0], x[:, ::-1])
 
 
+def test_opset_upgrade_keeps_external_weights_readable(tmp_path, capfd):
+    """The opset is converted after the rewrite through a new onnx-ir model: external data
+    must still resolve against the input's folder."""
+    w = numpy_helper.from_array(np.arange(24, dtype=np.float32).reshape(4, 6), "w")
+    nodes = [helper.make_node("Add", ["x", "w"], ["a"]),
+             helper.make_node("StridedSlice", ["a", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN,
+                              begin_mask=1, end_mask=1)]
+    m = _slice_model(nodes=nodes, extra_inits=[w], opset=13)
+    (tmp_path / "in").mkdir()
+    onnx.save(m, tmp_path / "in" / "m.onnx", save_as_external_data=True, location="m.bin", size_threshold=0)
+    out = tmp_path / "out" / "o.onnx"
+    code, _, err = _run_cli(["convert", str(tmp_path / "in" / "m.onnx"), "-o", str(out), "--opset", "17"], capfd)
+    assert code == 0 and not err, err
+    x = np.ones((4, 6), np.float32)
+    np.testing.assert_array_equal(_ort_run(out, {"x": x})[0], (x + np.arange(24).reshape(4, 6))[:, 1:5:2])
+
+
 @pytest.mark.parametrize("model, target, op", [("if", 13, "If from opset 16"), ("concat", 12, "Concat from opset 13")])
 def test_unreachable_opset_is_one_line_naming_the_op(tmp_path, capfd, model, target, op):
     if model == "if":
