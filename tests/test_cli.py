@@ -402,7 +402,7 @@ def test_every_argument_has_help_and_help_lists_exit_codes(capsys):
 
 def test_explain_and_inspect_print_index_notation_verbatim(tmp_path, capfd):
     """``:-1:`` is an index, not rich's thumbs-down emoji; ``[0]`` is not markup."""
-    code, out, err = _run_cli(["explain", "x[:, :-1:2, [0]]".replace(", [0]", ""), "--shape", "3,4"], capfd)
+    code, out, err = _run_cli(["explain", "x[:, :-1:2]", "--shape", "3,4"], capfd)
     assert code == 0 and not err
     assert "x[:, :-1:2]" in out and "\N{THUMBS DOWN SIGN}" not in out
     src = tmp_path / "m.onnx"
