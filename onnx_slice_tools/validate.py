@@ -11,7 +11,8 @@ problem found:
 * not a model: an empty file, or another message (a GraphProto ...) parsed as one;
 * strings that are not valid UTF-8 (any string field, anywhere);
 * declared dims < 0 (value infos, tensors);
-* tensor data inconsistent with dims and dtype, unknown dtypes, tensors of absurd size;
+* tensor data inconsistent with dims and dtype (raw_data measured up to 64 MiB per tensor),
+  data in another type's field, unknown dtypes, tensors of absurd size;
 * external data records without a location, with a NUL, a negative or non-integer
   offset/length, a length that does not match the dims (the file side is files.py's);
 * a graph that is not a DAG, or uses a name no one defines (outer scopes count);
@@ -20,7 +21,8 @@ problem found:
 * StridedSlice with other than 3 or 4 inputs or no output (index tensors of absurd size are
   refused by the tensor checks above, from their dims).
 
-It reads every field except tensor payloads, in one pass: linear in the model's size.
+It reads every field except tensor payloads, in one pass: linear in the number of nodes and
+tensors (10,000 nodes and 10,000 initializers: ~0.5 s on the loaded 2-core CI machine).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_da
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
+#: inline raw_data above this size (64 MiB) is not measured: protobuf's Python API copies it to
+#: take its length (~3.5 ms per MB here); the checker still sees it
+RAW_CHECK_BYTES = 1 << 26
 
 
 def validate_model(proto, path=None) -> None:
@@ -231,6 +236,8 @@ class _Validator:
             if dt == _STRING:
                 self.fail(f"{field}: a string tensor cannot use raw_data", node=node)
             want = (n * _BITS[dt] + 7) // 8
+            if want > RAW_CHECK_BYTES:
+                return  # reading the length copies the bytes: left to the checker
             got = len(t.raw_data)
             if got != want:
                 self.fail(f"{field}: raw_data has {got} bytes, dims {list(t.dims)} of data_type {dt} need {want}",
