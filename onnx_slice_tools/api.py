@@ -17,6 +17,7 @@ from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
+from .validate import validate_model
 
 
 def check_passed(status: str) -> bool:
@@ -111,18 +112,24 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     target = opset or current or 17
     if target < 11:
         raise ModelError(f"the model imports opset {target}; onnx-slice-tools emits opset 11 or newer "
-                         "(pass opset=11 or more to upgrade it)", path=label)
+                         "(convert with --opset 11 or more on the command line, opset=11 in Python)", path=label)
     if target > max_supported_opset():
         raise ModelError(f"opset {target} is newer than the installed onnxruntime runs "
                          f"(up to {max_supported_opset()})", path=label)
-    if current is not None and target != current:
+    # The opset is converted after the rewrite, when no StridedSlice is left for onnx's version
+    # converter to trip on (it has no schema for them in subgraphs); models below opset 11 first.
+    lower_opset = current if current is not None and current >= 11 else target
+    if current is not None and current < 11:
         m = _upgrade_opset(m, target, label)
     report.opset = target
 
     t1 = time.perf_counter()
-    result = StridedSliceRewritePass(flavor=flavor, opset=target)(m)
+    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset)(m)
     report.records = result.records
-    set_default_opset(m, target)
+    set_default_opset(m, lower_opset)
+    if lower_opset != target and all(r.lowering is not None for r in result.records):
+        m = _upgrade_opset(m, target, label)
+        set_default_opset(m, target)
     m.ir_version = min(max(m.ir_version or 0, ir_version_for(target)), max(max_supported_ir_version(),
                                                                            ir_version_for(target)))
     report.timings["rewrite"] = time.perf_counter() - t1
@@ -140,7 +147,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         full = proto if not _external_tensors(m) or not whole else _with_external_data(proto, model)
         with (_background_session(full) if whole else contextlib.nullcontext()) as session:
             t2 = time.perf_counter()
-            report.signatures_checked = verify_records(report.records, target)
+            report.signatures_checked = verify_records(report.records, lower_opset)
             report.verified = True
             report.timings["verify_rewrites"] = time.perf_counter() - t2
             t4 = time.perf_counter()
@@ -195,12 +202,57 @@ class _background_session:
 
 
 def _upgrade_opset(m, target: int, label):
-    import onnx
+    """``m`` (an onnx_ir model) moved to default-domain opset ``target`` by onnx's version
+    converter: the main graph with its subgraphs in one call, each model-local function's body
+    on its own (the converter drops functions).  ModelError in one line naming the op it
+    cannot convert."""
     import onnx_ir as ir
+    proto = ir.to_proto(m)  # external tensors stay references
+    functions = list(proto.functions)
+    del proto.functions[:]
+    converted = _convert_version(proto, target, label)
+    for f in functions:
+        converted.functions.append(_convert_function(f, target, label))
+    return adopt_files(ir.from_proto(converted), m)
+
+
+def _convert_version(proto, target: int, label):
+    import re
+
+    import onnx
     try:
-        return adopt_files(ir.from_proto(onnx.version_converter.convert_version(ir.to_proto(m), target)), m)
+        return onnx.version_converter.convert_version(proto, target)
     except Exception as exc:
-        raise ModelError(f"cannot convert the model to opset {target}: {_first_line(exc)}", path=label) from None
+        text = _first_line(exc)
+        found = re.search(r"No Adapter (From|To) Version \$?(\d+) for (\S+)", text)
+        if found:
+            way, version, op = found.groups()
+            text = f"no adapter for {op} {'from' if way == 'From' else 'to'} opset {version}"
+        else:
+            text = re.sub(r"^\S*BaseConverter\.h:\d+: \w+: Assertion `false` failed: ", "", text)
+        raise ModelError(f"cannot convert to opset {target}: {text}", path=label) from None
+
+
+def _convert_function(f, target: int, label):
+    """A function's body converted as a graph of its own (inputs and outputs typeless)."""
+    import onnx
+    from onnx import helper
+    version = next((o.version for o in f.opset_import if o.domain in ("", "ai.onnx")), None)
+    if version is None or version == target:
+        return f
+    graph = helper.make_graph(list(f.node), f.name, [helper.make_value_info(n, onnx.TypeProto()) for n in f.input],
+                              [helper.make_value_info(n, onnx.TypeProto()) for n in f.output])
+    body = helper.make_model(graph, opset_imports=list(f.opset_import))
+    body.ir_version = 8
+    converted = _convert_version(body, target, label)
+    out = onnx.FunctionProto()
+    out.CopyFrom(f)
+    del out.node[:]
+    out.node.extend(converted.graph.node)
+    for o in out.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = target
+    return out
 
 
 def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None) -> int:

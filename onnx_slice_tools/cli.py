@@ -1,8 +1,10 @@
 """Command line: ``onnx-slice-tools convert | verify | batch | inspect | explain``.
 
 Exit codes: 0 success; 1 a rewrite or a verification failed; 2 unusable input
-(unreadable or corrupt model, invalid spec).  Errors are one line on stderr
-naming the file, node and field; no traceback; no partial output file.
+(unreadable or corrupt model, invalid spec or argument); 141 the output pipe closed.
+Errors are one line on stderr naming the file, node and field; no traceback; no
+partial output file.  Everything else native code, Python warnings or logging would
+print on stderr is captured (:class:`_Quiet`) and goes to the report, never the terminal.
 """
 
 from __future__ import annotations
@@ -13,17 +15,29 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import ModelError, OnnxSliceToolsError, StridedSliceError
+from .errors import ModelError, OnnxSliceToolsError, StridedSliceError, one_line
 from .files import write_atomically  # noqa: F401 - re-exported
 
-EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_PIPE = 0, 1, 2, 141
+
+EXIT_CODES = """exit codes:
+  0    success
+  1    a rewrite or a verification failed
+  2    unusable input: unreadable or corrupt model, invalid spec, invalid argument
+  141  the output pipe was closed (e.g. piped into head)"""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors: exit 2 with one line, like any unusable input
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(one_line(f"{self.prog}: error: {message} (see --help)"), file=sys.stderr)
         sys.exit(EXIT_INPUT)
+
+
+def _console(**kw):
+    """A rich console that prints data as data: no markup, no emoji (``:-1:`` is an index,
+    not a thumbs-down), no highlighting."""
+    from rich.console import Console
+    return Console(markup=False, emoji=False, highlight=False, **kw)
 
 
 # --------------------------------------------------------------------------- convert
@@ -38,21 +52,15 @@ def cmd_convert(args) -> int:
     inputs = input_files(result.ir_model)  # the model and every data file it reads
     check_convert_outputs(src, dst, args.report, inputs)
     if args.report:
-        write_text(args.report, json.dumps(rep.to_json(), indent=2), protect=inputs)
-    invalid = rep.invalid_records
-    if invalid:
-        for r in invalid:
-            print(f"{src}: node {r.node!r}: {r.error}", file=sys.stderr)
-        return EXIT_INPUT
-    if not rep.ok:
-        for r in rep.failed_records:
-            why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}"
-            print(f"{src}: node {r.node!r} ({r.notation}): {why}", file=sys.stderr)
-        from .api import check_passed
-        for name, status in rep.model_checks.items():
-            if not check_passed(status):
-                print(f"{src}: converted model fails {name}: {status}", file=sys.stderr)
-        return EXIT_FAILED
+        data = rep.to_json()
+        data["warnings"] = list(data.get("warnings") or []) + _QUIET.messages()
+        write_text(args.report, json.dumps(data, indent=2), protect=inputs)
+    problems = _convert_problems(rep)
+    if problems:
+        code, first, more = problems
+        tail = f" (and {more} more problem(s){'; see --report' if not args.report else ''})" if more else ""
+        print(f"{src}: {first}{tail}", file=sys.stderr)
+        return code
     result.save(dst)
     verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime)"
                 if rep.verified else ", not verified")
@@ -60,9 +68,27 @@ def cmd_convert(args) -> int:
     return EXIT_OK
 
 
+def _convert_problems(rep):
+    """(exit code, the first problem, how many more) of a conversion, or None when it passed."""
+    from .api import check_passed
+    invalid = rep.invalid_records
+    if invalid:
+        return EXIT_INPUT, f"node {invalid[0].node!r}: {invalid[0].error}", len(invalid) - 1
+    if rep.ok:
+        return None
+    lines = []
+    for r in rep.failed_records:
+        why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}"
+        lines.append(f"node {r.node!r} ({r.notation}): {why}")
+    lines += [f"converted model fails {name}: {status}" for name, status in rep.model_checks.items()
+              if not check_passed(status)]
+    return EXIT_FAILED, lines[0], len(lines) - 1
+
+
 # --------------------------------------------------------------------------- explain
 
 def _parse_shape(text: str | None):
+    """``5,N,?`` -> (5, "N", None); ``?`` or ``unknown`` -> None (unknown rank)."""
     if text is None:
         return None
     text = text.strip()
@@ -74,38 +100,76 @@ def _parse_shape(text: str | None):
         if not part:
             continue
         if part.lstrip("-").isdigit():
+            if int(part) < 0:
+                raise StridedSliceError(f"dim {part!r} is negative; give a size >= 0, a name or ?", field="--shape")
             dims.append(int(part))
         elif part in ("?", "None"):
             dims.append(None)
-        else:
+        elif part.isidentifier():
             dims.append(part)
+        else:
+            raise StridedSliceError(f"cannot read dim {part!r}; give sizes, names or ? separated by commas "
+                                    "(e.g. 5,N,?)", field="--shape")
     return tuple(dims)
+
+
+def _int_list(text: str | None, option: str) -> list[int]:
+    out = []
+    for part in (text or "").strip("[]()").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise StridedSliceError(f"{part!r} is not an integer (expected e.g. 0,1,-1)", field=option) from None
+    return out
 
 
 def _spec_from_args(args):
     from .spec import MASK_NAMES, from_index_expr, from_openvino, from_tf
-    if args.begin is None:
+    explicit = [f"--{f}" for f in ("begin", "end", "strides") if getattr(args, f) is not None]
+    masks = [f"--{m.replace('_', '-')}" for m in MASK_NAMES if getattr(args, m) is not None]
+    if not explicit:
+        if masks:
+            raise StridedSliceError("masks only go with --begin/--end/--strides; an index expression "
+                                    "carries its own masks", field=", ".join(masks))
         if not args.spec:
             raise StridedSliceError("give SPEC as an index expression, or --begin/--end/--strides",
                                     field="spec")
         return from_index_expr(args.spec, flavor=args.flavor)
-    ints = [[int(v) for v in s.split(",") if v.strip()] if s else [] for s in (args.begin, args.end, args.strides)]
+    if args.spec:
+        raise StridedSliceError("give either an index expression or --begin/--end/--strides, not both",
+                                field="spec")
+    if args.begin is None or args.end is None:
+        raise StridedSliceError("--begin and --end go together (--strides defaults to ones)",
+                                field="--begin" if args.begin is None else "--end")
+    ints = [_int_list(getattr(args, f), f"--{f}") for f in ("begin", "end")]
+    strides = _int_list(args.strides, "--strides") if args.strides is not None else None
     if args.flavor == "tf":
-        return from_tf(*ints, **{m: int(getattr(args, m) or 0) for m in MASK_NAMES})
-    return from_openvino(*ints, **{m: getattr(args, m) or "" for m in MASK_NAMES})
+        bits = {}
+        for m in MASK_NAMES:
+            text = getattr(args, m)
+            try:
+                bits[m] = int(text or 0)
+            except ValueError:
+                raise StridedSliceError(f"{text!r} is not an int bit field (TensorFlow flavour)",
+                                        field=f"--{m.replace('_', '-')}") from None
+        return from_tf(*ints, strides, **bits)
+    return from_openvino(*ints, strides, **{m: getattr(args, m) or "" for m in MASK_NAMES})
 
 
 def explain_text(spec, shape) -> str:
     from .describe import encodings
     from .lower import lower
     from .plan import make_plan
+    plan = make_plan(spec, shape)  # validates the spec (lengths, masks, strides) first
     enc = encodings(spec)
     lines = [f"spec ({spec.flavor}): {spec.index_notation()}",
              f"  begin={enc['begin']} end={enc['end']} strides={enc['strides']}",
              "  TF bit fields:   " + ", ".join(f"{k}={v}" for k, v in enc["tf"].items()),
              "  OpenVINO lists:  " + ", ".join(f'{k}="{",".join(map(str, v))}"' for k, v in enc["openvino"].items()),
              f"input shape: {_fmt_shape(shape)}"]
-    plan = make_plan(spec, shape)
     lines.append("plan:")
     for note in plan.notes:
         lines.append(f"  note: {note}")
@@ -163,8 +227,11 @@ def cmd_inspect(args) -> int:
     from .api import load_ir
     from .lower import lower
     from .plan import make_plan
-    from .rewrite import _all_graphs, _index_type, detect_flavor, read_node, value_dims
+    from .rewrite import (_all_graphs, _index_type, _infer_shapes, _json_shape, _needs_shape_inference,
+                          detect_flavor, read_node, value_dims)
     m = load_ir(args.model)
+    if _needs_shape_inference(m):  # the shapes convert works with
+        _infer_shapes(m)
     rows = []
     for graph, label, _ in _all_graphs(m):
         for node in graph:
@@ -182,8 +249,8 @@ def cmd_inspect(args) -> int:
                 shape = value_dims(node.inputs[0])
                 plan = make_plan(spec, shape)
                 low = lower(plan, 17, {f: _index_type(v) for f, v in runtime.items()})
-                row.update(spec=spec.index_notation(), input_shape=_fmt_shape(shape),
-                           output_shape=_fmt_shape(plan.output_shape),
+                row.update(spec=spec.index_notation(), input_shape=_json_shape(shape),
+                           output_shape=_json_shape(plan.output_shape),
                            onnx=[op.describe() for op in low.ops if op.op_type != "Identity"] or ["(rewiring)"])
             except StridedSliceError as exc:
                 row["error"] = str(exc)
@@ -191,17 +258,15 @@ def cmd_inspect(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
-    table = Table(title=f"{args.model}: {len(rows)} StridedSlice node(s)")
+    table = Table(title=f"{one_line(str(args.model))}: {len(rows)} StridedSlice node(s)")
     for col in ("node", "flavor", "spec", "input", "output", "ONNX"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        cells = (r["node"], str(r["flavor"]), r.get("spec", "-"), r.get("input_shape", "-"),
-                 r.get("output_shape", "-"), "\n".join(r.get("onnx", [])) or r.get("error", ""))
-        table.add_row(*(escape(c) for c in cells))  # shapes like [?, 5] are not markup
-    Console().print(table)
+        shapes = [_fmt_shape(r[k]) if k in r else "-" for k in ("input_shape", "output_shape")]
+        table.add_row(one_line(r["node"]), str(r["flavor"]), r.get("spec", "-"), *shapes,
+                      "\n".join(r.get("onnx", [])) or one_line(r.get("error", "")))
+    _console().print(table)
     return EXIT_OK
 
 
@@ -212,28 +277,27 @@ def _is_terminal() -> bool:
 
 
 def cmd_verify(args) -> int:
-    from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
     if args.converted is None:
         from .api import verify_model_file
         checks = verify_model_file(args.model)
-        table = Table(title=f"{args.model}", min_width=60)
+        table = Table(title=one_line(str(args.model)), min_width=60)
         table.add_column("check"), table.add_column("result", overflow="fold")
         for name, status in checks.items():
-            table.add_row(name, escape(status))
-        Console().print(table)
+            table.add_row(name, one_line(status))
+        _console().print(table)
         bad = [k for k, v in checks.items() if v != "ok"]
         if bad:
             print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
     from .api import compare_model_files
     cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
-    table = Table(title=f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)", min_width=80)
+    table = Table(title=one_line(f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)"),
+                  min_width=60)
     table.add_column("output"), table.add_column("result", overflow="fold")
     for name, status in cmp.outputs.items():
-        table.add_row(escape(name), escape(status))
-    Console().print(table)
+        table.add_row(one_line(name), one_line(str(status)))
+    _console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
     print(f"status: {cmp.status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
     if cmp.status != "ok":
@@ -271,10 +335,10 @@ class _BatchProgress:
     def start(self, total: int) -> None:
         self.total = total
         if self.fancy and total:
-            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
             self.bar = Progress(TextColumn("converting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+                                TextColumn("{task.description}", markup=False), console=_console(stderr=True),
+                                transient=True)
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
 
@@ -289,7 +353,7 @@ class _BatchProgress:
         if entry.get("error"):
             what += f": {entry['error']}"
         secs = f" [{entry['seconds']:.2f} s]" if entry.get("seconds") else ""
-        print(f"[{self.done}/{self.total}] {entry['input']}: {what}{secs}", file=sys.stderr, flush=True)
+        print(one_line(f"[{self.done}/{self.total}] {entry['input']}: {what}{secs}"), file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -297,97 +361,260 @@ class _BatchProgress:
 
 
 def _print_batch_summary(report) -> None:
-    from rich.console import Console
-    from rich.markup import escape
+    """A table that fits 80 columns (model, status, StridedSlice rewritten/found, checks passed,
+    seconds), the errors below it, one per line, and a summary line."""
     from rich.table import Table
-    table = Table(title=f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)")
-    for col in ("model", "status", "StridedSlice", "rewritten", "checks", "seconds", "error"):
-        table.add_column(col, overflow="fold")
-    for e in sorted(report.entries, key=lambda e: e["input"]):
+    if not report.entries:
+        print(one_line(f"summary: no .onnx models under {report.input_dir}"))
+        return
+    print(one_line(f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)"))
+    table = Table()
+    table.add_column("model", overflow="fold", ratio=1)
+    for col in ("status", "slices", "checks", "s"):
+        table.add_column(col, no_wrap=True, justify="left" if col == "status" else "right")
+    errors = []
+    entries = sorted(report.entries, key=lambda e: e["input"])
+    for e in entries:
+        model = one_line(str(Path(e["input"]).relative_to(report.input_dir)))
         checks = e.get("checks") or {}
         ok = sum(1 for v in checks.values() if v == "ok")
-        table.add_row(escape(str(Path(e["input"]).relative_to(report.input_dir))), e["status"],
-                      str(e.get("strided_slice_nodes") if e.get("strided_slice_nodes") is not None else "-"),
-                      str(e.get("rewritten") if e.get("rewritten") is not None else "-"),
-                      f"{ok}/{len(checks)} ok" if checks else "-",
-                      f"{e['seconds']:.2f}" if e.get("seconds") else "-", escape(e.get("error") or ""))
-    Console(width=max(120, Console().width)).print(table)
+        found = e.get("strided_slice_nodes")
+        table.add_row(model, e["status"], "-" if found is None else f"{e.get('rewritten') or 0}/{found}",
+                      f"{ok}/{len(checks)}" if checks else "-", f"{e['seconds']:.2f}" if e.get("seconds") else "-")
+        if e.get("error"):
+            error = e["error"].removeprefix(f"{e['input']}: ")  # the row names the file
+            errors.append(f"{model}: {one_line(error)}")
+    _console().print(table)
+    for line in errors:
+        print(line)
     counts = report.counts()
     print("summary: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
 
 
 # --------------------------------------------------------------------------- main
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="onnx-slice-tools", description="Exact StridedSlice (TensorFlow / OpenVINO) to ONNX.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _at_least(low: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value}: {what} must be >= {low}")
+        return value
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
 
-    c = sub.add_parser("convert", help="rewrite every StridedSlice of a model, verified")
-    c.add_argument("input")
-    c.add_argument("-o", "--output", required=True)
-    c.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
-    c.add_argument("--opset", type=int, default=None, help="target default-domain opset (default: the model's)")
+
+def _opset(text: str) -> int:
+    value = _at_least(1, "opset")(text)
+    if value < 11:
+        raise argparse.ArgumentTypeError(f"{value}: onnx-slice-tools emits opset 11 or newer; use --opset 11 or more")
+    import onnx
+    newest = onnx.defs.onnx_opset_version()
+    if value > newest:
+        raise argparse.ArgumentTypeError(f"{value}: the installed onnx knows opsets up to {newest}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = _Parser(prog="onnx-slice-tools", description="Exact StridedSlice (TensorFlow / OpenVINO) to ONNX.",
+                epilog=EXIT_CODES, formatter_class=fmt)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    flavors = ["auto", "tf", "openvino"]
+    flavor_help = "StridedSlice semantics: auto (from the mask attribute types: INT tf, INTS/STRING openvino)"
+    opset_help = "target default-domain opset, 11 or newer (default: the model's own)"
+
+    def command(name, help_text):
+        return sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES, formatter_class=fmt)
+
+    c = command("convert", "rewrite every StridedSlice of a model into standard ONNX, verified")
+    c.add_argument("input", help="the model to convert (.onnx; external data next to it)")
+    c.add_argument("-o", "--output", required=True, help="where to write the converted model (never the input)")
+    c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
+    c.add_argument("--opset", type=_opset, default=None, help=opset_help)
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
-    c.add_argument("--report", help="write the JSON report here")
+    c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")
     c.set_defaults(func=cmd_convert)
 
-    e = sub.add_parser("explain", help="show how a spec is read, planned and lowered")
+    e = command("explain", "show how a spec is read, planned and lowered")
     e.add_argument("spec", nargs="?", help='an index expression, e.g. "x[1, 2:4, None, ..., :-3:-1, :]"')
     e.add_argument("--shape", help="input shape, e.g. 5,5,N,? (default: unknown rank)")
-    e.add_argument("--flavor", choices=["tf", "openvino"], default="tf")
-    e.add_argument("--begin"), e.add_argument("--end"), e.add_argument("--strides")
+    e.add_argument("--flavor", choices=["tf", "openvino"], default="tf", help="StridedSlice semantics (default tf)")
+    for f in ("begin", "end", "strides"):
+        e.add_argument(f"--{f}", help=f"{f} as comma-separated integers, e.g. 0,-1 (instead of SPEC)")
     from .spec import MASK_NAMES
     for m in MASK_NAMES:
         e.add_argument("--" + m.replace("_", "-"), dest=m,
-                       help="an int bit field (tf) or a 0/1 list such as 0,1,1 (openvino)")
+                       help="with --begin/--end: an int bit field (tf) or a 0/1 list such as 0,1,1 (openvino)")
     e.set_defaults(func=cmd_explain)
 
-    v = sub.add_parser("verify", help="validate a converted model, or compare it with its original")
+    v = command("verify", "validate a converted model, or compare it with its original")
     v.add_argument("model", help="the model to validate, or the ORIGINAL when CONVERTED is given")
     v.add_argument("converted", nargs="?", help="compare this converted model with MODEL on random inputs")
-    v.add_argument("--trials", type=int, default=3, help="random input sets for the comparison (default 3)")
-    v.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    v.add_argument("--trials", type=_at_least(1, "trials"), default=3,
+                   help="random input sets for the comparison, >= 1 (default 3)")
+    v.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     v.set_defaults(func=cmd_verify)
 
-    b = sub.add_parser("batch", help="convert and verify every .onnx under a folder, in parallel")
-    b.add_argument("input_dir")
+    b = command("batch", "convert and verify every .onnx under a folder, in parallel")
+    b.add_argument("input_dir", help="folder searched recursively for .onnx models")
     b.add_argument("-o", "--output", required=True, help="output folder (the input tree is mirrored)")
-    b.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
+    b.add_argument("--jobs", "-j", type=_at_least(1, "jobs"), default=None,
+                   help="worker processes, >= 1 (default: CPU count)")
     b.add_argument("--force", action="store_true", help="convert again models whose input is unchanged")
-    b.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
-    b.add_argument("--opset", type=int, default=None)
-    b.add_argument("--no-verify", action="store_true")
+    b.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
+    b.add_argument("--opset", type=_opset, default=None, help=opset_help)
+    b.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     b.set_defaults(func=cmd_batch)
 
-    i = sub.add_parser("inspect", help="list a model's StridedSlice nodes and their planned ONNX")
-    i.add_argument("model")
-    i.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
-    i.add_argument("--json", action="store_true")
+    i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")
+    i.add_argument("model", help="the model to inspect")
+    i.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
+    i.add_argument("--json", action="store_true", help="print JSON (shapes as lists, null for unknown)")
     i.set_defaults(func=cmd_inspect)
     return p
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+class _Quiet:
+    """Keep stderr for our one line: native output on file descriptor 2 (onnxruntime, onnx),
+    Python warnings and logging records are captured while a command runs; ``messages()``
+    returns them for the report.  Our own output goes to the stream stderr was on entry."""
+
+    MAX_BYTES = 1 << 16
+
+    def __init__(self):
+        self._warnings = []
+        self._records = []
+        self._capture = None
+
+    def __enter__(self):
+        import logging
+        import warnings
+        self.stderr = sys.stderr
+        self._catch = warnings.catch_warnings(record=True)
+        self._warnings = self._catch.__enter__()
+        warnings.simplefilter("default")
+        self._handler = _collecting_handler(self._records)
+        logging.getLogger().addHandler(self._handler)
+        try:
+            sys.stderr.flush()
+            self._saved_fd = os.dup(2)
+            self._capture = tempfile.TemporaryFile()
+            if _fileno(sys.stderr) == 2:  # our messages keep going where stderr went
+                sys.stderr = os.fdopen(os.dup(self._saved_fd), "w", buffering=1, encoding="utf-8",
+                                       errors="backslashreplace")
+            os.dup2(self._capture.fileno(), 2)
+        except OSError:  # no file descriptor 2: nothing native to catch
+            self._capture = None
+        return self  # batch workers are spawned with this file descriptor 2: captured too
+
+    def __exit__(self, *exc):
+        import logging
+        logging.getLogger().removeHandler(self._handler)
+        self._catch.__exit__(*exc)
+        if self._capture is not None:
+            os.dup2(self._saved_fd, 2)
+            os.close(self._saved_fd)
+            if sys.stderr is not self.stderr:
+                sys.stderr.close()
+                sys.stderr = self.stderr
+        return False
+
+    def messages(self) -> list[str]:
+        out = [f"{w.category.__name__}: {w.message}" for w in self._warnings]
+        out += [f"{r.name}: {r.getMessage()}" for r in self._records]
+        if self._capture is not None:
+            self._capture.seek(0)
+            text = self._capture.read(self.MAX_BYTES).decode("utf-8", "replace")
+            out += [line for line in text.splitlines() if line.strip()]
+        seen, unique = set(), []
+        for m in out:
+            if m not in seen:
+                seen.add(m)
+                unique.append(one_line(m))
+        return unique[:200]
+
+    def close(self) -> None:
+        if self._capture is not None:
+            self._capture.close()
+
+
+def _collecting_handler(records: list):
+    """A logging handler that keeps records (so logging's last-resort handler never prints)."""
+    import logging
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+    return Collect(logging.WARNING)
+
+
+def _fileno(stream) -> int | None:
     try:
-        return args.func(args)
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+_QUIET = _Quiet()
+
+
+def main(argv=None) -> int:
+    global _QUIET
+    args = build_parser().parse_args(argv)
+    where = getattr(args, "input", None) or getattr(args, "model", None) or getattr(args, "input_dir", None)
+    _QUIET = _Quiet()
+    with _QUIET:
+        code, message = _run(args, where)
+        if message is not None:
+            print(one_line(message), file=sys.stderr)
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            code = _broken_pipe()
+        if os.environ.get("ONNX_SLICE_TOOLS_DEBUG"):
+            for m in _QUIET.messages():
+                print(f"captured: {m}", file=sys.stderr)
+    _QUIET.close()
+    return code
+
+
+def _run(args, where) -> tuple[int, str | None]:
+    """(exit code, the one error line or None)."""
+    try:
+        return args.func(args), None
     except (ModelError, StridedSliceError) as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_INPUT, str(exc)
     except OnnxSliceToolsError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_FAILED, str(exc)
+    except BrokenPipeError:
+        return _broken_pipe(), None
     except OSError as exc:
-        print(f"{exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return EXIT_INPUT, f"{exc.filename or where or ''}: {exc.strerror or exc}"
+    except MemoryError:
+        return EXIT_INPUT, f"{where}: out of memory reading the model"
     except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # a bug of ours: still one line, and nothing half-written
+        return 130, None
+    except Exception as exc:  # a bug of ours: still one line naming the file, nothing half-written
         if os.environ.get("ONNX_SLICE_TOOLS_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
-              "(set ONNX_SLICE_TOOLS_DEBUG=1 for the traceback)", file=sys.stderr)
-        return EXIT_FAILED
+        text = str(exc).splitlines()[0] if str(exc).strip() else ""
+        return EXIT_FAILED, (f"{where}: internal error: {type(exc).__name__}: {text} "
+                             "(set ONNX_SLICE_TOOLS_DEBUG=1 for the traceback)")
+
+
+def _broken_pipe() -> int:
+    """The reader went away (``| head``): stop quietly, as a unix tool killed by SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+    except (OSError, ValueError, AttributeError):
+        pass
+    return EXIT_PIPE
 
 
 if __name__ == "__main__":

@@ -71,3 +71,11 @@ def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type name when the message is empty)."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters (a newline in a file name, a NUL in
+    a node name ...) are shown escaped, as Python would (``\\n``, ``\\x00``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -304,6 +304,8 @@ def read_model_proto(path):
         proto = onnx.load(str(p), load_external_data=False)
     except Exception as exc:
         raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
+    from .validate import validate_model
+    validate_model(proto, p)  # before any native code or onnx-ir's reader sees it
     return proto
 
 
@@ -326,6 +328,8 @@ def load_ir(source, *, path_hint: str | None = None):
     if isinstance(source, onnx.ModelProto):
         # external data of a ModelProto: relative to the working directory, checked as for a
         # file there, then fixed to it (a later chdir does not matter)
+        from .validate import validate_model
+        validate_model(source, path_hint)
         here = Path.cwd()
         data_files = check_external_data(source, path_hint or "model", base=here) if any(
             _is_external(t) for t in proto_tensors(source)) else []

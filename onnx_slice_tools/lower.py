@@ -223,10 +223,12 @@ class ConstantPool:
     """Int64 constants for one graph, deduplicated by value: initializers in graphs,
     ``Constant`` nodes in functions (which cannot hold initializers)."""
 
-    def __init__(self, graph, prefix: str, use_nodes: bool = False):
+    def __init__(self, graph, prefix: str, use_nodes: bool = False, names=None):
+        from .names import NameAllocator
         self.graph = graph
         self.prefix = prefix
         self.use_nodes = use_nodes
+        self.names = names if names is not None else NameAllocator()  # shared with emit()
         self.cache: dict[tuple, object] = {}
         self.count = 0
         self.nodes: list = []  # Constant nodes created (functions only)
@@ -237,14 +239,14 @@ class ConstantPool:
         key = (tuple(values), dtype, scalar)
         if key in self.cache:
             return self.cache[key]
-        name = f"{self.prefix}c{self.count}"
+        name = self.names.fresh(f"{self.prefix}c{self.count}")
         self.count += 1
         if dtype == "int32":  # same meaning for axes shorter than 2**31
             values = [min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values]
         arr = np.array(values, dtype=dtype)
         tensor = ir.tensor(arr[0] if scalar else arr, name=name)
         if self.use_nodes:
-            node = ir.node("Constant", [], {"value": tensor}, outputs=[ir.Value(name=name)])
+            node = ir.node("Constant", [], {"value": tensor}, outputs=[ir.Value(name=name)], name=name)
             self.nodes.append(node)
             value = node.outputs[0]
         else:
@@ -260,7 +262,8 @@ def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
     """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
 
     Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);
-    ``runtime`` maps "begin"/"end"/"strides" to the values of runtime indices."""
+    node and value names come from ``consts.names`` (unique in the model); ``runtime`` maps
+    "begin"/"end"/"strides" to the values of runtime indices."""
     import onnx_ir as ir
     if lowering.dynamic:
         return _emit_dynamic(lowering, x, opset, consts, name, runtime or {})
@@ -280,13 +283,19 @@ def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
             node = ir.node(RESHAPE, [cur, consts.get(op.shape)], name=node_name)
         else:
             node = ir.node(IDENTITY, [cur], name=node_name)
-        node.outputs[0].name = f"{node_name}:0"
+        _name_node(node, consts.names)
         nodes.append(node)
         cur = node.outputs[0]
     return nodes, cur
 
 
 _ONNX_INT = {"int32": 6, "int64": 7}
+
+
+def _name_node(node, names) -> None:
+    """Give ``node`` (named ``base``) and its output (``base:0``) names unused in the model."""
+    node.name = names.fresh(node.name)
+    node.outputs[0].name = names.fresh(f"{node.name}:0")
 
 
 def _emit_dynamic(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str, runtime: dict):
@@ -323,7 +332,7 @@ def _emit_dynamic(lowering: Lowering, x, opset: int, consts: ConstantPool, name:
             else:
                 attrs["axes"] = list(op.axes)
         node = ir.node(op.op_type, inputs, attrs, name=node_name)
-        node.outputs[0].name = f"{node_name}:0"
+        _name_node(node, consts.names)
         nodes.append(node)
         outs.append(node.outputs[0])
     return nodes, outs[-1]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import StridedSliceError
 from .lower import ConstantPool, Lowering, emit, lower
+from .names import NameAllocator
 from .plan import make_plan
 from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec, from_openvino, from_tf
 
@@ -133,6 +134,9 @@ def read_node(node, flavor: str, cache: dict | None = None) -> tuple[SliceSpec, 
     dict kept by the caller for one pass) remembers constant inputs already read."""
     import onnx_ir as ir
     inputs = list(node.inputs)
+    if len(inputs) > 4:
+        raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
+                                field="inputs")
     if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
         raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
@@ -259,11 +263,12 @@ class StridedSliceRewritePass:
         self._freed: list = []  # begin/end/strides values of replaced nodes
         self._consts: dict = {}  # constant inputs already read
         self._lowerings: dict = {}  # (spec, input shape) -> (plan, lowering): models repeat patterns
+        names = NameAllocator.for_model(model)  # generated names collide with none of the model's
         for graph, label, is_function in _all_graphs(model):
             targets = [n for n in graph if n.op_type == "StridedSlice"]
             if not targets:
                 continue
-            pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function)
+            pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function, names=names)
             # graph outputs indexed once: per-node scans of them make big models quadratic
             self._out_index = {id(v): k for k, v in enumerate(graph.outputs)}
             self._dead: list = []
