@@ -17,7 +17,6 @@ from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
-from .validate import validate_model
 
 
 def check_passed(status: str) -> bool:

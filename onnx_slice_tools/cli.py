@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from .errors import ModelError, OnnxSliceToolsError, StridedSliceError, one_line

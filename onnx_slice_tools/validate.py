@@ -207,9 +207,9 @@ class _Validator:
             if a.type == 0 and not a.ref_attr_name:
                 self.fail(f"{field} has no type (UNDEFINED)", node=name)
             if a.HasField("t"):
-                self.tensor(a.t, field, node=name)
+                self.tensor(a.t, field + (f" (tensor {_q(a.t.name)})" if a.t.name else ""), node=name)
             for t in a.tensors:
-                self.tensor(t, field, node=name)
+                self.tensor(t, field + (f" (tensor {_q(t.name)})" if t.name else ""), node=name)
             if a.HasField("sparse_tensor"):
                 self.tensor(a.sparse_tensor.values, field, node=name)
             if a.HasField("tp"):
