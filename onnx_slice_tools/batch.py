@@ -87,15 +87,17 @@ def fingerprint(path: Path) -> str:
 
 def convert_one(src: str, dst: str, options: dict) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry."""
-    from .api import check_passed, convert
+    from .api import convert
     from .errors import ModelError, StridedSliceError
     t0 = time.perf_counter()
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "fingerprint": options.get("fingerprint")}
     try:
+        extra = {"verify_memory": options["verify_memory"]} if options.get("verify_memory") else {}
         result = convert(src, flavor=options.get("flavor"), opset=options.get("opset"),
-                         verify=options.get("verify", True))
+                         verify=options.get("verify", True), strict=options.get("strict", False), **extra)
         rep = result.report
+        entry["verdict"] = rep.verdict
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
                      signatures_checked=rep.signatures_checked,
                      timings_s={k: round(v, 4) for k, v in rep.timings.items()},
@@ -105,9 +107,8 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
             entry["error"] = "; ".join(f"node {r.node!r}: {r.error}" for r in rep.invalid_records[:3])
         elif not rep.ok:
             entry["status"] = FAILED
-            problems = [f"node {r.node!r}: {r.error or _check_text(r.check)}" for r in rep.failed_records[:3]]
-            problems += [f"{k}: {v}" for k, v in rep.model_checks.items() if not check_passed(v)]
-            entry["error"] = "; ".join(problems)
+            from .cli import verdict_problem
+            entry["error"] = verdict_problem(rep)
         else:
             result.save(dst)
             entry["status"] = CONVERTED
@@ -117,12 +118,6 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
         entry["status"], entry["error"] = ERROR, f"{type(exc).__name__}: {_line(exc)}"
     entry["seconds"] = round(time.perf_counter() - t0, 4)
     return entry
-
-
-def _check_text(check) -> str:
-    if check is None:
-        return "not verified"
-    return f"shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
 
 
 def _previous(output_dir: Path) -> dict:
@@ -135,7 +130,8 @@ def _previous(output_dir: Path) -> dict:
 
 def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool = False,
                   flavor: str | None = None, opset: int | None = None, verify: bool = True,
-                  on_start=None, on_result=None) -> BatchReport:
+                  on_start=None, on_result=None, strict: bool = False,
+                  verify_memory: int | None = None) -> BatchReport:
     """Convert every model under ``input_dir`` into ``output_dir`` (see module doc).
 
     ``on_start(n_models)`` and ``on_result(entry)`` report progress.  ``report.json`` is
@@ -163,7 +159,8 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             if on_result:
                 on_result(entry)
             continue
-        todo.append((str(src), str(dst), {"flavor": flavor, "opset": opset, "verify": verify, "fingerprint": fp}))
+        todo.append((str(src), str(dst), {"flavor": flavor, "opset": opset, "verify": verify, "fingerprint": fp,
+                                          "strict": strict, "verify_memory": verify_memory}))
     for entry in _run_all(todo, jobs or os.cpu_count() or 1):
         report.entries.append(entry)
         if on_result:

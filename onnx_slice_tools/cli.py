@@ -54,7 +54,8 @@ def cmd_convert(args) -> int:
     if dst.resolve() == src.resolve():
         print(f"{dst}: refusing to overwrite the input model; choose another -o", file=sys.stderr)
         return EXIT_INPUT
-    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify)
+    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
+                     verify_memory=args.verify_memory)
     rep = result.report
     if args.report:
         text = json.dumps(rep.to_json(), indent=2)
@@ -65,19 +66,33 @@ def cmd_convert(args) -> int:
             print(f"{src}: node {r.node!r}: {r.error}", file=sys.stderr)
         return EXIT_INPUT
     if not rep.ok:
-        for r in rep.failed_records:
-            why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}"
-            print(f"{src}: node {r.node!r} ({r.notation}): {why}", file=sys.stderr)
-        from .api import check_passed
-        for name, status in rep.model_checks.items():
-            if not check_passed(status):
-                print(f"{src}: converted model fails {name}: {status}", file=sys.stderr)
+        print(f"{src}: {verdict_problem(rep)}", file=sys.stderr)
         return EXIT_FAILED
     result.save(dst)
-    verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime)"
-                if rep.verified else ", not verified")
-    print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten{verified}")
+    print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}")
     return EXIT_OK
+
+
+def verdict_text(rep) -> str:
+    """The summary words of a conversion that did not fail (one rule: Report.verdict)."""
+    v = rep.verdict
+    if v == "verified":
+        inplace = sum(r.inplace == "passed" for r in rep.records)
+        return (f"verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime"
+                + (f", {inplace} checked in place in the whole model" if inplace else "") + ")")
+    return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
+
+
+def verdict_problem(rep) -> str:
+    """One line: the first failed (or, with --strict, skipped) check of a failed conversion."""
+    from .checks import kind
+    statuses = rep.statuses()
+    bad = [(n, s) for n, s in statuses if kind(s) == "failed"] or \
+          [(n, s) for n, s in statuses if kind(s) == "skipped"]
+    name, status = bad[0]
+    more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+    strict = " (--strict)" if kind(status) == "skipped" else ""
+    return f"{name}: {status}{strict}{more}"
 
 
 # --------------------------------------------------------------------------- explain
@@ -248,6 +263,7 @@ def cmd_verify(args) -> int:
             print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
     from .api import compare_model_files
+    from .checks import kind
     cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
     table = Table(title=f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)", min_width=80)
     table.add_column("output"), table.add_column("result", overflow="fold")
@@ -255,11 +271,22 @@ def cmd_verify(args) -> int:
         table.add_row(escape(name), escape(status))
     Console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
-    print(f"status: {cmp.status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
-    if cmp.status != "ok":
-        print(f"{args.converted}: not shown equivalent to {args.model}: {cmp.status}", file=sys.stderr)
+    status = comparison_status(cmp.status)
+    print(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
+        print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
+              + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def comparison_status(status: str) -> str:
+    """evaluate.ModelComparison's status in the passed | failed: .. | skipped: .. words."""
+    from .checks import kind
+    if status == "mismatch":
+        return "failed: outputs differ"
+    k = kind(status)
+    return "passed" if k == "passed" else status if status.startswith(("failed", "skipped")) else f"failed: {status}"
 
 
 # --------------------------------------------------------------------------- batch
@@ -274,7 +301,8 @@ def cmd_batch(args) -> int:
     try:
         report = batch_convert(src, out, jobs=args.jobs, force=args.force,
                                flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
-                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result)
+                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
+                               strict=args.strict, verify_memory=args.verify_memory)
     finally:
         progress.stop()
     _print_batch_summary(report)
@@ -338,6 +366,23 @@ def _print_batch_summary(report) -> None:
 
 # --------------------------------------------------------------------------- main
 
+def _mib(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return int(value * 2 ** 20)
+
+
+def _verification_flags(p) -> None:
+    p.add_argument("--strict", action="store_true",
+                   help="a skipped check fails the conversion (exit 1): 'converted' means verified")
+    p.add_argument("--verify-memory", type=_mib, default=256 * 2 ** 20, metavar="MIB",
+                   help="memory the checks may use, in MiB (default 256); a check needing more is skipped")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="onnx-slice-tools", description="Exact StridedSlice (TensorFlow / OpenVINO) to ONNX.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -349,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--opset", type=int, default=None, help="target default-domain opset (default: the model's)")
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report here")
+    _verification_flags(c)
     c.set_defaults(func=cmd_convert)
 
     e = sub.add_parser("explain", help="show how a spec is read, planned and lowered")
@@ -367,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("converted", nargs="?", help="compare this converted model with MODEL on random inputs")
     v.add_argument("--trials", type=int, default=3, help="random input sets for the comparison (default 3)")
     v.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    v.add_argument("--strict", action="store_true", help="a comparison that cannot run fails (exit 1)")
     v.set_defaults(func=cmd_verify)
 
     b = sub.add_parser("batch", help="convert and verify every .onnx under a folder, in parallel")
@@ -377,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
     b.add_argument("--opset", type=int, default=None)
     b.add_argument("--no-verify", action="store_true")
+    _verification_flags(b)
     b.set_defaults(func=cmd_batch)
 
     i = sub.add_parser("inspect", help="list a model's StridedSlice nodes and their planned ONNX")
