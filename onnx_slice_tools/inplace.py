@@ -414,97 +414,186 @@ class InplaceResult:
 
 def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
                 seed: int = 0) -> InplaceResult:
-    """Check the main graph's rewrites in one onnxruntime run of ``proto`` (the converted
-    model, external data not loaded) with taps; sets ``record.inplace`` of every rewrite.
+    """Check the rewrites of the main graph and of ``If`` branches directly in it, in
+    onnxruntime runs of ``proto`` (the converted model, external data not loaded) with taps;
+    sets ``record.inplace`` of every rewrite.
 
     ``load_weights(proto) -> proto`` reads external weights in (only called within budget)."""
-    import onnx
-
-    from .plan import make_plan
-    from .reference import apply_plan
     from .rewrite import skeleton
-    from .verify import make_session
     rewritten = [r for r in records if r.lowering is not None]
-    main = [r for r in rewritten if r.graph == "main"]
+    tapped, taps = _tap_model(proto, rewritten)
+    checked = [r for r in rewritten if id(r) in taps.views]
     for r in rewritten:
-        if r.graph != "main":
+        if id(r) not in taps.views:
             r.inplace = f"skipped: inside {r.graph} (only the per-rewrite check covers it)"
 
     def skip_all(why):
-        for r in main:
+        for r in checked:
             r.inplace = f"skipped: {why}"
         return InplaceResult(f"skipped: {why}")
 
-    if not main:
-        return InplaceResult("skipped: no rewrite in the main graph" if rewritten else PASSED_NOTHING)
+    if not checked:
+        return InplaceResult("skipped: no rewrite in the main graph or its If branches" if rewritten else PASSED)
     sk = skeleton(proto)
     try:
         sizes, shapes = choose_sizes(sk)
     except Skip as exc:
         return skip_all(str(exc))
-    available = {o for n in proto.graph.node for o in n.output} | {t.name for t in proto.graph.initializer} \
-        | {vi.name for vi in proto.graph.input}
-    taps = []
-    for r in main:
-        # a runtime index the lowering does not read (e.g. a shrink's end) may be gone
-        for name in (r.data_name, *[v for v in r.index_names.values() if v in available], r.output_name):
-            if name not in taps:
-                taps.append(name)
-    need = estimate_bytes(proto, shapes, set(taps)) + 2 * weight_bytes
+    need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
     if need > memory_budget:
         return skip_all(_over_budget(need, memory_budget, sizes))
-    tapped = onnx.ModelProto()
-    tapped.CopyFrom(proto)
-    outputs = [o.name for o in tapped.graph.output]
-    for name in taps:
-        if name not in outputs:
-            tapped.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
     elems = {vi.name: vi.type.tensor_type.elem_type for vi in _fed_inputs(proto)}
-    elems.update({name: shapes[name][0] for name in taps if name in shapes})
-    for r in main:
-        elems.setdefault(r.data_name, r.elem_type or 1)
-        elems.setdefault(r.output_name, r.elem_type or 1)
+    elems.update({name: shapes[name][0] for name in taps.names if name in shapes})
+    elems.update(taps.elems)
     try:
-        session = make_session(load_weights(tapped).SerializeToString())
+        session = _make_session(load_weights(tapped))
     except Exception as exc:  # noqa: BLE001
         return skip_all(f"onnxruntime cannot load the tapped model: {_line(exc)}")
     rng = np.random.default_rng(seed)
-    for attempt in range(_RUNS):
+    pending, runs = list(checked), 0
+    while pending and runs < _RUNS + _BRANCH_RUNS:
+        runs += 1
         try:
             feeds = random_feeds(proto, sizes, shapes, rng)
         except Skip as exc:
             return skip_all(str(exc))
         try:
-            got = run_taps(session, feeds, taps, elems)
-            break
+            got = run_taps(session, feeds, taps.names, elems)
         except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
+            if len(pending) < len(checked):
+                break  # an earlier run checked some: the rest stay "not reached"
             shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
             failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
             grow = _dims_reaching(proto, _failing_node(str(exc)))
-            if not grow or attempt == _RUNS - 1 or any(sizes[k] * 4 > _MAX_SIZE for k in grow):
+            if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow):
                 return skip_all(failure)
             sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
             shapes, bad = _infer(sk, sizes)
-            need = estimate_bytes(proto, shapes, set(taps)) + 2 * weight_bytes
+            need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
             if bad is not None:
                 return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
             if need > memory_budget:
                 return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
-    del session
-    problems = []
-    for r in main:
-        r.inplace = _check_one(r, got, make_plan, apply_plan)
-        if r.inplace != PASSED:
-            problems.append(f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}")
-    status = PASSED if not problems else f"failed: {problems[0]}" + (
-        f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+            continue
+        pending = [r for r in pending if not _check_if_reached(r, got, taps)]
+    for r in pending:
+        r.inplace = (f"skipped: its If branch was not taken in {runs} runs on random inputs"
+                     if id(r) in taps.branch else "skipped: not run")
+    problems = [f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}" for r in checked
+                if r.inplace.startswith("failed")]
+    if problems:
+        status = f"failed: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+    elif pending:
+        status = f"skipped: {len(pending)} of {len(checked)} rewrites not reached (If branches not taken)"
+    else:
+        status = PASSED
     return InplaceResult(status, sizes, need)
+
+
+def _make_session(model):
+    from .verify import make_session
+    return make_session(model.SerializeToString())
+
+
+def _check_if_reached(r, got: dict, taps) -> bool:
+    """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets r.inplace."""
+    from .plan import make_plan
+    from .reference import apply_plan
+    if id(r) in taps.branch:
+        cond, then = taps.branch[id(r)]
+        if bool(np.asarray(got[cond]).reshape(-1)[0]) != then:
+            return False
+    view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
+    r.inplace = _check_one(r, view, make_plan, apply_plan)
+    return True
+
+
+@dataclasses.dataclass
+class _Taps:
+    names: list = dataclasses.field(default_factory=list)   # main-graph outputs to fetch
+    views: dict = dataclasses.field(default_factory=dict)   # id(record) -> {tensor name: fetched name}
+    branch: dict = dataclasses.field(default_factory=dict)  # id(record) -> (fetched condition, then?)
+    elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
+
+    def fetch(self, name: str) -> str:
+        if name not in self.names:
+            self.names.append(name)
+        return name
+
+
+def _tap_model(proto, records: list):
+    """A copy of ``proto`` exposing, as graph outputs, what reaches each rewrite and what it
+    gives: main-graph tensors directly; tensors of an ``If`` branch through extra outputs of
+    both branches (an empty tensor of the type in the other one) and of the If node."""
+    import onnx
+    tapped = onnx.ModelProto()
+    tapped.CopyFrom(proto)
+    g = tapped.graph
+    taps = _Taps()
+    outputs = {o.name for o in g.output}
+    ifs: dict = {}
+    for n in g.node:
+        if n.op_type == "If":
+            for a in n.attribute:
+                ifs.setdefault(f"main > If {n.name!r}.{a.name}", []).append((n, a))
+    for r in records:
+        elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
+        elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
+        if r.graph == "main":
+            names = _present(g, [r.data_name, *r.index_names.values(), r.output_name])
+            taps.views[id(r)] = {name: taps.fetch(name) for name in names}
+        elif len(ifs.get(r.graph, ())) == 1:
+            node, attr = ifs[r.graph][0]
+            names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], outer=g)
+            taps.views[id(r)] = {name: taps.fetch(_tap_through_if(node, attr.name, name, elem[name]))
+                                 for name in names}
+            taps.branch[id(r)] = (taps.fetch(node.input[0]), attr.name == "then_branch")
+        for name, fetched in taps.views.get(id(r), {}).items():
+            taps.elems[fetched] = elem[name]
+    for name in taps.names:
+        if name not in outputs:
+            g.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    return tapped, taps
+
+
+def _present(graph, names: list, outer=None) -> list:
+    """``names`` that exist in ``graph`` (or its outer graph): a runtime index the lowering
+    does not read (e.g. a shrink's end) may have been removed."""
+    found = set()
+    for gr in (graph, outer) if outer is not None else (graph,):
+        found |= {o for n in gr.node for o in n.output} | {t.name for t in gr.initializer} \
+            | {vi.name for vi in gr.input}
+    out = []
+    for name in names:
+        if name in found and name not in out:
+            out.append(name)
+    return out
+
+
+def _tap_through_if(node, branch: str, name: str, elem: int) -> str:
+    """Expose ``name`` of one branch of If ``node`` as a new output of the node; returns its name."""
+    from onnx import helper
+    tap = f"{name}::tap_{branch}"  # a tensor of the outer graph can be read by both branches
+    if tap in node.output:
+        return tap
+    for a in node.attribute:
+        g = a.g
+        out = f"{tap}_{a.name}"
+        if a.name == branch:
+            g.node.append(helper.make_node("Identity", [name], [out]))
+        else:
+            g.node.append(helper.make_node("Constant", [], [out], value=helper.make_tensor(out, elem, [0], [])))
+        g.output.append(helper.make_tensor_value_info(out, elem, None))
+    node.output.append(tap)
+    return tap
 
 
 PASSED = "passed"
 PASSED_NOTHING = PASSED
 #: onnxruntime runs of one in-place check (each failed run grows the dims reaching the failing node)
 _RUNS = 6
+#: further runs (fresh random inputs) to reach rewrites in If branches not taken yet
+_BRANCH_RUNS = 4
 
 
 def _over_budget(need: int, budget: int, sizes: dict) -> str:
