@@ -377,7 +377,7 @@ def _max_compare_bytes() -> int:
 def verify_model_file(path) -> dict:
     """Validate an exported model file: the checker (full), strict shape inference, onnxruntime
     loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
-    Returns check name -> "ok" | problem.  Raises ModelError for an unreadable file."""
+    Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
     import onnx
     import onnxruntime as ort
     import onnx_ir as ir
@@ -387,25 +387,25 @@ def verify_model_file(path) -> dict:
     checks = {}
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks["checker_full"] = "ok"
+        checks["checker_full"] = "passed"
     except Exception as exc:
-        checks["checker_full"] = _first_line(exc)
+        checks["checker_full"] = f"failed: {_first_line(exc)}"
     try:
         onnx.shape_inference.infer_shapes_path(str(path), os.devnull, check_type=True, strict_mode=True)
-        checks["strict_shape_inference"] = "ok"
+        checks["strict_shape_inference"] = "passed"
     except Exception as exc:
-        checks["strict_shape_inference"] = _first_line(exc)
+        checks["strict_shape_inference"] = f"failed: {_first_line(exc)}"
     try:
         ort.InferenceSession(str(path), sess_options=session_options(), providers=["CPUExecutionProvider"])
-        checks["onnxruntime_load"] = "ok"
+        checks["onnxruntime_load"] = "passed"
     except Exception as exc:
-        checks["onnxruntime_load"] = _first_line(exc)
+        checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
     left = []
     for graph, label, _ in _all_graphs(m):
         for node in ir.traversal.RecursiveGraphIterator(graph):
             if node.op_type == "StridedSlice":
                 left.append(f"{node.name or node.outputs[0].name} ({label})")
-    checks["no_strided_slice"] = "ok" if not left else f"{len(left)} left: " + ", ".join(left[:5])
+    checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
     return checks
 
 

@@ -258,7 +258,7 @@ def cmd_verify(args) -> int:
         for name, status in checks.items():
             table.add_row(name, escape(status))
         Console().print(table)
-        bad = [k for k, v in checks.items() if v != "ok"]
+        bad = [k for k, v in checks.items() if v != "passed"]
         if bad:
             print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
@@ -353,11 +353,11 @@ def _print_batch_summary(report) -> None:
         table.add_column(col, overflow="fold")
     for e in sorted(report.entries, key=lambda e: e["input"]):
         checks = e.get("checks") or {}
-        ok = sum(1 for v in checks.values() if v == "ok")
+        ok = sum(1 for v in checks.values() if v == "passed")
         table.add_row(escape(str(Path(e["input"]).relative_to(report.input_dir))), e["status"],
                       str(e.get("strided_slice_nodes") if e.get("strided_slice_nodes") is not None else "-"),
                       str(e.get("rewritten") if e.get("rewritten") is not None else "-"),
-                      f"{ok}/{len(checks)} ok" if checks else "-",
+                      f"{ok}/{len(checks)} passed" if checks else "-",
                       f"{e['seconds']:.2f}" if e.get("seconds") else "-", escape(e.get("error") or ""))
     Console(width=max(120, Console().width)).print(table)
     counts = report.counts()

@@ -198,9 +198,12 @@ def _infer_isolated(model):
     import onnx
     if not hasattr(os, "fork"):
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
+    import warnings
     data = model.SerializeToString()
     r, w = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # Python 3.12+ warns on fork with threads: the child only infers
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # child: infer, write, exit without running any parent cleanup
         code = 0
         try:
@@ -497,14 +500,13 @@ def _make_session(model):
 
 def _check_if_reached(r, got: dict, taps) -> bool:
     """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets r.inplace."""
-    from .plan import make_plan
     from .reference import apply_plan
     if id(r) in taps.branch:
         cond, then = taps.branch[id(r)]
         if bool(np.asarray(got[cond]).reshape(-1)[0]) != then:
             return False
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
-    r.inplace = _check_one(r, view, make_plan, apply_plan)
+    r.inplace = _check_one(r, view, taps.plan, apply_plan)
     return True
 
 
@@ -515,8 +517,24 @@ class _Taps:
     branch: dict = dataclasses.field(default_factory=dict)  # id(record) -> (fetched condition, then?)
     elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
 
+    seen: set = dataclasses.field(default_factory=set)
+    plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan: models repeat slices
+
+    def plan(self, spec, shape):
+        from .plan import make_plan
+        key = (spec, shape)
+        if key not in self.plans:
+            try:
+                self.plans[key] = make_plan(spec, shape)
+            except StridedSliceError as exc:
+                self.plans[key] = exc
+        if isinstance(self.plans[key], StridedSliceError):
+            raise self.plans[key]
+        return self.plans[key]
+
     def fetch(self, name: str) -> str:
-        if name not in self.names:
+        if name not in self.seen:
+            self.seen.add(name)
             self.names.append(name)
         return name
 
@@ -532,6 +550,7 @@ def _tap_model(proto, records: list):
     taps = _Taps()
     outputs = {o.name for o in g.output}
     ifs: dict = {}
+    present: dict = {}  # id(graph) -> names in it, built once (the graph is only appended to below)
     for n in g.node:
         if n.op_type == "If":
             for a in n.attribute:
@@ -540,11 +559,11 @@ def _tap_model(proto, records: list):
         elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
         elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
         if r.graph == "main":
-            names = _present(g, [r.data_name, *r.index_names.values(), r.output_name])
+            names = _present(g, [r.data_name, *r.index_names.values(), r.output_name], present)
             taps.views[id(r)] = {name: taps.fetch(name) for name in names}
         elif len(ifs.get(r.graph, ())) == 1:
             node, attr = ifs[r.graph][0]
-            names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], outer=g)
+            names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
             taps.views[id(r)] = {name: taps.fetch(_tap_through_if(node, attr.name, name, elem[name]))
                                  for name in names}
             taps.branch[id(r)] = (taps.fetch(node.input[0]), attr.name == "then_branch")
@@ -556,16 +575,18 @@ def _tap_model(proto, records: list):
     return tapped, taps
 
 
-def _present(graph, names: list, outer=None) -> list:
+def _present(graph, names: list, cache: dict, outer=None) -> list:
     """``names`` that exist in ``graph`` (or its outer graph): a runtime index the lowering
-    does not read (e.g. a shrink's end) may have been removed."""
-    found = set()
+    does not read (e.g. a shrink's end) may have been removed.  ``cache``: id(graph) -> names."""
+    found = []
     for gr in (graph, outer) if outer is not None else (graph,):
-        found |= {o for n in gr.node for o in n.output} | {t.name for t in gr.initializer} \
-            | {vi.name for vi in gr.input}
+        if id(gr) not in cache:
+            cache[id(gr)] = {o for n in gr.node for o in n.output} | {t.name for t in gr.initializer} \
+                | {vi.name for vi in gr.input}
+        found.append(cache[id(gr)])
     out = []
     for name in names:
-        if name in found and name not in out:
+        if any(name in f for f in found) and name not in out:
             out.append(name)
     return out
 
@@ -637,7 +658,7 @@ def _check_one(r, got: dict, make_plan, apply_plan) -> str:
     x = got[r.data_name]
     n = r.spec.n
     # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
-    values = {f: [int(v) for v in np.asarray(got[name]).reshape(-1).tolist()] if name in got else [0] * n
+    values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
               for f, name in r.index_names.items()}
     spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
     where = f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
