@@ -50,7 +50,7 @@ class Report:
     @property
     def failed_records(self) -> list[RewriteRecord]:
         return [r for r in self.records if r.error is not None or (r.check is not None and not r.check.ok)
-                or kind(r.inplace) == "failed" and r.inplace is not None]
+                or r.inplace is not None and kind(r.inplace) == "failed"]
 
     @property
     def invalid_records(self) -> list[RewriteRecord]:

@@ -21,6 +21,7 @@ import dataclasses
 
 import numpy as np
 
+from .checks import PASSED
 from .errors import StridedSliceError
 from .errors import first_line as _line
 
@@ -52,7 +53,7 @@ def _walk_attrs(node, label, walk):
 
 
 def _attr_key(a):
-    from onnx import helper, numpy_helper
+    from onnx import helper
     if a.type in (a.GRAPH, a.GRAPHS):  # bodies are compared as graphs of their own
         return (a.name, a.type, a.ref_attr_name, len(a.graphs))
     if a.ref_attr_name:
@@ -64,7 +65,6 @@ def _attr_key(a):
         v = tuple(_tensor_key(t) for t in v)
     elif isinstance(v, list):
         v = tuple(v)
-    del numpy_helper
     return (a.name, a.type, repr(v))
 
 
@@ -609,8 +609,6 @@ def _tap_through_if(node, branch: str, name: str, elem: int) -> str:
     return tap
 
 
-PASSED = "passed"
-PASSED_NOTHING = PASSED
 #: onnxruntime runs of one in-place check (each failed run grows the dims reaching the failing node)
 _RUNS = 6
 #: further runs (fresh random inputs) to reach rewrites in If branches not taken yet

@@ -8,7 +8,6 @@ import random
 
 import numpy as np
 import onnx
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
@@ -236,7 +235,6 @@ def test_in_place_check_catches_a_tampered_slice():
 
 
 def test_structural_proof_catches_any_other_change():
-    from onnx_slice_tools.api import _verify  # noqa: F401 - the path convert takes
     from onnx_slice_tools.inplace import structural_diff
     from onnx_slice_tools.rewrite import StridedSliceRewritePass
     import onnx_ir as ir
@@ -279,3 +277,22 @@ def test_in_place_check_fetches_bfloat16_exactly():
                    [_ints("b", [0, -1]), _ints("e", [0, -4]), _ints("s", [1, -1])])
     rep = convert(model).report
     assert rep.model_checks["model_run"] == "passed" and rep.records[0].inplace == "passed", rep.model_checks
+
+
+def test_integer_inputs_used_as_gather_indices_get_in_range_values():
+    """idx indexes an axis of size 2: random values 0..3 would fail the run (not a conversion
+    problem); in-range values let the in-place check run."""
+    nodes = [helper.make_node("Gather", ["x", "idx"], ["g"], axis=1),
+             _ss("g", "b", "e", "s", "y", begin_mask=1, end_mask=1)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2]),
+                           helper.make_tensor_value_info("idx", TensorProto.INT64, ["K"])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [_ints("b", [0, -1]), _ints("e", [0, -3]), _ints("s", [1, -1])])
+    from onnx_slice_tools.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.rewrite import skeleton
+    sizes, shapes = choose_sizes(skeleton(model))
+    for seed in range(3):
+        feeds = random_feeds(model, sizes, shapes, np.random.default_rng(seed))
+        assert feeds["idx"].min() >= 0 and feeds["idx"].max() <= 1, feeds["idx"]
+    rep = convert(model).report
+    assert rep.model_checks["model_run"] == "passed", rep.model_checks
