@@ -351,7 +351,7 @@ def test_strided_slice_inside_a_model_local_function(opset):
     assert {"Slice", "Unsqueeze"} <= {n.op_type for n in body.node}
     assert TF_DOMAIN not in {o.domain for o in result.model.opset_import}
     # not checked in place inside functions: said so, never called verified
-    assert result.report.model_checks["model_run"] == "skipped: no rewrite in the main graph or its If branches"
+    assert result.report.model_checks["model_run"] == "skipped: no rewrite in the main graph, its If branches or Loop bodies"
     assert result.report.records[0].inplace.startswith("skipped: inside function local::Flip")
     assert result.report.verdict.startswith("unverified (") and "model_run skipped (no rewrite" in result.report.verdict
     x = np.arange(15, dtype=np.float32).reshape(3, 5)

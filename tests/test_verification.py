@@ -296,3 +296,52 @@ def test_integer_inputs_used_as_gather_indices_get_in_range_values():
         assert feeds["idx"].min() >= 0 and feeds["idx"].max() <= 1, feeds["idx"]
     rep = convert(model).report
     assert rep.model_checks["model_run"] == "passed", rep.model_checks
+
+
+def _loop_model(grow: bool):
+    """A Loop of M iterations whose body slices its state s[:, ::-1] (and, with ``grow``,
+    carries Concat(s, s): the sliced tensor changes shape every iteration)."""
+    body_nodes = [helper.make_node("Constant", [], ["b"], value=_ints("b", [0, 0])),
+                  helper.make_node("Constant", [], ["e"], value=_ints("e", [0, 0])),
+                  helper.make_node("Constant", [], ["s"], value=_ints("s", [1, -1])),
+                  _ss("s_in", "b", "e", "s", "r", begin_mask=3, end_mask=3),
+                  helper.make_node("Identity", ["c_in"], ["c_out"]),
+                  (helper.make_node("Concat", ["r", "r"], ["s_out"], axis=0) if grow
+                   else helper.make_node("Relu", ["r"], ["s_out"]))]
+    body = helper.make_graph(body_nodes, "body", [
+        helper.make_tensor_value_info("i", TensorProto.INT64, []),
+        helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("s_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, None)])
+    loop = helper.make_node("Loop", ["M", "", "x"], ["y"], name="loop", body=body)
+    return _model([loop], [helper.make_tensor_value_info("M", TensorProto.INT64, []),
+                           helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+
+
+def test_rewrite_in_a_loop_body_is_checked_every_iteration():
+    result = convert(_loop_model(grow=False))
+    rec = result.report.records[0]
+    assert rec.graph == "main > Loop 'loop'.body" and rec.inplace == "passed", result.report.statuses()
+    assert result.report.model_checks["model_run"] == "passed"
+    assert len(result.model.graph.node[0].output) == 1, "taps leaked into the converted model"
+
+
+def test_loop_taps_that_cannot_stack_fall_back_honestly(tmp_path, capfd):
+    result = convert(_loop_model(grow=True))
+    rec = result.report.records[0]
+    assert rec.inplace.startswith("skipped: taps through the Loop could not run (onnxruntime fails"), rec.inplace
+    assert "Inconsistent shape in loop output" in rec.inplace
+    assert result.report.verdict.startswith("unverified (") and result.report.ok
+    src, dst = tmp_path / "loop.onnx", tmp_path / "out.onnx"
+    onnx.save(_loop_model(grow=True), src)
+    capfd.readouterr()
+    assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "NOT fully verified" in out  # failed runs are statuses, never onnxruntime logs
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    got = _run(result.model, {"M": np.array(2, np.int64), "x": x})[0]
+    want = np.concatenate([x[:, ::-1], x[:, ::-1]])[:, ::-1]
+    want = np.concatenate([want, want])
+    assert got.tobytes() == want.tobytes()
