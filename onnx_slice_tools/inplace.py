@@ -417,8 +417,8 @@ class InplaceResult:
 
 def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
                 seed: int = 0) -> InplaceResult:
-    """Check the rewrites of the main graph and of ``If`` branches and ``Loop`` bodies directly
-    in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
+    """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
+    model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
     with taps; sets ``record.inplace`` of every rewrite.
 
     ``load_weights(proto) -> proto`` reads external weights in (only called within budget).
@@ -451,8 +451,8 @@ def _run(proto, records: list, *, loops: bool, memory_budget: int, weight_bytes:
         return InplaceResult(f"skipped: {why}")
 
     if not checked:
-        return InplaceResult("skipped: no rewrite in the main graph, its If branches or Loop bodies"
-                             if rewritten else PASSED)
+        return InplaceResult("skipped: no rewrite in the main graph, its If branches, Loop bodies or the "
+                             "functions it calls" if rewritten else PASSED)
     sk = skeleton(proto)
     try:
         sizes, shapes = choose_sizes(sk)
@@ -528,6 +528,14 @@ def _check_if_reached(r, got: dict, taps) -> bool:
         cond, then = taps.branch[id(r)]
         if bool(np.asarray(got[cond]).reshape(-1)[0]) != then:
             return False
+    if id(r) in taps.calls:  # one view per call of the function
+        reached = False
+        for view in taps.calls[id(r)]:
+            r.inplace = _check_one(r, {orig: got[name] for orig, name in view.items()}, taps.plan, apply_plan)
+            reached = True
+            if r.inplace != PASSED:
+                break
+        return reached
     if id(r) in taps.loop:  # stacked per iteration
         fetched = {orig: got[name] for orig, name in taps.views[id(r)].items()}
         iterations = min(len(v) for v in fetched.values())
@@ -548,6 +556,7 @@ class _Taps:
     views: dict = dataclasses.field(default_factory=dict)   # id(record) -> {tensor name: fetched name}
     branch: dict = dataclasses.field(default_factory=dict)  # id(record) -> (fetched condition, then?)
     loop: set = dataclasses.field(default_factory=set)      # id(record) of rewrites in Loop bodies
+    calls: dict = dataclasses.field(default_factory=dict)   # id(record) -> [view per call of its function]
     elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
 
     seen: set = dataclasses.field(default_factory=set)
@@ -586,7 +595,12 @@ def _tap_model(proto, records: list, loops: bool = True):
     ifs: dict = {}
     present: dict = {}  # id(graph) -> names in it, built once (the graph is only appended to below)
     bodies: dict = {}
+    functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
+    calls: dict = {}
     for n in g.node:
+        label = f"function {n.domain}::{n.op_type}"
+        if label in functions:
+            calls.setdefault(label, []).append(n)
         if n.op_type == "If":
             for a in n.attribute:
                 ifs.setdefault(f"main > If {n.name!r}.{a.name}", []).append((n, a))
@@ -605,6 +619,15 @@ def _tap_model(proto, records: list, loops: bool = True):
             taps.views[id(r)] = {name: taps.fetch(_tap_through_if(node, attr.name, name, elem[name]))
                                  for name in names}
             taps.branch[id(r)] = (taps.fetch(node.input[0]), attr.name == "then_branch")
+        elif r.graph in functions and calls.get(r.graph):
+            names = _present(functions[r.graph], [r.data_name, *r.index_names.values(), r.output_name], present)
+            outs = [_tap_through_function(functions[r.graph], name) for name in names]
+            taps.calls[id(r)] = [{name: taps.fetch(_call_output(call, functions[r.graph], out))
+                                  for name, out in zip(names, outs)} for call in calls[r.graph]]
+            taps.views[id(r)] = {}
+            for view in taps.calls[id(r)]:
+                for name, fetched in view.items():
+                    taps.elems[fetched] = elem[name]
         elif loops and len(bodies.get(r.graph, ())) == 1:
             node, body = bodies[r.graph][0]
             names = _present(body, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
@@ -625,14 +648,32 @@ def _present(graph, names: list, cache: dict, outer=None) -> list:
     found = []
     for gr in (graph, outer) if outer is not None else (graph,):
         if id(gr) not in cache:
-            cache[id(gr)] = {o for n in gr.node for o in n.output} | {t.name for t in gr.initializer} \
-                | {vi.name for vi in gr.input}
+            cache[id(gr)] = {o for n in gr.node for o in n.output} | {getattr(i, "name", i) for i in gr.input} \
+                | {t.name for t in getattr(gr, "initializer", ())}  # functions: inputs are names
         found.append(cache[id(gr)])
     out = []
     for name in names:
         if any(name in f for f in found) and name not in out:
             out.append(name)
     return out
+
+
+def _tap_through_function(f, name: str) -> str:
+    """Expose ``name`` inside function ``f`` as a new function output; returns the output."""
+    from onnx import helper
+    out = f"{name}::tap_fn"
+    if out not in f.output:
+        f.node.append(helper.make_node("Identity", [name], [out]))
+        f.output.append(out)
+    return out
+
+
+def _call_output(call, f, out: str) -> str:
+    """The name a call node gives the function output ``out`` (outputs added as needed)."""
+    k = list(f.output).index(out)
+    while len(call.output) <= k:
+        call.output.append(f"{call.output[0]}::{call.name or 'call'}::out{len(call.output)}")
+    return call.output[k]
 
 
 def _tap_through_loop(node, body, name: str, elem: int) -> str:

@@ -350,9 +350,9 @@ def test_strided_slice_inside_a_model_local_function(opset):
     assert "StridedSlice" not in [n.op_type for n in body.node]
     assert {"Slice", "Unsqueeze"} <= {n.op_type for n in body.node}
     assert TF_DOMAIN not in {o.domain for o in result.model.opset_import}
-    # not checked in place inside functions: said so, never called verified
-    assert result.report.model_checks["model_run"] == "skipped: no rewrite in the main graph, its If branches or Loop bodies"
-    assert result.report.records[0].inplace.startswith("skipped: inside function local::Flip")
-    assert result.report.verdict.startswith("unverified (") and "model_run skipped (no rewrite" in result.report.verdict
+    # checked in place through an extra function output, per call; the converted model has no taps
+    assert result.report.model_checks["model_run"] == "passed"
+    assert result.report.records[0].inplace == "passed"
+    assert list(body.output) == ["y"] and list(result.model.graph.node[0].output) == ["y"]
     x = np.arange(15, dtype=np.float32).reshape(3, 5)
     np.testing.assert_array_equal(_run(result.model, {"x": x})[0], x[None, 1:, ::-1])
