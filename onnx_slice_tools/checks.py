@@ -49,7 +49,7 @@ def static_checks(proto, original=None) -> dict:
     ``skipped: the original fails it too: ...`` -- it does not fail the conversion, and it
     proves nothing."""
     import onnx
-    from .rewrite import weightless
+    from .rewrite import infer_isolated, weightless
     loaded: list = []
 
     def original_proto():  # read only when needed, without external data
@@ -65,8 +65,7 @@ def static_checks(proto, original=None) -> dict:
 
     checks = {}
     for name, fn in (("checker", onnx.checker.check_model),
-                     ("strict_shape_inference",
-                      lambda p: onnx.shape_inference.infer_shapes(p, check_type=True, strict_mode=True))):
+                     ("strict_shape_inference", lambda p: infer_isolated(p, strict=True))):
         try:
             fn(skeleton(proto))
             checks[name] = PASSED

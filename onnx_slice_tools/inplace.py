@@ -189,62 +189,11 @@ def _dim_key(vi, k, d):
     return d.dim_param or f"{vi.name}:{k}"
 
 
-def _infer_isolated(model):
-    """ONNX shape inference in a forked child: at sizes too small for a model, a negative dim
-    reaching e.g. a Slice aborts the process inside onnx (a failed std::clamp assertion).
-    Returns the inferred model, or raises RuntimeError."""
-    import os
-
-    import onnx
-    if not hasattr(os, "fork"):
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
-    import warnings
-    data = model.SerializeToString()
-    r, w = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12+ warns on fork with threads: the child only infers
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # child: infer, write, exit without running any parent cleanup
-        code = 0
-        try:
-            os.close(r)
-            _quiet_child()
-            blob = onnx.shape_inference.infer_shapes(onnx.load_from_string(data), check_type=False, strict_mode=False,
-                       data_prop=False).SerializeToString()
-            view = memoryview(blob)
-            while view:
-                view = view[os.write(w, view):]
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    with os.fdopen(r, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        raise RuntimeError("shape inference aborted at these sizes")
-    return onnx.load_from_string(b"".join(chunks))
-
-
-def _quiet_child() -> None:
-    """An abort in the child prints nothing and dumps no core."""
-    import faulthandler
-    import os
-    import resource
-    faulthandler.disable()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-
-
 def _infer(sk, sizes):
     """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found."""
+    from .rewrite import infer_isolated
     try:
-        inferred = _infer_isolated(_with_sizes(sk, sizes))
+        inferred = infer_isolated(_with_sizes(sk, sizes))
     except Exception as exc:  # noqa: BLE001
         return {}, f"shape inference: {_line(exc)}"
     shapes, bad = {}, None
@@ -277,6 +226,8 @@ def choose_sizes(sk) -> tuple[dict, dict]:
     shapes, bad = _infer(sk, sizes)
     if bad is None:
         return sizes, shapes
+    if not keys:
+        raise Skip(f"the declared input sizes give invalid shapes ({bad})")
     size = _BASE
     while bad is not None:  # every symbolic dim together, x4 per step
         size *= 4

@@ -345,3 +345,21 @@ def test_loop_taps_that_cannot_stack_fall_back_honestly(tmp_path, capfd):
     want = np.concatenate([x[:, ::-1], x[:, ::-1]])[:, ::-1]
     want = np.concatenate([want, want])
     assert got.tobytes() == want.tobytes()
+
+
+def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
+    """onnx 1.23 aborts the process (a C++ assertion) when a negative dim reaches Slice's shape
+    inference: a static [1, 1, 3] input into a 400-wide Conv, then a Slice.  convert reports it."""
+    w = np.zeros((4, 1, 400), np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Slice", ["c", "st", "en", "ax"], ["c2"]),
+             _ss("c2", "b", "e", "s", "y", begin_mask=3, end_mask=3)]
+    inits = [onnx.numpy_helper.from_array(w, "w"), _ints("st", [0]), _ints("en", [1]), _ints("ax", [2]),
+             _ints("b", [0, 0, 0]), _ints("e", [0, 0, 1]), _ints("s", [1, 1, 1])]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1])], inits)
+    rep = convert(model).report
+    aborted = "onnx shape inference aborted (a negative dimension reached an operator's inference)"
+    assert rep.model_checks["strict_shape_inference"] == f"skipped: the original fails it too: {aborted}"
+    assert rep.model_checks["model_run"] == f"skipped: the declared input sizes give invalid shapes (shape inference: {aborted})"
+    assert rep.ok and not rep.verified
+    assert capfd.readouterr().err == ""
