@@ -14,6 +14,7 @@ from .errors import ModelError
 from .errors import first_line as _first_line
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
+from . import verify as _verify_module
 
 
 def check_passed(status: str) -> bool:
@@ -21,8 +22,9 @@ def check_passed(status: str) -> bool:
     return kind(status) != "failed"
 
 
-#: Memory the whole-model and per-rewrite checks may use (``--verify-memory``).
-DEFAULT_VERIFY_MEMORY = 256 * 2 ** 20
+#: Memory the whole-model and per-rewrite checks may use (``--verify-memory``): verify.py's
+#: constant, shared with the per-rewrite checks.
+DEFAULT_VERIFY_MEMORY = getattr(_verify_module, "DEFAULT_VERIFY_MEMORY", 256 * 2 ** 20)
 
 
 @dataclass
@@ -227,13 +229,13 @@ def _check_external_locations(m, path: Path) -> None:
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
-            verify_memory: int = DEFAULT_VERIFY_MEMORY) -> ConvertResult:
+            verify_memory: int | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
-    use; a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
+    use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     """
     import onnx_ir as ir
@@ -243,6 +245,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if flavor not in (None, "auto", *FLAVORS):
         raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf or openvino")
     flavor = None if flavor == "auto" else flavor
+    verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label)

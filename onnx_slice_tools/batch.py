@@ -93,9 +93,9 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "fingerprint": options.get("fingerprint")}
     try:
-        extra = {"verify_memory": options["verify_memory"]} if options.get("verify_memory") else {}
         result = convert(src, flavor=options.get("flavor"), opset=options.get("opset"),
-                         verify=options.get("verify", True), strict=options.get("strict", False), **extra)
+                         verify=options.get("verify", True), strict=options.get("strict", False),
+                         verify_memory=options.get("verify_memory"))
         rep = result.report
         entry["verdict"] = rep.verdict
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,

@@ -379,7 +379,7 @@ def _mib(text: str) -> int:
 def _verification_flags(p) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a skipped check fails the conversion (exit 1): 'converted' means verified")
-    p.add_argument("--verify-memory", type=_mib, default=256 * 2 ** 20, metavar="MIB",
+    p.add_argument("--verify-memory", type=_mib, default=None, metavar="MIB",
                    help="memory the checks may use, in MiB (default 256); a check needing more is skipped")
 
 
