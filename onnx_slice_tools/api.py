@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .errors import ModelError
 from .errors import first_line as _first_line
 from .files import PROTO_LIMIT as _PROTO_LIMIT  # noqa: F401 - re-exported
@@ -17,12 +17,17 @@ from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
+from . import verify as _verify_module
 
 
 def check_passed(status: str) -> bool:
-    """A model check's status that does not fail a conversion: ok (possibly with a note),
-    not run, skipped (with its reason), or a failure the original model already had."""
-    return status in ("ok", "not run") or status.startswith(("ok (", "skipped", "pre-existing"))
+    """A check status that does not fail a conversion: passed or skipped (see checks.kind)."""
+    return kind(status) != "failed"
+
+
+#: Memory the whole-model and per-rewrite checks may use (``--verify-memory``): verify.py's
+#: constant, shared with the per-rewrite checks.
+DEFAULT_VERIFY_MEMORY = getattr(_verify_module, "DEFAULT_VERIFY_MEMORY", 256 * 2 ** 20)
 
 
 @dataclass
@@ -32,11 +37,12 @@ class Report:
     source: str | None
     opset: int | None = None
     records: list[RewriteRecord] = field(default_factory=list)
-    verified: bool = False
-    model_checks: dict = field(default_factory=dict)   # name -> "ok" | problem | "not run"
+    verify: bool = True             # False: --no-verify
+    strict: bool = False            # a skipped check fails the conversion
+    model_checks: dict = field(default_factory=dict)   # name -> passed | failed: .. | skipped: ..
     timings: dict = field(default_factory=dict)
     signatures_checked: int = 0
-    model_comparison: object | None = None   # evaluate.ModelComparison once run
+    inplace_sizes: dict = field(default_factory=dict)  # symbolic dim -> size of the in-place run
 
     @property
     def found(self) -> int:
@@ -48,26 +54,75 @@ class Report:
 
     @property
     def failed_records(self) -> list[RewriteRecord]:
-        return [r for r in self.records if r.error is not None or (r.check is not None and not r.check.ok)]
+        return [r for r in self.records if r.error is not None or (r.check is not None and not r.check.ok)
+                or r.inplace is not None and kind(r.inplace) == "failed"]
 
     @property
     def invalid_records(self) -> list[RewriteRecord]:
         return [r for r in self.records if r.error_kind == "invalid"]
 
+    def statuses(self) -> list[tuple[str, str]]:
+        """Every check as (name, status), the input of :attr:`verdict`."""
+        if not self.verify:
+            return [("verification", "skipped: turned off (--no-verify)")]
+        out = list(self.model_checks.items())
+        for r in self.records:
+            if r.error is not None:
+                out.append((f"node {r.node!r}", f"failed: {r.error}"))
+                continue
+            out.append((f"node {r.node!r} rewrite check", _rewrite_status(r.check)))
+            if r.inplace is not None and not (r.inplace.startswith("skipped")
+                                               and self.model_checks.get("model_run") == r.inplace):
+                out.append((f"node {r.node!r} in place", r.inplace))
+        return out
+
+    def problem(self) -> str:
+        """One line: the first failed (or, with ``strict``, skipped) check of a failed conversion."""
+        statuses = self.statuses()
+        bad = [(n, s) for n, s in statuses if kind(s) == "failed"] or \
+              [(n, s) for n, s in statuses if kind(s) == "skipped"]
+        if not bad:
+            return "no failed check"
+        name, status = bad[0]
+        more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+        strict = " (--strict)" if kind(status) == "skipped" else ""
+        return f"{name}: {status}{strict}{more}"
+
+    @property
+    def verdict(self) -> str:
+        """"verified" | "unverified (<what was skipped and why>)" | "failed": the one answer
+        that convert, batch, verify and report.json give."""
+        return verdict(self.statuses(), strict=self.strict)
+
+    @property
+    def verified(self) -> bool:
+        return self.verdict == "verified"
+
     @property
     def ok(self) -> bool:
-        return not self.failed_records and all(check_passed(v) for v in self.model_checks.values())
+        return self.verdict != "failed"
 
     def to_json(self) -> dict:
         return {
             "source": self.source, "opset": self.opset, "ok": self.ok, "verified": self.verified,
+            "verdict": self.verdict, "strict": self.strict,
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
-            "model_checks": self.model_checks,
-            "model_comparison": None if self.model_comparison is None else self.model_comparison.to_json(),
+            "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "rewrites": [r.to_json() for r in self.records],
         }
+
+
+def _rewrite_status(check) -> str:
+    """A per-rewrite CheckResult (verify.py) as one status."""
+    if check is None:
+        return "skipped: not checked"
+    if not check.ok:
+        return f"failed: shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
+    if kind(check.onnxruntime) == "skipped":
+        return check.onnxruntime if check.onnxruntime.startswith("skipped") else "skipped: not run"
+    return "passed"
 
 
 @dataclass
@@ -89,22 +144,28 @@ class ConvertResult:
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
-            source: str | None = None) -> ConvertResult:
+            source: str | None = None, strict: bool = False,
+            verify_memory: int | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
-    modified) and ``.report``.  Raises :class:`ModelError` for an unusable model.
-    Invalid specs and failed checks are reported (``result.ok`` is False), not raised.
+    modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
+    ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
+    use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
+    an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     """
     import onnx_ir as ir
+
+    from .rewrite import _has_strided_slice, derive_shapes
     from .verify import ir_version_for, max_supported_ir_version, max_supported_opset
     if flavor not in (None, "auto", *FLAVORS):
         raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf or openvino")
     flavor = None if flavor == "auto" else flavor
+    verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label)
-    report = Report(label)
+    report = Report(label, verify=verify, strict=strict)
     report.timings["load"] = time.perf_counter() - t0
 
     current = default_opset(m)
@@ -118,86 +179,77 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     # The opset is converted after the rewrite, when no StridedSlice is left for onnx's version
     # converter to trip on (it has no schema for them in subgraphs); models below opset 11 first.
     lower_opset = current if current is not None and current >= 11 else target
-    if current is not None and current < 11:
+    upgraded = current is not None and current < 11
+    if upgraded:
         m = _upgrade_opset(m, target, label)
     report.opset = target
 
     t1 = time.perf_counter()
-    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset)(m)
+    found = _has_strided_slice(m)
+    # The model before the rewrite, as a proto without external data: the baseline of the
+    # structural proof and the input of shape derivation (declared shapes are not trusted).
+    baseline = _baseline_proto(model, m, upgraded) if found else None
+    shapes = derive_shapes(baseline) if found else {}
+    domains_before = set(m.opset_imports)
+    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset)(m, shapes=shapes)
     report.records = result.records
     set_default_opset(m, lower_opset)
-    if lower_opset != target and all(r.lowering is not None for r in result.records):
-        m = _upgrade_opset(m, target, label)
-        set_default_opset(m, target)
-    m.ir_version = min(max(m.ir_version or 0, ir_version_for(target)), max(max_supported_ir_version(),
-                                                                           ir_version_for(target)))
     report.timings["rewrite"] = time.perf_counter() - t1
 
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
     if verify:
-        # Whole-model runs read every weight: above the limit they are skipped (the per-rewrite
-        # checks need no weights); below it, external weights are read in for them.  onnxruntime
-        # builds the whole model's session (its cost grows fastest with model size) in a thread
-        # -- it releases the GIL -- while the rest of the verification runs.
-        weights = model_weight_bytes(m)
-        whole = weights <= _max_compare_bytes()
-        full = proto if not _external_tensors(m) or not whole else _with_external_data(proto, model)
-        with (_background_session(full) if whole else contextlib.nullcontext()) as session:
-            t2 = time.perf_counter()
-            report.signatures_checked = verify_records(report.records, lower_opset)
-            report.verified = True
-            report.timings["verify_rewrites"] = time.perf_counter() - t2
-            t4 = time.perf_counter()
-            if whole:
-                report.model_checks, report.model_comparison = check_model(
-                    full, original=model, compare=True, flavor=flavor, session=session)
-            else:
-                why = (f"skipped: {weights / 2 ** 20:.0f} MiB of weights, above the "
-                       f"{_max_compare_bytes() // 2 ** 20} MiB limit for whole-model runs")
-                report.model_checks = _static_checks(proto, model)
-                report.model_checks["onnxruntime_load"] = why
-                report.model_checks["model_run"] = why
-            report.timings["verify_model"] = time.perf_counter() - t4
+        _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
+                removed_domains=domains_before - set(m.opset_imports))
+    # [cleanup pass + its check: here, before save]
+    if lower_opset != target and all(r.lowering is not None for r in result.records):
+        m = _upgrade_opset(m, target, label)
+        set_default_opset(m, target)
+    m.ir_version = min(max(m.ir_version or 0, ir_version_for(target)), max(max_supported_ir_version(),
+                                                                           ir_version_for(target)))
+    if lower_opset != target or m.ir_version != proto.ir_version:
+        proto = ir.to_proto(m)
+        if verify and lower_opset != target:
+            report.model_checks.update(static_checks(proto, None))
+            report.model_checks["opset_conversion"] = (
+                f"skipped: onnx's version converter moved the model from opset {lower_opset} to {target}; "
+                "the rewrites were checked at opset " + str(lower_opset)
+                + ", the converted model by the checker and shape inference only")
     return ConvertResult(proto, report, m)
 
 
-def _static_checks(proto, original) -> dict:
-    """The checker and strict shape inference only, on the model with its external weights
-    turned into typed graph inputs (no weight is read)."""
+def _baseline_proto(model, m, upgraded: bool):
     import onnx
-    from .rewrite import weightless
-    skeleton = onnx.ModelProto()
-    skeleton.CopyFrom(proto)
-    proto = weightless(skeleton)
-    checks = {}
-    for name, fn in (("checker", onnx.checker.check_model),
-                     ("strict_shape_inference",
-                      lambda p: onnx.shape_inference.infer_shapes(p, check_type=True, strict_mode=True))):
-        try:
-            fn(proto)
-            checks[name] = "ok"
-        except Exception as exc:
-            checks[name] = _first_line(exc)
-    return checks
+    import onnx_ir as ir
+    if upgraded:
+        return ir.to_proto(m)
+    if isinstance(model, onnx.ModelProto):
+        return model
+    return onnx.load(str(model), load_external_data=False)
 
 
-class _background_session:
-    """Context manager: a Future of an onnxruntime session of ``proto``, built in a thread."""
-
-    def __init__(self, proto):
-        self.proto = proto
-
-    def __enter__(self):
-        from concurrent.futures import ThreadPoolExecutor
-        from .verify import make_session
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="onnx-slice-tools-ort")
-        return self.pool.submit(lambda: make_session(self.proto.SerializeToString()))
-
-    def __exit__(self, *exc):
-        self.pool.shutdown(wait=True)
-        return False
+def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains) -> None:
+    """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
+    "Verification")."""
+    from .inplace import run_inplace, structural_diff
+    t2 = time.perf_counter()
+    report.signatures_checked = verify_records(report.records, opset, memory_budget=budget)
+    report.timings["verify_rewrites"] = time.perf_counter() - t2
+    if not result.modified:  # nothing replaced: the model is the input (its opset aside)
+        return
+    t4 = time.perf_counter()
+    problem = structural_diff(baseline, proto, result.changes, removed_domains)
+    report.model_checks["structure"] = "passed" if problem is None else f"failed: {problem}"
+    report.model_checks.update(static_checks(proto, baseline))
+    report.timings["verify_static"] = time.perf_counter() - t4
+    t5 = time.perf_counter()
+    ir_model = result.model
+    inplace = run_inplace(proto, report.records, memory_budget=budget, weight_bytes=model_weight_bytes(ir_model),
+                          load_weights=lambda p: _with_external_data(p, model) if _external_tensors(ir_model) else p)
+    report.model_checks["model_run"] = inplace.status
+    report.inplace_sizes = inplace.sizes
+    report.timings["verify_model"] = time.perf_counter() - t5
 
 
 def _upgrade_opset(m, target: int, label):
@@ -280,73 +332,6 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
     return len(cases)
 
 
-def check_model(proto, original=None, *, compare: bool = False, flavor: str | None = None, session=None):
-    """Whole-model checks of a converted model: onnx.checker, strict shape inference (the two
-    together are the checker's ``full_check``, run once), onnxruntime loads it, and -- with
-    ``compare`` -- the original and the converted model agree on random inputs
-    (:func:`evaluate.compare_models`).
-
-    ``original`` (a ModelProto or a path) is the model before conversion: a check failure
-    it has too is reported as ``pre-existing: ...`` and does not fail the conversion.
-    ``session``: a Future of an onnxruntime session of ``proto`` (built here when None).
-    Returns ``(checks, comparison)``: name -> "ok" | problem, and the ModelComparison or None."""
-    import onnx
-    from .evaluate import compare_models, weight_bytes
-    from .verify import make_session
-    loaded = []
-    is_path = isinstance(original, (str, os.PathLike))
-
-    def original_proto():  # read only when needed, without external data
-        if not loaded:
-            loaded.append(original if not is_path else load_model_proto(original, external_data=False))
-        return loaded[0]
-
-    def run(name: str, check) -> None:
-        try:
-            check(proto)
-            checks[name] = "ok"
-        except Exception as exc:
-            checks[name] = _first_line(exc)
-            if original is None:
-                return
-            try:
-                check(original_proto())
-            except Exception as orig_exc:
-                if _first_line(orig_exc) == checks[name]:
-                    checks[name] = "pre-existing: " + checks[name]
-
-    checks: dict = {}
-    run("checker", onnx.checker.check_model)
-    run("strict_shape_inference",
-        lambda m: onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True))
-    loaded_session = []
-
-    def get_session():  # waits for the background build, if any
-        if not loaded_session:
-            try:
-                loaded_session.append(session.result() if session is not None
-                                      else make_session(proto.SerializeToString()))
-                checks["onnxruntime_load"] = "ok"
-            except Exception as exc:
-                loaded_session.append(None)
-                checks["onnxruntime_load"] = _first_line(exc)
-        return loaded_session[0]
-
-    comparison = None
-    if compare and original is not None:
-        base_dir = os.path.dirname(os.path.abspath(original)) if is_path else None
-        orig = original_proto()
-        if is_path and weight_bytes(orig, base_dir) <= _max_compare_bytes():
-            orig = load_model_proto(original)
-        comparison = compare_models(orig, proto, session=get_session, flavor=flavor,
-                                    max_weight_bytes=_max_compare_bytes(), base_dir=base_dir)
-    get_session()
-    checks = {k: checks[k] for k in ("checker", "strict_shape_inference", "onnxruntime_load")}
-    if comparison is not None:
-        checks["model_run"] = comparison.status
-    return checks, comparison
-
-
 def _max_compare_bytes() -> int:
     from .evaluate import DEFAULT_MAX_WEIGHT_BYTES
     return DEFAULT_MAX_WEIGHT_BYTES
@@ -355,7 +340,7 @@ def _max_compare_bytes() -> int:
 def verify_model_file(path) -> dict:
     """Validate an exported model file: the checker (full), strict shape inference, onnxruntime
     loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
-    Returns check name -> "ok" | problem.  Raises ModelError for an unreadable file."""
+    Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
     import onnx
     import onnxruntime as ort
     import onnx_ir as ir
@@ -365,25 +350,25 @@ def verify_model_file(path) -> dict:
     checks = {}
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks["checker_full"] = "ok"
+        checks["checker_full"] = "passed"
     except Exception as exc:
-        checks["checker_full"] = _first_line(exc)
+        checks["checker_full"] = f"failed: {_first_line(exc)}"
     try:
         onnx.shape_inference.infer_shapes_path(str(path), os.devnull, check_type=True, strict_mode=True)
-        checks["strict_shape_inference"] = "ok"
+        checks["strict_shape_inference"] = "passed"
     except Exception as exc:
-        checks["strict_shape_inference"] = _first_line(exc)
+        checks["strict_shape_inference"] = f"failed: {_first_line(exc)}"
     try:
         ort.InferenceSession(str(path), sess_options=session_options(), providers=["CPUExecutionProvider"])
-        checks["onnxruntime_load"] = "ok"
+        checks["onnxruntime_load"] = "passed"
     except Exception as exc:
-        checks["onnxruntime_load"] = _first_line(exc)
+        checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
     left = []
     for graph, label, _ in _all_graphs(m):
         for node in ir.traversal.RecursiveGraphIterator(graph):
             if node.op_type == "StridedSlice":
                 left.append(f"{node.name or node.outputs[0].name} ({label})")
-    checks["no_strided_slice"] = "ok" if not left else f"{len(left)} left: " + ", ".join(left[:5])
+    checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
     return checks
 
 

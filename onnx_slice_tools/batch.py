@@ -91,7 +91,7 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry.
     ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
     never to write over."""
-    from .api import check_passed, convert
+    from .api import convert
     from .errors import StridedSliceError
     hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")
     if name == Path(src).name:
@@ -102,6 +102,7 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     try:
         result = convert(src, **options)
         rep = result.report
+        entry["verdict"] = rep.verdict
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
                      signatures_checked=rep.signatures_checked,
                      timings_s={k: round(v, 4) for k, v in rep.timings.items()},
@@ -111,9 +112,7 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
             entry["error"] = "; ".join(f"node {r.node!r}: {r.error}" for r in rep.invalid_records[:3])
         elif not rep.ok:
             entry["status"] = FAILED
-            problems = [f"node {r.node!r}: {r.error or _check_text(r.check)}" for r in rep.failed_records[:3]]
-            problems += [f"{k}: {v}" for k, v in rep.model_checks.items() if not check_passed(v)]
-            entry["error"] = "; ".join(problems)
+            entry["error"] = rep.problem()
         else:
             saved = result.save(dst, protect=protect)
             entry.update(status=CONVERTED, output_sha256=saved.sha256, output_data_size=saved.data_size)
@@ -123,12 +122,6 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
         entry["status"], entry["error"] = ERROR, f"{type(exc).__name__}: {_line(exc)}"
     entry["seconds"] = round(time.perf_counter() - t0, 4)
     return entry
-
-
-def _check_text(check) -> str:
-    if check is None:
-        return "not verified"
-    return f"shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
 
 
 def _previous(output_dir: Path) -> dict:

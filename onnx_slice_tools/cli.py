@@ -48,7 +48,8 @@ def cmd_convert(args) -> int:
     from .files import check_convert_outputs, input_files, write_text
     src, dst = Path(args.input), Path(args.output)
     check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
-    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify)
+    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
+                     verify_memory=args.verify_memory)
     rep = result.report
     inputs = input_files(result.ir_model)  # the model and every data file it reads
     check_convert_outputs(src, dst, args.report, inputs)
@@ -63,27 +64,33 @@ def cmd_convert(args) -> int:
         print(f"{src}: {first}{tail}", file=sys.stderr)
         return code
     result.save(dst)
-    verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime)"
-                if rep.verified else ", not verified")
-    print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten{verified}")
+    print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}")
     return EXIT_OK
 
 
 def _convert_problems(rep):
     """(exit code, the first problem, how many more) of a conversion, or None when it passed."""
-    from .api import check_passed
     invalid = rep.invalid_records
     if invalid:
         return EXIT_INPUT, f"node {invalid[0].node!r}: {invalid[0].error}", len(invalid) - 1
     if rep.ok:
         return None
-    lines = []
-    for r in rep.failed_records:
-        why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}"
-        lines.append(f"node {r.node!r} ({r.notation}): {why}")
-    lines += [f"converted model fails {name}: {status}" for name, status in rep.model_checks.items()
-              if not check_passed(status)]
-    return EXIT_FAILED, lines[0], len(lines) - 1
+    return EXIT_FAILED, verdict_problem(rep), 0
+
+
+def verdict_text(rep) -> str:
+    """The summary words of a conversion that did not fail (one rule: Report.verdict)."""
+    v = rep.verdict
+    if v == "verified":
+        inplace = sum(r.inplace == "passed" for r in rep.records)
+        return (f"verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime"
+                + (f", {inplace} checked in place in the whole model" if inplace else "") + ")")
+    return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
+
+
+def verdict_problem(rep) -> str:
+    """One line: the first failed (or, with --strict, skipped) check of a failed conversion."""
+    return rep.problem()
 
 
 # --------------------------------------------------------------------------- explain
@@ -287,11 +294,12 @@ def cmd_verify(args) -> int:
         for name, status in checks.items():
             table.add_row(name, one_line(status))
         _console().print(table)
-        bad = [k for k, v in checks.items() if v != "ok"]
+        bad = [k for k, v in checks.items() if v != "passed"]
         if bad:
             print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
     from .api import compare_model_files
+    from .checks import kind
     cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
     table = Table(title=one_line(f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)"),
                   min_width=60)
@@ -300,11 +308,22 @@ def cmd_verify(args) -> int:
         table.add_row(one_line(name), one_line(str(status)))
     _console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
-    print(f"status: {cmp.status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
-    if cmp.status != "ok":
-        print(f"{args.converted}: not shown equivalent to {args.model}: {cmp.status}", file=sys.stderr)
+    status = comparison_status(cmp.status)
+    print(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
+        print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
+              + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
+
+
+def comparison_status(status: str) -> str:
+    """evaluate.ModelComparison's status in the passed | failed: .. | skipped: .. words."""
+    from .checks import kind
+    if status == "mismatch":
+        return "failed: outputs differ"
+    k = kind(status)
+    return "passed" if k == "passed" else status if status.startswith(("failed", "skipped")) else f"failed: {status}"
 
 
 # --------------------------------------------------------------------------- batch
@@ -319,7 +338,8 @@ def cmd_batch(args) -> int:
     try:
         report = batch_convert(src, out, jobs=args.jobs, force=args.force,
                                flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
-                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result)
+                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
+                               strict=args.strict, verify_memory=args.verify_memory)
     finally:
         progress.stop()
     _print_batch_summary(report)
@@ -378,7 +398,7 @@ def _print_batch_summary(report) -> None:
     for e in entries:
         model = one_line(str(Path(e["input"]).relative_to(report.input_dir)))
         checks = e.get("checks") or {}
-        ok = sum(1 for v in checks.values() if v == "ok")
+        ok = sum(1 for v in checks.values() if v == "passed")
         found = e.get("strided_slice_nodes")
         table.add_row(model, e["status"], "-" if found is None else f"{e.get('rewritten') or 0}/{found}",
                       f"{ok}/{len(checks)}" if checks else "-", f"{e['seconds']:.2f}" if e.get("seconds") else "-")
@@ -405,6 +425,25 @@ def _at_least(low: int, what: str):
         return value
     parse.__name__ = what  # argparse names the type in its messages
     return parse
+
+
+def _mib(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return int(value * 2 ** 20)
+
+
+def _verification_flags(p) -> None:
+    p.add_argument("--strict", action="store_true",
+                   help="a skipped check fails the conversion (exit 1): 'converted' means verified")
+    p.add_argument("--verify-memory", type=_mib, default=None, metavar="MIB",
+                   help="memory the checks may use, in MiB (default 256); a check needing more is skipped")
+
+
 
 
 def _opset(text: str) -> int:
@@ -439,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--opset", type=_opset, default=None, help=opset_help)
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")
+    _verification_flags(c)
     c.set_defaults(func=cmd_convert)
 
     e = command("explain", "show how a spec is read, planned and lowered")
@@ -459,6 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--trials", type=_at_least(1, "trials"), default=3,
                    help="random input sets for the comparison, >= 1 (default 3)")
     v.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
+    v.add_argument("--strict", action="store_true", help="a comparison that cannot run fails (exit 1)")
     v.set_defaults(func=cmd_verify)
 
     b = command("batch", "convert and verify every .onnx under a folder, in parallel")
@@ -470,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     b.add_argument("--opset", type=_opset, default=None, help=opset_help)
     b.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
+    _verification_flags(b)
     b.set_defaults(func=cmd_batch)
 
     i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")

@@ -43,6 +43,14 @@ class RewriteRecord:
     error_kind: str | None = None  # "invalid" (the framework rejects it) | "unsupported"
     index_types: dict = field(default_factory=dict)  # runtime begin/end/strides: field -> int32/int64/None
     check: object | None = None     # verify.CheckResult once verified
+    warnings: list = field(default_factory=list)  # e.g. declared shapes that disagree with derived ones
+    # where the rewrite sits in the converted model (tensor names), for the in-place check
+    data_name: str | None = None
+    output_name: str | None = None
+    index_names: dict = field(default_factory=dict)  # runtime field -> tensor name
+    replaced: list = field(default_factory=list)    # output-name tuples of the nodes removed
+    renamed: dict = field(default_factory=dict)     # identity: old output name -> the data's name
+    inplace: str | None = None      # the whole-model (in-place) check: passed | failed: .. | skipped: ..
 
     @property
     def notation(self) -> str | None:
@@ -54,7 +62,7 @@ class RewriteRecord:
             "input_shape": _json_shape(self.input_shape), "output_shape": _json_shape(self.output_shape),
             "emitted": None if self.lowering is None else [op.describe() for op in self.lowering.ops],
             "emitted_nodes": None if self.lowering is None else self.lowering.node_count,
-            "error": self.error,
+            "error": self.error, "warnings": self.warnings, "inplace_check": self.inplace,
         }
         if self.check is not None:
             c = self.check
@@ -74,10 +82,22 @@ def _json_shape(shape):
 
 
 @dataclass
+class RewriteChanges:
+    """What the pass changed, for the structural proof (nodes by their output names)."""
+
+    removed_nodes: set = field(default_factory=set)
+    removed_initializers: set = field(default_factory=set)
+    added_nodes: set = field(default_factory=set)
+    added_initializers: set = field(default_factory=set)
+    renamed: dict = field(default_factory=dict)   # consumers read the data instead of an identity's output
+
+
+@dataclass
 class RewriteResult:
     model: object  # onnx_ir.Model
     modified: bool
     records: list[RewriteRecord] = field(default_factory=list)
+    changes: RewriteChanges = field(default_factory=RewriteChanges)
 
 
 # --------------------------------------------------------------------------- reading nodes
@@ -97,7 +117,7 @@ def detect_flavor(node) -> str | None:
 
 def _const_ints(value, field_name: str, cache: dict | None = None) -> tuple[int, ...] | None:
     import onnx_ir as ir
-    if value is None:
+    if value is None or value.is_graph_input():  # an input with an initializer is a runtime value
         return None
     if cache is not None:  # one initializer often feeds many nodes
         key = (id(value), field_name)
@@ -120,19 +140,20 @@ def read_spec(node, flavor: str, cache: dict | None = None) -> SliceSpec:
     return read_node(node, flavor, cache)[0]
 
 
-def _runtime_length(value) -> int | None:
-    shape = value.shape
+def _runtime_length(shape) -> int | None:
     if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
         return shape[0]
     return None
 
 
-def read_node(node, flavor: str, cache: dict | None = None) -> tuple[SliceSpec, dict]:
+def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tuple[SliceSpec, dict]:
     """(spec, runtime index values by field) of a StridedSlice node.
 
     Raises StridedSliceError (field named) for bad attributes or inputs.  ``cache`` (a
-    dict kept by the caller for one pass) remembers constant inputs already read."""
+    dict kept by the caller for one pass) remembers constant inputs already read.
+    ``dims_of(value)``: the shape to trust for a runtime begin/end/strides (default: declared)."""
     import onnx_ir as ir
+    dims_of = dims_of or value_dims
     inputs = list(node.inputs)
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
@@ -147,9 +168,10 @@ def read_node(node, flavor: str, cache: dict | None = None) -> tuple[SliceSpec, 
         vals.append(v)
         if value is not None and v is None:
             runtime[f] = value
-            length = _runtime_length(value)
-            if value.shape is not None and len(value.shape) != 1:
-                raise StridedSliceError(f"{f} must be 1-D, got rank {len(value.shape)}", field=f)
+            shape = dims_of(value)
+            length = _runtime_length(shape)
+            if shape is not None and len(shape) != 1:
+                raise StridedSliceError(f"{f} must be 1-D, got rank {len(shape)}", field=f)
             if length is not None:
                 lengths.append((f, length))
         elif v is not None:
@@ -256,14 +278,18 @@ class StridedSliceRewritePass:
         self.flavor = flavor
         self.opset = opset
 
-    def __call__(self, model) -> RewriteResult:
-        if _needs_shape_inference(model):
-            _infer_shapes(model)
+    def __call__(self, model, shapes: dict | None = None) -> RewriteResult:
+        """``shapes``: :func:`derive_shapes` of the model (computed here when None)."""
+        if shapes is None:
+            shapes = derive_shapes(_proto_for_inference(model)) if _has_strided_slice(model) else {}
+        self._shapes = shapes
         records: list[RewriteRecord] = []
+        self._added: list = []  # nodes the lowerings emitted
         self._freed: list = []  # begin/end/strides values of replaced nodes
         self._consts: dict = {}  # constant inputs already read
         self._lowerings: dict = {}  # (spec, input shape) -> (plan, lowering): models repeat patterns
         names = NameAllocator.for_model(model)  # generated names collide with none of the model's
+        self._added_inits: list = []
         for graph, label, is_function in _all_graphs(model):
             targets = [n for n in graph if n.op_type == "StridedSlice"]
             if not targets:
@@ -278,11 +304,30 @@ class StridedSliceRewritePass:
                 graph.remove(self._dead, safe=False)
             if pool.nodes:
                 graph.insert_before(next(iter(graph)), pool.nodes)
+            self._added.extend(pool.nodes)
+            self._added_inits.extend(pool.cache.values())
         modified = any(r.lowering is not None for r in records)
+        removed = {"nodes": [], "initializers": []}
         if modified:
-            _remove_if_unused(self._freed)
+            _remove_if_unused(self._freed, removed)
             _drop_unused_domains(model)
-        return RewriteResult(model, modified, records)
+        result = RewriteResult(model, modified, records)
+        result.changes = RewriteChanges(
+            removed_nodes={k for r in records if r.lowering is not None for k in r.replaced} | set(removed["nodes"]),
+            removed_initializers=set(removed["initializers"]),
+            added_nodes={tuple(v.name for v in n.outputs) for n in self._added},
+            added_initializers={v.name for v in self._added_inits if v.is_initializer()},
+            renamed={k: v for r in records for k, v in r.renamed.items()})
+        return result
+
+    def _dims(self, value):
+        """Dims of ``value`` that shape inference derived (None: unknown rank)."""
+        if value is None:
+            return None
+        return self._shapes.get(value.name, (None, None))[1]
+
+    def _elem(self, value):
+        return self._shapes.get(value.name, (None, None))[0] if value is not None else None
 
     def _rewrite(self, graph, label: str, node, pool: ConstantPool) -> RewriteRecord:
         import onnx_ir as ir
@@ -296,10 +341,15 @@ class StridedSliceRewritePass:
         x = node.inputs[0] if node.inputs else None
         out = node.outputs[0]
         try:
-            spec, runtime = read_node(node, flavor, self._consts)
+            spec, runtime = read_node(node, flavor, self._consts, dims_of=self._dims)
             rec.spec = spec
-            rec.input_shape = value_dims(x)
-            index_types = {f: _index_type(v) for f, v in runtime.items()}
+            rec.input_shape = self._dims(x)
+            declared = value_dims(x)
+            problem = _shape_disagreement(declared, rec.input_shape)
+            if problem:
+                rec.warnings.append(f"declared input shape {_fmt(declared)} disagrees with the shape derived "
+                                    f"from the graph inputs {_fmt(rec.input_shape)} ({problem}); using the derived one")
+            index_types = {f: _index_type(v, self._elem(v)) for f, v in runtime.items()}
             key = (spec, rec.input_shape, tuple(sorted(index_types.items())))
             if key not in self._lowerings:
                 plan = make_plan(spec, rec.input_shape)
@@ -312,16 +362,22 @@ class StridedSliceRewritePass:
         self._freed.extend((graph, v) for v in node.inputs[1:] if v is not None)
         rec.output_shape = plan.output_shape
         rec.lowering = lowering
-        rec.elem_type = _elem_type(x) or _elem_type(out)  # 0 is UNDEFINED
+        rec.elem_type = self._elem(x) or _elem_type(x) or _elem_type(out)  # 0 is UNDEFINED
+        rec.data_name, rec.output_name = x.name, out.name
+        rec.index_names = {f: v.name for f, v in runtime.items()}
+        rec.replaced = [tuple(v.name for v in node.outputs)]
         rec.declared_output = value_dims(out)
         rec.index_types = index_types
         out_pos = self._out_index.get(id(out))
         if lowering.is_identity and out_pos is None:
+            rec.output_name = x.name
+            rec.renamed = {out.name: x.name}
             out.replace_all_uses_with(x)
             node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
             self._dead.append(node)  # its output has no uses left
             return rec
         new_nodes, new_out = emit(lowering, x, self.opset, pool, name, runtime)
+        self._added.extend(new_nodes)
         new_out.type, new_out.shape = out.type, out.shape
         if out_pos is not None:
             graph.outputs[out_pos] = new_out
@@ -341,7 +397,7 @@ class StridedSliceRewritePass:
         return rec
 
 
-def _remove_if_unused(freed: list) -> None:
+def _remove_if_unused(freed: list, removed: dict) -> None:
     """Drop what fed only the replaced nodes: initializers, Constant nodes, and the standard
     nodes that computed runtime begin/end/strides (e.g. tf2onnx's ``end = begin + 1`` of a
     shrink, which the lowering does not read), recursively."""
@@ -360,9 +416,11 @@ def _remove_if_unused(freed: list) -> None:
             if any(a.type in _graph_attr_types() for a in producer.attributes.values()):
                 continue  # If/Loop/Scan: leave control flow alone
             inputs = [v for v in producer.inputs if v is not None]
+            removed["nodes"].append(tuple(v.name for v in producer.outputs))
             producer.graph.remove(producer, safe=True)
             todo.extend((graph, v) for v in inputs)
         elif value.is_initializer() and value.name in value.graph.initializers:
+            removed["initializers"].append(value.name)
             del value.graph.initializers[value.name]
 
 
@@ -371,61 +429,184 @@ def _graph_attr_types():
     return (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
 
 
-def _index_type(value) -> str | None:
+def _index_type(value, derived: int | None = None) -> str | None:
     import onnx_ir as ir
-    dtype = value.dtype if value.type is not None else None
+    dtype = ir.DataType(derived) if derived else value.dtype if value.type is not None else None
     return {ir.DataType.INT32: "int32", ir.DataType.INT64: "int64"}.get(dtype)
 
 
-def _needs_shape_inference(model) -> bool:
-    """True when some StridedSlice lacks what shape inference could tell: the data input's
-    shape, or the type/length of a runtime begin/end/strides."""
-    import onnx_ir as ir
-    for graph, _, is_function in _all_graphs(model):
-        if is_function:
-            continue
-        for node in graph:
-            if node.op_type != "StridedSlice" or not node.inputs:
-                continue
-            x = node.inputs[0]
-            if x is not None and x.shape is None:
-                return True
-            for v in node.inputs[1:]:
-                if v is None or ir.convenience.get_const_tensor(v) is not None:
-                    continue
-                if v.shape is None or v.type is None:
-                    return True
-    return False
+def _shape_disagreement(declared, derived) -> str | None:
+    """Where a declared shape contradicts the derived one: rank, or two different numbers."""
+    if declared is None or derived is None:
+        return None
+    if len(declared) != len(derived):
+        return f"rank {len(declared)} != {len(derived)}"
+    for i, (a, b) in enumerate(zip(declared, derived)):
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            return f"dim {i}: {a} != {b}"
+        if isinstance(a, int) and not isinstance(b, int):
+            return f"dim {i}: declared {a}, not derivable"
+    return None
 
 
-def _infer_shapes(model) -> None:
-    """ONNX shape inference on the main graph's skeleton -- initializers that are external
-    or above 1 KiB become typed inputs, so weights are never read -- merged into values
-    that have no shape yet.  Custom ops are skipped; a failure leaves the model as it is
-    (the lowering then stays general)."""
-    import onnx
+def _fmt(shape) -> str:
+    return "unknown rank" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _has_strided_slice(model) -> bool:
     import onnx_ir as ir
+    return any(n.op_type == "StridedSlice" for g, _, _ in _all_graphs(model)
+               for n in ir.traversal.RecursiveGraphIterator(g))
+
+
+def _proto_for_inference(model):
+    """The model as a proto without reading external weights (in-memory ones are copied)."""
+    import onnx_ir as ir
+    return ir.to_proto(model)
+
+
+def derive_shapes(proto, max_bytes: int = 1024) -> dict:
+    """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
+    the graph inputs' declared shapes and the initializers alone.
+
+    Inference runs once on :func:`skeleton` -- value_info of intermediate values and graph output
+    shapes removed (they are declarations, never trusted), initializers that are external, above
+    ``max_bytes`` or overridable (also graph inputs) turned into typed inputs (weights are never
+    read), no data propagation: linear in the model size.  Custom ops get no shape, so values
+    after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape)."""
     try:
-        proto = ir.to_proto(model)  # external tensors stay references: nothing is read
-        weightless(proto, max_bytes=1024)
-        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=False)
-    except Exception:  # noqa: BLE001 - shape information is an optimisation here
-        return
-    values = {}
-    for node in model.graph:
-        for v in node.outputs:
-            if v.name:
-                values[v.name] = v
-    for vi in inferred.graph.value_info:
-        v = values.get(vi.name)
-        if v is None or v.shape is not None or not vi.type.HasField("tensor_type"):
-            continue
+        inferred = infer_isolated(skeleton(proto, max_bytes))
+    except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
+        return {}
+    out: dict = {}
+
+    def add(vi, rank_only=False):
+        if not vi.type.HasField("tensor_type"):
+            return
         tt = vi.type.tensor_type
-        if v.type is None and tt.elem_type:
-            v.type = ir.TensorType(ir.DataType(tt.elem_type))
+        dims = None
         if tt.HasField("shape"):
-            v.shape = ir.Shape([d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                                for d in tt.shape.dim])
+            dims = tuple(None if rank_only else d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                         for d in tt.shape.dim)
+        out[vi.name] = (tt.elem_type or None, dims)
+
+    def walk(g, top):
+        for vi in g.input:
+            add(vi, rank_only=not top)
+        for vi in list(g.value_info) + list(g.output):
+            add(vi)
+        for t in g.initializer:
+            out.setdefault(t.name, (t.data_type, tuple(t.dims)))
+        for n in g.node:
+            for a in n.attribute:
+                for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
+                    walk(sub, False)
+    walk(inferred.graph, True)
+    return out
+
+
+def infer_isolated(model, strict: bool = False):
+    """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
+    in a forked child: a negative dim reaching e.g. a Slice *aborts* the process inside onnx
+    1.23 (a failed std::clamp assertion).  Returns the inferred model; raises RuntimeError
+    with onnx's message, or saying inference aborted."""
+    import os
+
+    import onnx
+    if not hasattr(os, "fork"):
+        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
+    import warnings
+    data = model.SerializeToString()
+    r, w = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+ warns on fork with threads: the child only infers
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # child: infer, write, exit without running any parent cleanup
+        code = 0
+        try:
+            os.close(r)
+            _quiet_child()
+            try:
+                blob = b"O" + onnx.shape_inference.infer_shapes(
+                    onnx.load_from_string(data), check_type=strict, strict_mode=strict,
+                    data_prop=False).SerializeToString()
+            except Exception as exc:  # noqa: BLE001 - onnx's message goes back to the parent
+                blob = b"E" + str(exc).encode("utf-8", "replace")
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(w, view):]
+        except BaseException:  # noqa: BLE001
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    blob = b"".join(chunks)
+    if status != 0 or not blob:
+        raise RuntimeError("onnx shape inference aborted (a negative dimension reached an operator's inference)")
+    if blob[:1] == b"E":
+        raise RuntimeError(blob[1:].decode("utf-8", "replace"))
+    return onnx.load_from_string(blob[1:])
+
+
+def _quiet_child() -> None:
+    """An abort in the child prints nothing and dumps no core."""
+    import faulthandler
+    import os
+    import resource
+    faulthandler.disable()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+
+
+def skeleton(proto, max_bytes: int = 1024):
+    """A copy of ``proto`` for shape inference: graph structure and declared graph inputs only.
+
+    Initializers that are external, above ``max_bytes`` or also graph inputs become typed
+    inputs (their declared shape; the data of an overridable one may be replaced at run
+    time); value_info (every graph and function) and graph output shapes are dropped."""
+    import onnx
+    sk = onnx.ModelProto()
+    sk.ir_version = proto.ir_version
+    sk.opset_import.extend(proto.opset_import)
+    sk.functions.extend(proto.functions)
+    g, src = sk.graph, proto.graph
+    g.name = src.name
+    g.node.extend(src.node)
+    declared = {vi.name for vi in src.input}
+    g.input.extend(src.input)
+    for t in src.initializer:
+        if t.name in declared:
+            continue  # overridable: a runtime value of the declared input's type
+        if t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > max_bytes:
+            g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            g.initializer.append(t)
+    for o in src.output:
+        g.output.append(onnx.helper.make_tensor_value_info(o.name, o.type.tensor_type.elem_type, None)
+                        if o.type.HasField("tensor_type") else o)
+
+    def strip(graph):
+        del graph.value_info[:]
+        for n in graph.node:
+            for a in n.attribute:
+                for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
+                    strip(sub)
+    strip(g)
+    for f in sk.functions:
+        if hasattr(f, "value_info"):
+            del f.value_info[:]
+        for n in f.node:
+            for a in n.attribute:
+                for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
+                    strip(sub)
+    return sk
 
 
 def weightless(proto, max_bytes: int | None = None):

@@ -14,6 +14,9 @@
 5. checks: time and peak RSS of the per-rewrite checks and the whole-model comparison on
    inputs of large or many-dim shapes (each in a child process, peak RSS reset before the
    measured step).
+6. verification memory (``--memory``): a 1 GiB static activation input [64, 64, 256, 256] float32
+   with 20 StridedSlice on it plus 1 GiB of external weights, converted with verification on
+   (child process, address space capped so a regression fails instead of swapping).
 """
 
 from __future__ import annotations
@@ -207,13 +210,61 @@ def bench_memory(gib: float, tmp: Path) -> dict:
     return row
 
 
-def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> None:
-    """A model whose weights (external, ``weights.bin``) feed Gathers whose outputs are sliced."""
+def bench_verify_memory(gib: float, tmp: Path, activation=(64, 64, 256, 256), n_slices: int = 20) -> dict:
+    """Peak RSS and time of ``convert`` (verification on) of a model with a static activation
+    input of ``activation`` float32, ``n_slices`` slices of it, and ``gib`` GiB of external weights."""
+    folder = tmp / "activation"
+    _make_activation_model(folder, int(gib * 2 ** 30), activation, n_slices)
+    limit = 6 * 2 ** 30
+    code = ("import resource, sys, time; "
+            f"resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit})); t = time.perf_counter(); "
+            "from onnx_slice_tools import convert; "
+            f"r = convert({str(folder / 'model.onnx')!r}); "
+            "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]; "
+            "print(time.perf_counter() - t, hwm, '|', r.report.verdict)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if res.returncode != 0:
+        row = {"error": (res.stderr.strip().splitlines() or ["?"])[-1][:300]}
+        print(f"verify memory: FAILED: {row['error']}", flush=True)
+        return row
+    numbers, verdict = res.stdout.strip().splitlines()[-1].split(" | ", 1)
+    seconds, rss_kib = numbers.split()[-2:]
+    row = {"activation_bytes": int(np.prod(activation)) * 4, "weights_bytes": int(gib * 2 ** 30),
+           "slices": n_slices, "seconds": float(seconds), "peak_rss_mb": int(rss_kib) / 1024, "verdict": verdict}
+    print(f"verify memory: input {list(activation)} float32 + {gib:.2f} GiB external weights, {n_slices} slices "
+          f"-> peak RSS {row['peak_rss_mb']:.0f} MB, {row['seconds']:.1f} s; {verdict}", flush=True)
+    return row
+
+
+def _make_activation_model(folder: Path, weight_bytes: int, activation, n_slices: int) -> None:
     import onnx
     from onnx import TensorProto, helper
+    inits, nodes, outs = _external_weights(folder, weight_bytes, 4)
+    for k, (_, b, e, st, masks) in enumerate(PATTERNS * (n_slices // len(PATTERNS) + 1)):
+        if k == n_slices:
+            break
+        for nm, vals in (("b", b), ("e", e), ("s", st)):
+            inits.append(helper.make_tensor(f"{nm}{k}", TensorProto.INT64, [len(vals)], vals))
+        nodes.append(helper.make_node("StridedSlice", ["x", f"b{k}", f"e{k}", f"s{k}"], [f"y{k}"], domain=TF_DOMAIN,
+                                      name=f"ss{k}", **masks))
+        outs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None))
+    inits.append(helper.make_tensor("idx", TensorProto.INT64, [1], [0]))
+    nodes += [helper.make_node("Gather", ["W0", "idx"], ["g"])]
+    outs.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, [1]))
+    graph = helper.make_graph(nodes, "activation", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                  list(activation))], outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    (folder / "model.onnx").write_bytes(model.SerializeToString())
+
+
+def _external_weights(folder: Path, total_bytes: int, n_tensors: int):
+    """``n_tensors`` float32 initializers in ``folder/weights.bin``: (initializers, [], [])."""
+    import onnx
+    from onnx import TensorProto
     folder.mkdir(parents=True, exist_ok=True)
     per = total_bytes // n_tensors // 4
-    inits, nodes, outs = [], [], []
+    inits = []
     chunk = np.arange(1 << 20, dtype=np.float32)
     with open(folder / "weights.bin", "wb") as f:
         for k in range(n_tensors):
@@ -228,6 +279,14 @@ def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> Non
                 f.write(chunk[:n].tobytes())
                 left -= n
             inits.append(t)
+    return inits, [], []
+
+
+def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> None:
+    """A model whose weights (external, ``weights.bin``) feed Gathers whose outputs are sliced."""
+    import onnx
+    from onnx import TensorProto, helper
+    inits, nodes, outs = _external_weights(folder, total_bytes, n_tensors)
     inits += [helper.make_tensor(nm, TensorProto.INT64, [2], v) for nm, v in (("b", [0, 1]), ("e", [0, 2]), ("s", [1, 1]))]
     for k in range(n_tensors):
         nodes.append(helper.make_node("Gather", [f"W{k}", "idx"], [f"g{k}"]))
@@ -385,14 +444,18 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
-    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks"], action="append")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory"], action="append")
+    ap.add_argument("--memory", action="store_true", help="only the memory benchmarks (memory, checks, verify-memory)")
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform(), "command": " ".join(sys.argv)}}
-    only = set(args.only or ["throughput", "tf2onnx", "memory", "checks"] + ([] if args.quick else ["batch"]))
+    only = set(args.only or (["memory", "checks", "verify-memory"] if args.memory else
+                             ["throughput", "tf2onnx", "memory", "checks", "verify-memory"]
+                             + ([] if args.quick else ["batch"])))
+    activation = (4, 4, 16, 16) if args.quick else (64, 64, 256, 256)
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
             results["throughput"] = bench_throughput(sizes, args.repeat, Path(tmp))
@@ -407,6 +470,8 @@ def main(argv=None) -> int:
             results["batch"] = bench_batch_crash(args.batch_models, args.jobs, Path(tmp))
         if "checks" in only:
             results["checks"] = bench_checks(Path(tmp), quick=args.quick)
+        if "verify-memory" in only:
+            results["verify_memory"] = bench_verify_memory(args.gib, Path(tmp), activation)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
