@@ -34,6 +34,7 @@ class Report:
     timings: dict = field(default_factory=dict)
     signatures_checked: int = 0
     model_comparison: object | None = None   # evaluate.ModelComparison once run
+    cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
 
     @property
     def found(self) -> int:
@@ -62,6 +63,7 @@ class Report:
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks,
             "model_comparison": None if self.model_comparison is None else self.model_comparison.to_json(),
+            "cleanup": self.cleanup,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "rewrites": [r.to_json() for r in self.records],
         }
@@ -185,11 +187,13 @@ def _check_external_locations(m, path: Path) -> None:
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
-            source: str | None = None) -> ConvertResult:
+            source: str | None = None, cleanup: bool = True) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report``.  Raises :class:`ModelError` for an unusable model.
+    ``cleanup``: run the cleanup passes (cleanup.py) after the rewrite; with ``verify`` the
+    model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
     Invalid specs and failed checks are reported (``result.ok`` is False), not raised.
     """
     import onnx_ir as ir
@@ -222,6 +226,14 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     m.ir_version = min(max(m.ir_version or 0, ir_version_for(target)), max(max_supported_ir_version(),
                                                                            ir_version_for(target)))
     report.timings["rewrite"] = time.perf_counter() - t1
+    before_cleanup = None
+    if cleanup:
+        from .cleanup import cleanup as run_cleanup
+        if verify and model_weight_bytes(m) <= _max_compare_bytes():
+            before_cleanup = ir.to_proto(m)
+        t5 = time.perf_counter()
+        report.cleanup = run_cleanup(m)
+        report.timings["cleanup"] = time.perf_counter() - t5
 
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
@@ -250,7 +262,25 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
                 report.model_checks["onnxruntime_load"] = why
                 report.model_checks["model_run"] = why
             report.timings["verify_model"] = time.perf_counter() - t4
+        if cleanup:
+            report.model_checks["cleanup"] = _check_cleanup(before_cleanup, proto, report, model,
+                                                            bool(_external_tensors(m)))
     return ConvertResult(proto, report, m)
+
+
+def _check_cleanup(before, after, report: Report, source, external: bool) -> str:
+    """The model before and after cleanup run on the same inputs (cleanup.cleanup_check)."""
+    from .cleanup import cleanup_check
+    if not report.cleanup["changed"]:
+        return "ok (nothing changed)"
+    if before is None:
+        return f"skipped: weights above the {_max_compare_bytes() // 2 ** 20} MiB limit for whole-model runs"
+    t = time.perf_counter()
+    if external:
+        before, after = _with_external_data(before, source), _with_external_data(after, source)
+    status = cleanup_check(before, after)
+    report.timings["verify_cleanup"] = time.perf_counter() - t
+    return status
 
 
 def _static_checks(proto, original) -> dict:

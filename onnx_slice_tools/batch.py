@@ -94,7 +94,7 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
              "error": None, "checks": None, "timings_s": None, "fingerprint": options.get("fingerprint")}
     try:
         result = convert(src, flavor=options.get("flavor"), opset=options.get("opset"),
-                         verify=options.get("verify", True))
+                         verify=options.get("verify", True), cleanup=options.get("cleanup", True))
         rep = result.report
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
                      signatures_checked=rep.signatures_checked,
@@ -134,7 +134,7 @@ def _previous(output_dir: Path) -> dict:
 
 
 def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool = False,
-                  flavor: str | None = None, opset: int | None = None, verify: bool = True,
+                  flavor: str | None = None, opset: int | None = None, verify: bool = True, cleanup: bool = True,
                   on_start=None, on_result=None) -> BatchReport:
     """Convert every model under ``input_dir`` into ``output_dir`` (see module doc).
 
@@ -163,7 +163,8 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             if on_result:
                 on_result(entry)
             continue
-        todo.append((str(src), str(dst), {"flavor": flavor, "opset": opset, "verify": verify, "fingerprint": fp}))
+        todo.append((str(src), str(dst), {"flavor": flavor, "opset": opset, "verify": verify, "cleanup": cleanup,
+                                          "fingerprint": fp}))
     for entry in _run_all(todo, jobs or os.cpu_count() or 1):
         report.entries.append(entry)
         if on_result:

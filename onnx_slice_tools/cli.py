@@ -54,7 +54,8 @@ def cmd_convert(args) -> int:
     if dst.resolve() == src.resolve():
         print(f"{dst}: refusing to overwrite the input model; choose another -o", file=sys.stderr)
         return EXIT_INPUT
-    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify)
+    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify,
+                     cleanup=not args.no_cleanup)
     rep = result.report
     if args.report:
         text = json.dumps(rep.to_json(), indent=2)
@@ -274,7 +275,8 @@ def cmd_batch(args) -> int:
     try:
         report = batch_convert(src, out, jobs=args.jobs, force=args.force,
                                flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
-                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result)
+                               verify=not args.no_verify, cleanup=not args.no_cleanup,
+                               on_start=progress.start, on_result=progress.result)
     finally:
         progress.stop()
     _print_batch_summary(report)
@@ -349,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--opset", type=int, default=None, help="target default-domain opset (default: the model's)")
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report here")
+    c.add_argument("--no-cleanup", action="store_true", help="keep the rewrite's nodes as they are (no cleanup passes)")
     c.set_defaults(func=cmd_convert)
 
     e = sub.add_parser("explain", help="show how a spec is read, planned and lowered")
@@ -377,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
     b.add_argument("--opset", type=int, default=None)
     b.add_argument("--no-verify", action="store_true")
+    b.add_argument("--no-cleanup", action="store_true", help="no cleanup passes after the rewrite")
     b.set_defaults(func=cmd_batch)
 
     i = sub.add_parser("inspect", help="list a model's StridedSlice nodes and their planned ONNX")
