@@ -82,6 +82,9 @@ class _Context:
         self.names = names
         self.counter = itertools.count()
 
+    def opset(self) -> int:
+        return self.model.opset_imports.get("", self.model.opset_imports.get("ai.onnx", 13))
+
     def fresh(self, hint: str) -> str:
         while True:
             name = f"{hint}__cl{next(self.counter)}"
@@ -521,12 +524,43 @@ class ReshapeCopyDimsPass(_CleanupPass):
                     new.append(0)
                 else:
                     break
-            if len(new) != len(fact[2]):
+            if len(new) == len(fact[2]):
+                node.replace_input_with(1, ctx.constant(graph, np.array(new, dtype=np.int64), node,
+                                                        shape.name or "shape"))
+                changed = True
                 continue
-            node.replace_input_with(1, ctx.constant(graph, np.array(new, dtype=np.int64), node,
-                                                    shape.name or "shape"))
+            axes = _inserted_axes(fact[2], _static_dims(data), id(data))
+            out = node.outputs[0]
+            if axes is None or out.is_graph_output():
+                continue
+            if ctx.opset() >= 13:
+                unsq = [data, ctx.constant(graph, np.array(axes, dtype=np.int64), node, "axes")]
+                _replace(out, ctx.node(graph, "Unsqueeze", unsq, {}, node, out, _shape_list(out)))
+            else:
+                _replace(out, ctx.node(graph, "Unsqueeze", [data], {"axes": axes}, node, out, _shape_list(out)))
             changed = True
         return changed
+
+
+def _shape_list(value):
+    return None if value.shape is None else list(value.shape)
+
+
+def _inserted_axes(elems, dims, data_id) -> list[int] | None:
+    """When a Reshape's target is the data's own dims in order with 1s inserted
+    (``[d0, 1, 1, d1]`` for data ``[d0, d1]``), the positions of the inserted 1s: the Reshape is
+    that Unsqueeze.  None otherwise (a literal 0 or -1 in the target included)."""
+    if dims is None:
+        return None
+    j, axes = 0, []
+    for i, e in enumerate(elems):
+        if j < len(dims) and (e == ("dim", data_id, j) or (isinstance(e, int) and e > 0 and e == dims[j])):
+            j += 1
+        elif e == 1:
+            axes.append(i)
+        else:
+            return None
+    return axes if j == len(dims) and axes else None
 
 
 class CommonSubexpressionPass(_CleanupPass):

@@ -411,3 +411,24 @@ def test_cleanup_is_exact_on_random_shape_graphs(case, sizes):
     assert sum(ops(after).values()) <= sum(ops(before).values())
     concrete = tuple(sizes[0] if d == "A" else sizes[1] if d == "B" else d for d in dims)
     same_outputs(before, after, [{"x": floats(*concrete)}])
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_reshape_inserting_ones_becomes_unsqueeze(opset):
+    """BERT's attention mask: Reshape(m, [shape(m)[0], 1, 1, shape(m)[1]]) == Unsqueeze(m, [1, 2]),
+    exact also for a zero-size batch (where [0, 1, 1, -1] would fail)."""
+    n1, i1, a = shape_scalar_chain("x", 0, "a_")
+    n2, i2, b = shape_scalar_chain("x", 1, "b_")
+    if opset < 13:  # axes as attributes
+        for n in n1 + n2:
+            if n.op_type in ("Squeeze", "Unsqueeze"):
+                del n.input[1:]
+                n.attribute.append(helper.make_attribute("axes", [0]))
+    nodes = n1 + n2 + [helper.make_node("Concat", [a, "one", "one", b], ["s32"], axis=0),
+                       helper.make_node("Cast", ["s32"], ["shape"], to=I64),
+                       helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Neg", ["r"], ["y"])]
+    before = model(nodes, [x_input(["N", "M"])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   i1 + i2 + [c("one", [1], np.int32)], opset=opset)
+    after, _ = clean(before, [ReshapeCopyDimsPass()])
+    assert dict(ops(after)) == {"Unsqueeze": 1, "Neg": 1}
+    same_outputs(before, after, [{"x": floats(2, 3)}, {"x": floats(0, 3)}, {"x": floats(1, 1)}])
