@@ -141,7 +141,7 @@ def build_xlnet():
 def build_funnel():
     return _hf("FunnelConfig", "TFFunnelModel", lambda m: lambda ids: m(ids).last_hidden_state, _ids_sig(),
                _ids(100), block_sizes=[1, 1], num_decoder_layers=1, n_head=2, d_model=32, d_head=16,
-               d_inner=64, vocab_size=100, hidden_act=GELU, separate_cls=False, truncate_seq=False)
+               d_inner=64, vocab_size=100, hidden_act=GELU)
 
 
 def build_vit():
@@ -156,7 +156,8 @@ def build_swin():
     import tensorflow as tf
     sig = [tf.TensorSpec([None, 3, 32, 32], tf.float32, name="pixel_values")]
     return _hf("SwinConfig", "TFSwinModel", lambda m: lambda x: m(x).last_hidden_state, sig, _images((3, 32, 32)),
-               image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=2)
+               image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=2,
+               hidden_act=GELU)
 
 
 def build_mobilevit():
@@ -176,7 +177,7 @@ def build_wav2vec2():
     return _hf("Wav2Vec2Config", "TFWav2Vec2Model", lambda m: lambda x: m(x).last_hidden_state, sig, make,
                num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
                conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-               num_conv_pos_embedding_groups=2, hidden_act=GELU, feat_extract_activation=GELU)
+               num_conv_pos_embedding_groups=1, hidden_act=GELU, feat_extract_activation=GELU)
 
 
 def build_efficientnetv2():
