@@ -232,7 +232,10 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         if verify and model_weight_bytes(m) <= _max_compare_bytes():
             before_cleanup = ir.to_proto(m)
         t5 = time.perf_counter()
-        report.cleanup = run_cleanup(m)
+        try:
+            report.cleanup = run_cleanup(m)
+        except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
+            report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
         report.timings["cleanup"] = time.perf_counter() - t5
 
     t3 = time.perf_counter()
@@ -262,15 +265,17 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
                 report.model_checks["onnxruntime_load"] = why
                 report.model_checks["model_run"] = why
             report.timings["verify_model"] = time.perf_counter() - t4
-        if cleanup:
-            report.model_checks["cleanup"] = _check_cleanup(before_cleanup, proto, report, model,
-                                                            bool(_external_tensors(m)))
+    if cleanup and (verify or "error" in report.cleanup):
+        report.model_checks["cleanup"] = _check_cleanup(before_cleanup, proto, report, model,
+                                                        bool(_external_tensors(m)))
     return ConvertResult(proto, report, m)
 
 
 def _check_cleanup(before, after, report: Report, source, external: bool) -> str:
     """The model before and after cleanup run on the same inputs (cleanup.cleanup_check)."""
     from .cleanup import cleanup_check
+    if "error" in report.cleanup:
+        return f"failed: the cleanup stopped ({report.cleanup['error']}); convert with --no-cleanup"
     if not report.cleanup["changed"]:
         return "ok (nothing changed)"
     if before is None:

@@ -182,7 +182,8 @@ def build_wav2vec2():
 
 def build_efficientnetv2():
     import tensorflow as tf
-    model = tf.keras.applications.EfficientNetV2B0(weights=None, include_top=False, input_shape=(64, 64, 3))
+    model = tf.keras.applications.EfficientNetV2B0(weights=None, include_top=False, input_shape=(64, 64, 3),
+                                                     include_preprocessing=False)
     sig = [tf.TensorSpec([None, 64, 64, 3], tf.float32, name="image")]
     return tf.function(lambda x: model(x, training=False), input_signature=sig), sig, _images((3, 64, 64), nhwc=True)
 

@@ -432,3 +432,62 @@ def test_reshape_inserting_ones_becomes_unsqueeze(opset):
     after, _ = clean(before, [ReshapeCopyDimsPass()])
     assert dict(ops(after)) == {"Unsqueeze": 1, "Neg": 1}
     same_outputs(before, after, [{"x": floats(2, 3)}, {"x": floats(0, 3)}, {"x": floats(1, 1)}])
+
+
+# --------------------------------------------------------------------------- in convert and the CLI
+
+@pytest.fixture(scope="module")
+def heads_export():
+    """A tf2onnx export (StridedSlice kept) of TF shape arithmetic: tf.shape(x)[i] reshapes."""
+    import tensorflow as tf
+
+    from onnx_slice_tools.tfexport import export
+    sig = [tf.TensorSpec([None, None, 32], tf.float32, name="x")]
+
+    @tf.function(input_signature=sig)
+    def fn(x):
+        b, s = tf.shape(x)[0], tf.shape(x)[1]
+        h = tf.transpose(tf.reshape(x, [b, s, 4, 8]), [0, 2, 1, 3])
+        return tf.reshape(tf.transpose(h, [0, 2, 1, 3]), [tf.shape(h)[0], tf.shape(h)[2], 32]), x[:, -1]
+    return export(fn, sig), fn
+
+
+def test_convert_runs_and_checks_the_cleanup(heads_export):
+    from onnx_slice_tools import convert
+    proto, fn = heads_export
+    on, off = convert(proto), convert(proto, cleanup=False)
+    assert on.ok and off.ok
+    assert on.report.model_checks["cleanup"] == "ok" and "cleanup" not in off.report.model_checks
+    rep = on.report.to_json()["cleanup"]
+    assert rep["nodes_after"] == sum(ops(on.model).values()) < rep["nodes_before"] == sum(ops(off.model).values())
+    assert sum(rep["removed"].values()) == rep["nodes_before"] - rep["nodes_after"] + sum(
+        sum(p["added"].values()) for p in rep["passes"].values())
+    x = floats(2, 5, 32)
+    got = make_session(on.model.SerializeToString()).run(None, {"x": x})
+    for g, e in zip(got, fn(x)):
+        assert g.shape == tuple(e.shape) and g.dtype == e.dtype.as_numpy_dtype and g.tobytes() == e.numpy().tobytes()
+
+
+def test_cleanup_failure_is_reported_not_raised(heads_export, monkeypatch):
+    from onnx_slice_tools import cleanup as cleanup_module
+    from onnx_slice_tools import convert
+
+    def broken(model, passes=None):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(cleanup_module, "cleanup", broken)
+    result = convert(heads_export[0])
+    assert not result.ok
+    assert result.report.model_checks["cleanup"].startswith("failed: the cleanup stopped (RuntimeError: boom)")
+
+
+def test_cli_no_cleanup(heads_export, tmp_path, capsys):
+    from onnx_slice_tools.cli import main
+    src = tmp_path / "m.onnx"
+    onnx.save(heads_export[0], src)
+    sizes = {}
+    for flag in ([], ["--no-cleanup"]):
+        out = tmp_path / f"out{len(flag)}.onnx"
+        assert main(["convert", str(src), "-o", str(out), "--report", str(out) + ".json", *flag]) == 0
+        sizes[bool(flag)] = sum(ops(onnx.load(out)).values())
+    assert sizes[False] < sizes[True]
+    assert capsys.readouterr().err == ""
