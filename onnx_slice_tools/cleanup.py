@@ -36,12 +36,16 @@ _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, 
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 #: Constants up to this many elements are read for folding and compared by value in CSE.
 _SMALL = 64
-#: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed.
+#: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed
+#: (exact arithmetic, comparisons and selection; no transcendental functions).
 _ELEMENTWISE = frozenset({
     "Cast", "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Sign", "Floor", "Ceil",
     "Round", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-    "Where", "Identity", "Sqrt", "Reciprocal", "Relu", "Exp", "Log", "Pow", "BitShift",
+    "Where", "Identity", "BitShift",
 })
+#: Above this many bytes of in-memory weights, shape inference (which serialises the model) is
+#: skipped: the passes then use the shapes the model declares.
+_INFER_MAX_BYTES = 256 * 2 ** 20
 _NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
                                "Multinomial", "Bernoulli", "Dropout"})
 
@@ -764,6 +768,10 @@ def infer_shapes(model) -> None:
     subgraphs -- are set on them.  A failure leaves the model as it is (the passes then do less)."""
     import onnx
     from .rewrite import weightless
+    in_memory = sum(v.const_value.nbytes for v in model.graph.initializers.values()
+                    if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
+    if in_memory > _INFER_MAX_BYTES:
+        return
     try:
         proto = weightless(ir.to_proto(model), max_bytes=1024)
         inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False,

@@ -334,7 +334,7 @@ def matches_tf(fn, sess, inputs) -> str:
     return "ok" if worst == 0 else f"ok ({worst:.1g})"
 
 
-def measure(name: str, latency: bool = True) -> dict:
+def measure(name: str, latency: bool = True, save_dir: str | None = None) -> dict:
     from onnx_slice_tools.api import convert
     from onnx_slice_tools.tfexport import export
     fn, sig, make = MODELS[name]()
@@ -342,6 +342,10 @@ def measure(name: str, latency: bool = True) -> dict:
     kept = export(fn, sig)
     native = export(fn, sig, keep_strided_slice=False)
     row["strided_slice"] = count_op(kept, "StridedSlice")
+    if save_dir:  # the StridedSlice-kept exports, e.g. for `onnx-slice-tools batch`
+        import onnx
+        os.makedirs(save_dir, exist_ok=True)
+        onnx.save(kept, os.path.join(save_dir, f"{name}.onnx"))
     t = time.perf_counter()
     ours = convert(kept)
     row["convert_s"] = round(time.perf_counter() - t, 2)
@@ -371,6 +375,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ", ".join(MODELS))
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--save", help="save the StridedSlice-kept exports in this folder")
     args = ap.parse_args(argv)
     import logging
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)
@@ -380,7 +385,7 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for name in args.models.split(","):
         try:
-            row = measure(name)
+            row = measure(name, save_dir=args.save)
         except Exception as exc:  # noqa: BLE001 - one model's failure is a row, not the end
             row = {"model": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             print(f"| {name} | error: {row['error']} |")
