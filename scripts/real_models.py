@@ -268,29 +268,16 @@ KERAS_ONLY = ("yolo_focus_keras", "attention_keras", "preprocessing_keras")
 # --------------------------------------------------------------------------- measuring
 
 
+def count_ops(proto):
+    """Nodes by op type in the main graph, every subgraph and every function."""
+    import onnx_ir as ir
+
+    from onnx_slice_tools.cleanup import op_counts
+    return op_counts(ir.from_proto(proto))
+
+
 def count_nodes(proto) -> int:
-    """Nodes of the main graph, every subgraph and every function."""
-    def walk(nodes):
-        n = 0
-        for node in nodes:
-            n += 1
-            for a in node.attribute:
-                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    n += walk(g.node)
-        return n
-    return walk(proto.graph.node) + sum(walk(f.node) for f in proto.functions)
-
-
-def count_op(proto, op: str) -> int:
-    def walk(nodes):
-        n = 0
-        for node in nodes:
-            n += node.op_type == op
-            for a in node.attribute:
-                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    n += walk(g.node)
-        return n
-    return walk(proto.graph.node) + sum(walk(f.node) for f in proto.functions)
+    return sum(count_ops(proto).values())
 
 
 def session(proto):
@@ -341,7 +328,7 @@ def measure(name: str, latency: bool = True, save_dir: str | None = None) -> dic
     row = {"model": name}
     kept = export(fn, sig)
     native = export(fn, sig, keep_strided_slice=False)
-    row["strided_slice"] = count_op(kept, "StridedSlice")
+    row["strided_slice"] = count_ops(kept)["StridedSlice"]
     if save_dir:  # the StridedSlice-kept exports, e.g. for `onnx-slice-tools batch`
         import onnx
         os.makedirs(save_dir, exist_ok=True)

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_slice_tools.cleanup import (
     CommonSubexpressionPass, FoldShapeArithmeticPass, LiftScalarsPass, MergeSlicesPass, ReshapeCopyDimsPass,
-    cleanup, cleanup_check,
+    cleanup, cleanup_check, op_counts,
 )
 from onnx_slice_tools.verify import make_session
 
@@ -34,18 +34,7 @@ def model(nodes, inputs, outputs, inits=(), functions=(), opset=17):
 
 
 def ops(proto) -> collections.Counter:
-    counts = collections.Counter()
-
-    def walk(nodes):
-        for n in nodes:
-            counts[n.op_type] += 1
-            for a in n.attribute:
-                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    walk(g.node)
-    walk(proto.graph.node)
-    for f in proto.functions:
-        walk(f.node)
-    return counts
+    return op_counts(ir.from_proto(proto))
 
 
 def clean(proto, passes=None):
