@@ -199,96 +199,101 @@ class _Facts:
         node = value.producer()
         if node is None or node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
             return None
-        op = node.op_type
-        ins = node.inputs
-        if op == "Shape":
-            dims = _static_dims(ins[0])
-            if dims is None:
-                return None
-            start = node.attributes.get("start")
-            end = node.attributes.get("end")
-            self.tensors[id(ins[0])] = ins[0]
-            named = [d if d is not None else ("dim", id(ins[0]), k) for k, d in enumerate(dims)]
-            picked = named[slice(start.value if start else None, end.value if end else None)]
-            return ir.DataType.INT64, (len(picked),), picked
-        if op == "Size":
-            dims = _static_dims(ins[0])
-            if dims is None or None in dims:
-                return None
-            return ir.DataType.INT64, (), [int(np.prod(dims, dtype=np.int64))]
-        if op in ("Identity", "Cast"):
-            src = self(ins[0])
-            if src is None:
-                return None
-            dtype = src[0] if op == "Identity" else ir.DataType(node.attributes["to"].value)
-            # A dim passes through an integer Cast unchanged: it is assumed below 2 ** 31 (TF's own
-            # int32 shape arithmetic makes the same assumption).
-            if dtype not in _INT_TYPES or not all(not isinstance(e, int) or _fits(e, dtype) for e in src[2]):
-                return None
-            return dtype, src[1], src[2]
-        if op == "Squeeze" or op == "Unsqueeze":
-            src = self(ins[0])
-            axes = _axes(node)
-            if src is None:
-                return None
-            if op == "Squeeze" and src[1] == (1,) and axes in (None, [0], [-1]):
-                return src[0], (), src[2]
-            if op == "Unsqueeze" and src[1] == () and axes in ([0], [-1]):
-                return src[0], (1,), src[2]
+        rule = self._RULES.get(node.op_type)
+        return rule(self, node, node.inputs) if rule is not None else None
+
+    def _shape(self, node, ins):
+        dims = _static_dims(ins[0])
+        if dims is None:
             return None
-        if op == "Concat":
-            parts = [self(v) for v in ins]
-            if not parts or any(p is None or len(p[1]) != 1 for p in parts):
-                return None
-            elems = [e for p in parts for e in p[2]]
-            return parts[0][0], (len(elems),), elems
-        if op == "Gather":
-            src, idx = self(ins[0]), _int_const(ins[1])
-            axis = node.attributes.get("axis")
-            if src is None or idx is None or len(src[1]) != 1 or (axis is not None and axis.value not in (0, -1)):
-                return None
-            n = len(src[2])
-            if not all(-n <= i < n for i in idx):
-                return None  # the run-time error stays
-            shape = const_array(ins[1]).shape
-            return src[0], shape, [src[2][i] for i in idx]
-        if op == "Slice":
-            src = self(ins[0])
-            if src is None or len(src[1]) != 1 or len(ins) < 3:
-                return None
-            params = [_int_const(v) if i < len(ins) and ins[i] is not None else None for i, v in
-                      ((k, ins[k] if k < len(ins) else None) for k in range(1, 5))]
-            starts, ends, axes, steps = params
-            if starts is None or ends is None or len(starts) != 1 or len(ends) != 1:
-                return None
-            if (len(ins) > 3 and ins[3] is not None and axes not in ([0], [-1])) or \
-                    (len(ins) > 4 and ins[4] is not None and (steps is None or steps == [0])):
-                return None
-            step = steps[0] if steps else 1
-            picked = src[2][slice(starts[0], ends[0], step)]
-            return src[0], (len(picked),), picked
-        if op in ("Add", "Sub", "Mul", "Neg"):
-            parts = [self(v) for v in ins]
-            if any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
-                return None
-            dtype = parts[0][0]
-            shapes = [p[1] for p in parts]
-            try:
-                shape = np.broadcast_shapes(*shapes)
-            except ValueError:
-                return None
-            n = int(np.prod(shape, dtype=np.int64))
-            cols = [p[2] * n if len(p[2]) == 1 else p[2] for p in parts]
-            fn = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
-                  "Neg": lambda a: -a}[op]
-            elems = []
-            for args in zip(*cols):
-                r = fn(*args) if all(isinstance(a, int) for a in args) else None
-                if r is not None and not _fits(r, dtype):
-                    return None  # wrap-around is left to the runtime
-                elems.append(r)
-            return dtype, tuple(shape), elems
+        self.tensors[id(ins[0])] = ins[0]
+        named = [d if d is not None else ("dim", id(ins[0]), k) for k, d in enumerate(dims)]
+        start, end = node.attributes.get("start"), node.attributes.get("end")
+        picked = named[slice(start.value if start else None, end.value if end else None)]
+        return ir.DataType.INT64, (len(picked),), picked
+
+    def _size(self, node, ins):
+        dims = _static_dims(ins[0])
+        if dims is None or None in dims:
+            return None
+        return ir.DataType.INT64, (), [int(np.prod(dims, dtype=np.int64))]
+
+    def _cast(self, node, ins):
+        src = self(ins[0])
+        if src is None:
+            return None
+        dtype = src[0] if node.op_type == "Identity" else ir.DataType(node.attributes["to"].value)
+        # A dim passes through an integer Cast unchanged: it is assumed below 2 ** 31 (TF's own
+        # int32 shape arithmetic makes the same assumption).
+        if dtype not in _INT_TYPES or not all(not isinstance(e, int) or _fits(e, dtype) for e in src[2]):
+            return None
+        return dtype, src[1], src[2]
+
+    def _squeeze(self, node, ins):
+        src, axes = self(ins[0]), _axes(node)
+        if src is not None and src[1] == (1,) and axes in (None, [0], [-1]):
+            return src[0], (), src[2]
         return None
+
+    def _unsqueeze(self, node, ins):
+        src, axes = self(ins[0]), _axes(node)
+        if src is not None and src[1] == () and axes in ([0], [-1]):
+            return src[0], (1,), src[2]
+        return None
+
+    def _concat(self, node, ins):
+        parts = [self(v) for v in ins]
+        if not parts or any(p is None or len(p[1]) != 1 for p in parts):
+            return None
+        elems = [e for p in parts for e in p[2]]
+        return parts[0][0], (len(elems),), elems
+
+    def _gather(self, node, ins):
+        src, idx = self(ins[0]), _int_const(ins[1])
+        axis = node.attributes.get("axis")
+        if src is None or idx is None or len(src[1]) != 1 or (axis is not None and axis.value not in (0, -1)):
+            return None
+        n = len(src[2])
+        if not all(-n <= i < n for i in idx):
+            return None  # the run-time error stays
+        return src[0], const_array(ins[1]).shape, [src[2][i] for i in idx]
+
+    def _slice(self, node, ins):
+        src = self(ins[0])
+        if src is None or len(src[1]) != 1 or len(ins) < 3:
+            return None
+        params = _slice_params(node)
+        if params is None or len(params[0]) != 1 or params[2] not in ([0], [-1]) or params[3] == [0]:
+            return None
+        picked = src[2][slice(params[0][0], params[1][0], params[3][0])]
+        return src[0], (len(picked),), picked
+
+    def _arith(self, node, ins):
+        parts = [self(v) for v in ins]
+        if any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
+            return None
+        dtype = parts[0][0]
+        try:
+            shape = np.broadcast_shapes(*[p[1] for p in parts])
+        except ValueError:
+            return None
+        n = int(np.prod(shape, dtype=np.int64))
+        cols = [p[2] * n if len(p[2]) == 1 else p[2] for p in parts]
+        fn = _ARITH[node.op_type]
+        elems = []
+        for args in zip(*cols):
+            r = fn(*args) if all(isinstance(a, int) for a in args) else None
+            if r is not None and not _fits(r, dtype):
+                return None  # wrap-around is left to the runtime
+            elems.append(r)
+        return dtype, tuple(shape), elems
+
+    _RULES = {"Shape": _shape, "Size": _size, "Cast": _cast, "Identity": _cast, "Squeeze": _squeeze,
+              "Unsqueeze": _unsqueeze, "Concat": _concat, "Gather": _gather, "Slice": _slice,
+              "Add": _arith, "Sub": _arith, "Mul": _arith, "Neg": _arith}
+
+
+_ARITH = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b, "Neg": lambda a: -a}
 
 
 def _fits(v: int, dtype: ir.DataType) -> bool:
