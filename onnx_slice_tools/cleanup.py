@@ -786,8 +786,9 @@ def infer_shapes(model) -> None:
     found = {}
 
     def collect(g):
-        for vi in g.value_info:
-            found[vi.name] = vi
+        for vi in g.value_info:  # a name two graphs use with different types is left alone
+            prev = found.get(vi.name, vi)
+            found[vi.name] = vi if prev is not None and prev.type == vi.type else None
         for n in g.node:
             for a in n.attribute:
                 for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):

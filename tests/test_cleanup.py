@@ -516,3 +516,27 @@ def test_rebuild_keeps_shared_arithmetic():
     after, _ = clean(before)
     assert sum(ops(after).values()) <= sum(ops(before).values())
     same_outputs(before, after, [{"x": floats(2, 3, 8), "m": floats(6, 32)}])
+
+
+def test_sibling_branches_reusing_a_name():
+    """Two If branches name a value alike, static [1] in one and of unknown length in the
+    other: shapes are not mixed up (the second Squeeze must still fail on an empty vector)."""
+    def branch(name, src):
+        nodes = [helper.make_node("Shape", ["x"], [name + "s"])] if src is None else []
+        nodes += [helper.make_node("Slice", [src or name + "s", name + "b", name + "e"], ["t"]),
+                  helper.make_node("Squeeze", ["t", name + "ax"], [name + "q"]),
+                  helper.make_node("Unsqueeze", [name + "q", name + "ax"], [name + "u"]),
+                  helper.make_node("Concat", [name + "u", name + "u"], [name + "y"], axis=0)]
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(name + "y", I64, None)],
+                                 initializer=[c(name + "b", [0]), c(name + "e", [1]), c(name + "ax", [0])])
+    for first, second in (("then", "else"), ("else", "then")):
+        branches = {"then": branch("then_", None), "else": branch("else_", "v")}
+        node = helper.make_node("If", ["cond"], ["y"], then_branch=branches[first], else_branch=branches[second])
+        before = model([node], [x_input(["N", "M"]), helper.make_tensor_value_info("v", I64, ["K"]),
+                                helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                       [helper.make_tensor_value_info("y", I64, None)])
+        after, _ = clean(before)
+        assert ops(after)["Squeeze"] >= 1  # the unknown-length branch keeps its Squeeze
+        for cond in (True, False):
+            for v in (np.zeros(0, np.int64), np.array([5, 6])):
+                same_outputs(before, after, [{"x": floats(2, 3), "v": v, "cond": np.array(cond)}])
