@@ -43,6 +43,7 @@ class Report:
     timings: dict = field(default_factory=dict)
     signatures_checked: int = 0
     inplace_sizes: dict = field(default_factory=dict)  # symbolic dim -> size of the in-place run
+    cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
 
     @property
     def found(self) -> int:
@@ -109,6 +110,7 @@ class Report:
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
+            "cleanup": self.cleanup,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "rewrites": [r.to_json() for r in self.records],
         }
@@ -145,7 +147,7 @@ class ConvertResult:
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
-            verify_memory: int | None = None) -> ConvertResult:
+            verify_memory: int | None = None, cleanup: bool = True) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
@@ -153,6 +155,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
+    ``cleanup``: run the cleanup passes (cleanup.py) after the rewrite; with ``verify`` the
+    model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
     """
     import onnx_ir as ir
 
@@ -202,7 +206,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if verify:
         _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
                 removed_domains=domains_before - set(m.opset_imports))
-    # [cleanup pass + its check: here, before save]
+    if cleanup and result.modified:
+        proto = _cleanup(report, m, proto, model, verify, verify_memory)
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
@@ -217,6 +222,36 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
                 "the rewrites were checked at opset " + str(lower_opset)
                 + ", the converted model by the checker and shape inference only")
     return ConvertResult(proto, report, m)
+
+
+def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
+    """The cleanup passes (cleanup.py) on the rewritten ``m``, after its verification, and --
+    with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
+    on the same random inputs (cleanup.cleanup_check).  Returns the proto of ``m`` after."""
+    import onnx_ir as ir
+    from .cleanup import cleanup as run_cleanup
+    from .cleanup import cleanup_check
+    t = time.perf_counter()
+    try:
+        report.cleanup = run_cleanup(m)
+    except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
+        report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
+        report.model_checks["cleanup"] = (f"failed: the cleanup stopped ({report.cleanup['error']}); "
+                                          "convert with --no-cleanup")
+        return before
+    report.timings["cleanup"] = time.perf_counter() - t
+    if not report.cleanup["changed"]:
+        if verify:
+            report.model_checks["cleanup"] = "passed (nothing to clean)"
+        return before
+    after = ir.to_proto(m)
+    if verify:
+        t = time.perf_counter()
+        report.model_checks["cleanup"] = cleanup_check(
+            before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
+            load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p)
+        report.timings["verify_cleanup"] = time.perf_counter() - t
+    return after
 
 
 def _baseline_proto(model, m, upgraded: bool):

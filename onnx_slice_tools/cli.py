@@ -49,7 +49,8 @@ def cmd_convert(args) -> int:
     src, dst = Path(args.input), Path(args.output)
     check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
     result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
-                     verify_memory=args.verify_memory)
+                     verify_memory=args.verify_memory,
+                     cleanup=not args.no_cleanup)
     rep = result.report
     inputs = input_files(result.ir_model)  # the model and every data file it reads
     check_convert_outputs(src, dst, args.report, inputs)
@@ -339,7 +340,8 @@ def cmd_batch(args) -> int:
         report = batch_convert(src, out, jobs=args.jobs, force=args.force,
                                flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
                                verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
-                               strict=args.strict, verify_memory=args.verify_memory)
+                               strict=args.strict, verify_memory=args.verify_memory,
+                               cleanup=not args.no_cleanup)
     finally:
         progress.stop()
     _print_batch_summary(report)
@@ -479,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")
     _verification_flags(c)
+    c.add_argument("--no-cleanup", action="store_true", help="keep the rewrite's nodes as they are (no cleanup passes)")
     c.set_defaults(func=cmd_convert)
 
     e = command("explain", "show how a spec is read, planned and lowered")
@@ -512,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--opset", type=_opset, default=None, help=opset_help)
     b.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     _verification_flags(b)
+    b.add_argument("--no-cleanup", action="store_true", help="no cleanup passes after the rewrite")
     b.set_defaults(func=cmd_batch)
 
     i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")
