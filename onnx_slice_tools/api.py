@@ -195,7 +195,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     import onnx_ir as ir
     from .verify import ir_version_for, max_supported_ir_version, max_supported_opset
     if flavor not in (None, "auto", *FLAVORS):
-        raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf or openvino")
+        raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf, openvino or tflite")
     flavor = None if flavor == "auto" else flavor
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     t0 = time.perf_counter()

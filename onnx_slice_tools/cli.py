@@ -54,7 +54,13 @@ def cmd_convert(args) -> int:
     if dst.resolve() == src.resolve():
         print(f"{dst}: refusing to overwrite the input model; choose another -o", file=sys.stderr)
         return EXIT_INPUT
-    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify)
+    from .sources import source_kind
+    kind, model = source_kind(src), src
+    if kind:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
+        from .sources import load_source, parse_input_shapes
+        shapes = parse_input_shapes(args.inputs)
+        model = load_source(src, opset=args.opset, input_shapes=shapes, output_names=args.outputs)
+    result = convert(model, flavor=args.flavor, opset=args.opset, verify=not args.no_verify, source=str(src))
     rep = result.report
     if args.report:
         text = json.dumps(rep.to_json(), indent=2)
@@ -73,8 +79,18 @@ def cmd_convert(args) -> int:
             if not check_passed(status):
                 print(f"{src}: converted model fails {name}: {status}", file=sys.stderr)
         return EXIT_FAILED
+    framework = ""
+    if kind and not args.no_verify:
+        from .sources import verify_against_source
+        check = verify_against_source(src, result.model, input_shapes=shapes)
+        if not check.ok:
+            bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
+            print(f"{src}: the converted model differs from the {kind.replace('_', ' ')}: {bad}", file=sys.stderr)
+            return EXIT_FAILED
+        framework = (f"; matches {'the TFLite interpreter' if kind == 'tflite' else 'TensorFlow'} on "
+                     f"{check.trials} random inputs ({'bitwise' if check.bitwise else 'within 1e-5'})")
     result.save(dst)
-    verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime)"
+    verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime{framework})"
                 if rep.verified else ", not verified")
     print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten{verified}")
     return EXIT_OK
@@ -103,7 +119,9 @@ def _parse_shape(text: str | None):
 
 
 def _spec_from_args(args):
-    from .spec import MASK_NAMES, from_index_expr, from_openvino, from_tf
+    from .spec import MASK_NAMES, TFLITE, from_index_expr, from_openvino, from_tf, from_tflite
+    if args.offset and args.flavor != TFLITE:
+        raise StridedSliceError("--offset is a TFLite option; add --flavor tflite", field="offset")
     if args.begin is None:
         if not args.spec:
             raise StridedSliceError("give SPEC as an index expression, or --begin/--end/--strides",
@@ -112,6 +130,8 @@ def _spec_from_args(args):
     ints = [[int(v) for v in s.split(",") if v.strip()] if s else [] for s in (args.begin, args.end, args.strides)]
     if args.flavor == "tf":
         return from_tf(*ints, **{m: int(getattr(args, m) or 0) for m in MASK_NAMES})
+    if args.flavor == TFLITE:
+        return from_tflite(*ints, offset=args.offset, **{m: int(getattr(args, m) or 0) for m in MASK_NAMES})
     return from_openvino(*ints, **{m: getattr(args, m) or "" for m in MASK_NAMES})
 
 
@@ -126,6 +146,9 @@ def explain_text(spec, shape) -> str:
              "  OpenVINO lists:  " + ", ".join(f'{k}="{",".join(map(str, v))}"' for k, v in enc["openvino"].items()),
              f"input shape: {_fmt_shape(shape)}"]
     plan = make_plan(spec, shape)
+    if plan.source is not None:
+        lines.append(f"TFLite's kernel reads it as the TF spec {plan.spec.index_notation()}"
+                     + (" (offset: end = begin + end)" if spec.offset else ""))
     lines.append("plan:")
     for note in plan.notes:
         lines.append(f"  note: {note}")
@@ -343,9 +366,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("convert", help="rewrite every StridedSlice of a model, verified")
-    c.add_argument("input")
+    c.add_argument("input", help="an ONNX model, a .tflite file, a SavedModel directory or a .keras/.h5 file")
     c.add_argument("-o", "--output", required=True)
-    c.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    c.add_argument("--flavor", choices=["auto", "tf", "openvino", "tflite"], default="auto")
+    c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
+                   help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
+    c.add_argument("--outputs", nargs="+", metavar="NAME", help="names for the ONNX outputs")
     c.add_argument("--opset", type=int, default=None, help="target default-domain opset (default: the model's)")
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report here")
@@ -354,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="show how a spec is read, planned and lowered")
     e.add_argument("spec", nargs="?", help='an index expression, e.g. "x[1, 2:4, None, ..., :-3:-1, :]"')
     e.add_argument("--shape", help="input shape, e.g. 5,5,N,? (default: unknown rank)")
-    e.add_argument("--flavor", choices=["tf", "openvino"], default="tf")
+    e.add_argument("--flavor", choices=["tf", "openvino", "tflite"], default="tf")
+    e.add_argument("--offset", action="store_true", help="TFLite STRIDED_SLICE offset option (end = begin + end)")
     e.add_argument("--begin"), e.add_argument("--end"), e.add_argument("--strides")
     from .spec import MASK_NAMES
     for m in MASK_NAMES:
@@ -366,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("model", help="the model to validate, or the ORIGINAL when CONVERTED is given")
     v.add_argument("converted", nargs="?", help="compare this converted model with MODEL on random inputs")
     v.add_argument("--trials", type=int, default=3, help="random input sets for the comparison (default 3)")
-    v.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    v.add_argument("--flavor", choices=["auto", "tf", "openvino", "tflite"], default="auto")
     v.set_defaults(func=cmd_verify)
 
     b = sub.add_parser("batch", help="convert and verify every .onnx under a folder, in parallel")
@@ -374,14 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--output", required=True, help="output folder (the input tree is mirrored)")
     b.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: CPU count)")
     b.add_argument("--force", action="store_true", help="convert again models whose input is unchanged")
-    b.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    b.add_argument("--flavor", choices=["auto", "tf", "openvino", "tflite"], default="auto")
     b.add_argument("--opset", type=int, default=None)
     b.add_argument("--no-verify", action="store_true")
     b.set_defaults(func=cmd_batch)
 
     i = sub.add_parser("inspect", help="list a model's StridedSlice nodes and their planned ONNX")
     i.add_argument("model")
-    i.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
+    i.add_argument("--flavor", choices=["auto", "tf", "openvino", "tflite"], default="auto")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_inspect)
     return p
