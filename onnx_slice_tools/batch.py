@@ -93,9 +93,16 @@ def convert_one(src: str, dst: str, options: dict) -> dict:
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "fingerprint": options.get("fingerprint")}
     try:
-        result = convert(src, flavor=options.get("flavor"), opset=options.get("opset"),
-                         verify=options.get("verify", True))
+        from .sources import load_source, source_kind, verify_against_source
+        kind = source_kind(src)  # .tflite / SavedModel / Keras: through tf2onnx first
+        model = load_source(src, opset=options.get("opset")) if kind else src
+        result = convert(model, flavor=options.get("flavor"), opset=options.get("opset"),
+                         verify=options.get("verify", True), source=src)
         rep = result.report
+        if kind and options.get("verify", True) and rep.ok:
+            framework = verify_against_source(src, result.model)
+            rep.model_checks["framework"] = "ok" if framework.ok else "differs: " + ", ".join(
+                f"{k}: {v}" for k, v in framework.outputs.items())
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
                      signatures_checked=rep.signatures_checked,
                      timings_s={k: round(v, 4) for k, v in rep.timings.items()},

@@ -131,3 +131,13 @@ def test_parse_input_shapes(text, want):
 def test_parse_input_shapes_rejects(bad):
     with pytest.raises(ModelError, match="--inputs"):
         parse_input_shapes([bad])
+
+
+def test_batch_worker_converts_a_tflite_input(tmp_path):
+    """batch's per-model worker takes framework inputs through sources.load_source."""
+    from onnx_slice_tools.batch import convert_one
+    dst = tmp_path / "out.onnx"
+    entry = convert_one(str(MODELS / "tflite_offset.tflite"), str(dst), {"verify": True})
+    assert entry["status"] == "converted", entry
+    assert entry["checks"]["framework"] == "ok"
+    assert dst.is_file()
