@@ -195,20 +195,27 @@ def tflite_as_tf(spec: SliceSpec, shape: Sequence | None) -> tuple[SliceSpec, li
     return b.spec(), notes
 
 
+def _check_stride(stride: int, i: int, shrink: bool) -> None:
+    """The kernel's stride errors (0; INT32_MIN on a range, as LiteRT) and its undefined case
+    (a negative stride on a shrink index writes nothing)."""
+    if stride == 0:
+        raise StridedSliceError("stride value has to be non-zero", index=i, field="strides")
+    if shrink and stride < 0:
+        raise _undefined(f"shrink index with negative stride {stride}", i, "strides")
+    if stride == _INT32_MIN:
+        raise StridedSliceError("stride value INT32_MIN is not supported (LiteRT)", index=i, field="strides")
+
+
 def _item(spec: SliceSpec, entry: DenseEntry, shape, b: _Builder, notes: list[str]) -> None:
     i = entry.index
     begin, end, stride = spec.begin[i], spec.end[i], spec.strides[i]
     bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
     dim = shape[entry.axis]
-    if stride == 0:
-        raise StridedSliceError("stride value has to be non-zero", index=i, field="strides")
-    if not spec.bit("shrink_axis_mask", i):
-        if stride == _INT32_MIN:
-            raise StridedSliceError("stride value INT32_MIN is not supported (LiteRT)", index=i, field="strides")
+    shrink = spec.bit("shrink_axis_mask", i)
+    _check_stride(stride, i, shrink)
+    if not shrink:
         b.add(begin, end, stride, bm, em)
         return
-    if stride < 0:
-        raise _undefined(f"shrink index with negative stride {stride}", i, "strides")
     if bm:
         notes.append(f"index {i}: TFLite honours begin_mask on a shrink index (takes element 0)")
         begin = 0
@@ -237,14 +244,10 @@ def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec
             i = entry.index
             begin, raw_end, stride = spec.begin[i], spec.end[i], spec.strides[i]
             bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
-            if stride == 0:
-                raise StridedSliceError("stride value has to be non-zero", index=i, field="strides")
             if spec.bit("shrink_axis_mask", i):
                 _item(spec, entry, shape, b, [])
                 continue
-            if stride == _INT32_MIN:
-                raise StridedSliceError("stride value INT32_MIN is not supported (LiteRT)", index=i,
-                                        field="strides")
+            _check_stride(stride, i, False)
         else:
             i, begin, raw_end, stride, bm, em = None, 0, 1, 1, entry.kind == FULL, entry.kind == FULL
         start = _start(begin, stride, bm, dim)

@@ -241,3 +241,43 @@ def test_onnx_node_offset_must_be_int():
     result = convert(model)
     assert not result.ok
     assert "offset" in str(result.report.records[0].error)
+
+
+def test_random_tflite_specs_lower_exactly():
+    """Random TFLite specs we accept (ranks 0-5, offset in 30%), as ONNX nodes in the TFLite form,
+    converted and run in onnxruntime: equal to our reference, which the corpus above ties to the
+    interpreter."""
+    import random
+
+    from onnx_slice_tools.oracles import RandomSource
+    src = RandomSource(random.Random("tflite-lowering"))
+    done = 0
+    while done < 60:
+        x, spec = random_case(src, "tflite")
+        if x.dtype != np.float32 or x.ndim == 0 or spec.n == 0:
+            continue
+        try:
+            want = slice_array(spec, x)
+        except StridedSliceError:
+            continue
+        result = convert(_tflite_onnx_model(x.shape, spec))
+        assert result.ok, (spec, x.shape)
+        (got,) = make_session(result.model.SerializeToString()).run(None, {"x": x})
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), (spec, x.shape)
+        done += 1
+
+
+def test_runtime_begin_in_the_tflite_form():
+    """begin computed at run time (a graph input): same values as the reference for each begin."""
+    spec = from_tflite([0, 0], [2, 3], [1, 1], end_mask=2, shrink_axis_mask=1)
+    model = _tflite_onnx_model((4, 5), spec)
+    model.graph.initializer.remove(next(t for t in model.graph.initializer if t.name == "b"))
+    model.graph.input.append(helper.make_tensor_value_info("b", TensorProto.INT32, [2]))
+    result = convert(model)
+    assert result.ok
+    session = make_session(result.model.SerializeToString())
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    for b in ([0, 0], [3, 1], [-1, 2], [-4, -2]):
+        want = slice_array(from_tflite(b, [2, 3], [1, 1], end_mask=2, shrink_axis_mask=1), x)
+        (got,) = session.run(None, {"x": x, "b": np.array(b, np.int32)})
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), b
