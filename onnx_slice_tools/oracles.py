@@ -226,11 +226,20 @@ def _int32(m: int) -> int:
 
 
 def tflite_interpreter(model: bytes):
-    """TFLite's interpreter with the builtin kernels only (no XNNPACK delegate)."""
+    """TFLite's interpreter with the builtin kernels only (no XNNPACK delegate): TensorFlow's
+    ``tf.lite.Interpreter`` (deprecated but present in TF 2.21), else the ``ai-edge-litert`` package."""
+    import warnings
     tf = _tensorflow()
-    return tf.lite.Interpreter(
-        model_content=model,
-        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    lite = getattr(tf, "lite", None)
+    if lite is not None and hasattr(lite, "Interpreter"):
+        interpreter, resolver = lite.Interpreter, lite.experimental.OpResolverType
+    else:  # pragma: no cover - TF releases without tf.lite
+        from ai_edge_litert.interpreter import Interpreter as interpreter  # noqa: PLC0415, N813
+        from ai_edge_litert.interpreter import OpResolverType as resolver  # noqa: PLC0415
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecation notice of tf.lite.Interpreter
+        return interpreter(model_content=model,
+                           experimental_op_resolver_type=resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
 
 
 def tflite_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
