@@ -163,7 +163,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     from .rewrite import _has_strided_slice, derive_shapes
     from .verify import ir_version_for, max_supported_ir_version, max_supported_opset
     if flavor not in (None, "auto", *FLAVORS):
-        raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf or openvino")
+        raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf, openvino or tflite")
     flavor = None if flavor == "auto" else flavor
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)

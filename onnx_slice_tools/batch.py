@@ -72,19 +72,34 @@ class BatchReport:
 
 
 def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
-    """Every ``.onnx`` file under ``input_dir``, sorted; the output folder is left out when it
-    lies inside the input folder."""
+    """Every model under ``input_dir``, sorted: ``.onnx`` files and framework inputs
+    (``.tflite``, ``.keras``/``.h5`` files, SavedModel directories, whose insides are not
+    searched); the output folder is left out when it lies inside the input folder."""
+    from .sources import source_kind
     input_dir = Path(input_dir)
     out = Path(output_dir).resolve() if output_dir is not None else None
-    found = []
-    for p in sorted(input_dir.rglob("*.onnx")):
-        if not p.is_file() or any(part.startswith(TEMP_PREFIX) for part in p.parts):
+    found, saved_models = [], []
+    for p in sorted(input_dir.rglob("*")):
+        if any(part.startswith(TEMP_PREFIX) for part in p.parts):
             continue
-        if out is not None and (out == p.resolve().parent or out in p.resolve().parents):
+        if any(d in p.parents for d in saved_models):
             continue
-        found.append(p)
+        if out is not None and (out == p.resolve() or out in p.resolve().parents):
+            continue
+        if p.is_dir():
+            if source_kind(p) == "saved_model":
+                saved_models.append(p)
+                found.append(p)
+        elif p.is_file() and (p.suffix == ".onnx" or source_kind(p)):
+            found.append(p)
     return found
 
+
+def output_for(src: Path, input_dir: Path, output_dir: Path) -> Path:
+    """Where the converted model of ``src`` goes: the same relative path, ending in ``.onnx``."""
+    rel = Path(src).relative_to(input_dir)
+    return output_dir / (rel if rel.suffix == ".onnx" else rel.with_name(rel.name + ".onnx")
+                         if Path(src).is_dir() else rel.with_suffix(".onnx"))
 
 
 def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
@@ -100,7 +115,8 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None}
     try:
-        result = convert(src, **options)
+        from .sources import convert_source, source_kind
+        result = convert_source(src, **options) if source_kind(src) else convert(src, **options)
         rep = result.report
         entry["verdict"] = rep.verdict
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
@@ -245,7 +261,7 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
                 on_result(entry)
 
         for src in models:
-            dst = output_dir / src.relative_to(input_dir)
+            dst = output_for(src, input_dir, output_dir)
             fp, prev = fingerprints[src], previous.get(str(src))
             if not force and _unchanged(prev, fp, options, dst):
                 finish(dict(prev, status=UNCHANGED, seconds=0.0, removed_stale_output=[]))

@@ -48,11 +48,20 @@ def cmd_convert(args) -> int:
     from .files import check_convert_outputs, input_files, write_text
     src, dst = Path(args.input), Path(args.output)
     check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
-    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
-                     verify_memory=args.verify_memory,
-                     cleanup=not args.no_cleanup)
+    options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
+                   verify_memory=args.verify_memory, cleanup=not args.no_cleanup)
+    from .sources import convert_source, parse_input_shapes, source_files, source_kind
+    framework = source_kind(src)
+    if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
+        result = convert_source(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
+                                **options)
+    else:
+        result = convert(src, **options)
     rep = result.report
     inputs = input_files(result.ir_model)  # the model and every data file it reads
+    if framework:
+        from .files import FileId
+        inputs += [FileId.of(f) for f in source_files(src)]
     check_convert_outputs(src, dst, args.report, inputs)
     if args.report:
         data = rep.to_json()
@@ -64,7 +73,7 @@ def cmd_convert(args) -> int:
         tail = f" (and {more} more problem(s){'; see --report' if not args.report else ''})" if more else ""
         print(f"{src}: {first}{tail}", file=sys.stderr)
         return code
-    result.save(dst)
+    result.save(dst, protect=inputs)
     print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}")
     return EXIT_OK
 
@@ -84,8 +93,10 @@ def verdict_text(rep) -> str:
     v = rep.verdict
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
+        framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
         return (f"verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime"
-                + (f", {inplace} checked in place in the whole model" if inplace else "") + ")")
+                + (f", {inplace} checked in place in the whole model" if inplace else "")
+                + (f"; {framework}" if framework else "") + ")")
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
 
 
@@ -136,13 +147,15 @@ def _int_list(text: str | None, option: str) -> list[int]:
 
 
 def _spec_from_args(args):
-    from .spec import MASK_NAMES, from_index_expr, from_openvino, from_tf
+    from .spec import MASK_NAMES, TFLITE, from_index_expr, from_openvino, from_tf, from_tflite
     explicit = [f"--{f}" for f in ("begin", "end", "strides") if getattr(args, f) is not None]
     masks = [f"--{m.replace('_', '-')}" for m in MASK_NAMES if getattr(args, m) is not None]
     if not explicit:
         if masks:
             raise StridedSliceError("masks only go with --begin/--end/--strides; an index expression "
                                     "carries its own masks", field=", ".join(masks))
+    if args.offset and args.flavor != TFLITE:
+        raise StridedSliceError("--offset is a TFLite option; add --flavor tflite", field="offset")
         if not args.spec:
             raise StridedSliceError("give SPEC as an index expression, or --begin/--end/--strides",
                                     field="spec")
@@ -165,6 +178,8 @@ def _spec_from_args(args):
                 raise StridedSliceError(f"{text!r} is not an int bit field (TensorFlow flavour)",
                                         field=f"--{m.replace('_', '-')}") from None
         return from_tf(*ints, strides, **bits)
+    if args.flavor == TFLITE:
+        return from_tflite(*ints, strides, offset=args.offset, **bits)
     return from_openvino(*ints, strides, **{m: getattr(args, m) or "" for m in MASK_NAMES})
 
 
@@ -179,6 +194,10 @@ def explain_text(spec, shape) -> str:
              "  TF bit fields:   " + ", ".join(f"{k}={v}" for k, v in enc["tf"].items()),
              "  OpenVINO lists:  " + ", ".join(f'{k}="{",".join(map(str, v))}"' for k, v in enc["openvino"].items()),
              f"input shape: {_fmt_shape(shape)}"]
+    plan = make_plan(spec, shape)
+    if plan.source is not None:
+        lines.append(f"TFLite's kernel reads it as the TF spec {plan.spec.index_notation()}"
+                     + (" (offset: end = begin + end)" if spec.offset else ""))
     lines.append("plan:")
     for note in plan.notes:
         lines.append(f"  note: {note}")
@@ -466,17 +485,20 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog=EXIT_CODES, formatter_class=fmt)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
-    flavors = ["auto", "tf", "openvino"]
-    flavor_help = "StridedSlice semantics: auto (from the mask attribute types: INT tf, INTS/STRING openvino)"
+    flavors = ["auto", "tf", "openvino", "tflite"]
+    flavor_help = "StridedSlice semantics: auto (from the mask attribute types: INT tf, INTS/STRING openvino, an offset attribute tflite)"
     opset_help = "target default-domain opset, 11 or newer (default: the model's own)"
 
     def command(name, help_text):
         return sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES, formatter_class=fmt)
 
     c = command("convert", "rewrite every StridedSlice of a model into standard ONNX, verified")
-    c.add_argument("input", help="the model to convert (.onnx; external data next to it)")
+    c.add_argument("input", help="the model to convert: .onnx (external data next to it), .tflite, a SavedModel directory or .keras/.h5")
     c.add_argument("-o", "--output", required=True, help="where to write the converted model (never the input)")
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
+    c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
+                   help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
+    c.add_argument("--outputs", nargs="+", metavar="NAME", help="names for the ONNX outputs (framework inputs)")
     c.add_argument("--opset", type=_opset, default=None, help=opset_help)
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")
@@ -487,9 +509,10 @@ def build_parser() -> argparse.ArgumentParser:
     e = command("explain", "show how a spec is read, planned and lowered")
     e.add_argument("spec", nargs="?", help='an index expression, e.g. "x[1, 2:4, None, ..., :-3:-1, :]"')
     e.add_argument("--shape", help="input shape, e.g. 5,5,N,? (default: unknown rank)")
-    e.add_argument("--flavor", choices=["tf", "openvino"], default="tf", help="StridedSlice semantics (default tf)")
+    e.add_argument("--flavor", choices=["tf", "openvino", "tflite"], default="tf", help="StridedSlice semantics (default tf)")
     for f in ("begin", "end", "strides"):
         e.add_argument(f"--{f}", help=f"{f} as comma-separated integers, e.g. 0,-1 (instead of SPEC)")
+    e.add_argument("--offset", action="store_true", help="TFLite STRIDED_SLICE offset option (end = begin + end)")
     from .spec import MASK_NAMES
     for m in MASK_NAMES:
         e.add_argument("--" + m.replace("_", "-"), dest=m,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .spec import MASK_NAMES, OPENVINO, SliceSpec
+from .spec import MASK_NAMES, OPENVINO, TFLITE, SliceSpec
 
 
 def _item(spec: SliceSpec, i: int) -> str:
@@ -12,8 +12,10 @@ def _item(spec: SliceSpec, i: int) -> str:
         return "None"
     b = "?" if spec.begin is None else str(spec.begin[i])
     if spec.bit("shrink_axis_mask", i):
-        return b
+        return "0" if spec.flavor == TFLITE and spec.bit("begin_mask", i) else b  # TFLite honours it
     e = "?" if spec.end is None else str(spec.end[i])
+    if spec.offset and spec.end is not None:
+        e = f"{'' if spec.bit('begin_mask', i) else b}+{spec.end[i]}"  # offset: end = begin + end
     s = "?" if spec.strides is None else str(spec.strides[i])
     text = ("" if spec.bit("begin_mask", i) else b) + ":" + ("" if spec.bit("end_mask", i) else e)
     if s != "1":

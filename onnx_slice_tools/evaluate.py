@@ -30,7 +30,7 @@ from .errors import StridedSliceError
 from .errors import first_line as _line
 from .plan import make_plan
 from .reference import apply_plan
-from .spec import MASK_NAMES, OPENVINO, TF, from_openvino, from_tf
+from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, from_openvino, from_tf, from_tflite
 
 #: Models whose weights exceed this are not run by the (pure numpy) reference evaluator.
 DEFAULT_MAX_WEIGHT_BYTES = 256 * 2 ** 20
@@ -105,8 +105,12 @@ def strided_slice_ops(domains, flavor: str | None = None) -> list:
 
     def _run(self, x, begin, end, strides=None, **_):
         attrs = {m: getattr(self, m, None) for m in MASK_NAMES}
-        fl = flavor or (OPENVINO if any(isinstance(v, (list, tuple, str, bytes)) for v in attrs.values())
+        offset = getattr(self, "offset", None)
+        fl = flavor or (TFLITE if offset is not None else
+                        OPENVINO if any(isinstance(v, (list, tuple, str, bytes)) for v in attrs.values())
                         else TF)
+        if fl == TFLITE:
+            attrs["offset"] = offset or 0
         x = np.asarray(x)
         key = (fl, tuple((m, tuple(v) if isinstance(v, list) else v) for m, v in attrs.items()),
                tuple(np.asarray(begin).tolist()), tuple(np.asarray(end).tolist()),
@@ -168,6 +172,8 @@ def _cached_plan(key):
     attrs = dict(attrs)
     if fl == TF:
         spec = from_tf(begin, end, strides, **{m: (v or 0) for m, v in attrs.items()})
+    elif fl == TFLITE:
+        spec = from_tflite(begin, end, strides, **{m: (v or 0) for m, v in attrs.items()})
     else:
         spec = from_openvino(begin, end, strides, **{m: (() if v is None else v) for m, v in attrs.items()})
     return make_plan(spec, shape)

@@ -413,6 +413,15 @@ def fingerprint(path) -> tuple[str, list[str]]:
     """sha256 of a model file's bytes plus path, size and mtime of each external data file it
     names (every graph, subgraph, function); and those data files.  An unreadable model is
     fingerprinted by its bytes alone."""
+    if os.path.isdir(path):  # a SavedModel: every file in it, by relative path and bytes
+        h = hashlib.sha256()
+        files = []
+        for f in sorted(Path(path).rglob("*")):
+            if f.is_file():
+                h.update(f"{f.relative_to(path)}\n".encode())
+                _hash_file(h, f)
+                files.append(os.path.realpath(f))
+        return h.hexdigest(), files
     h = _hash_file(hashlib.sha256(), path)
     files = []
     try:

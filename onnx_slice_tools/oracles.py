@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec, from_openvino, from_tf
+from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
 @dataclass
@@ -161,7 +161,137 @@ def openvino_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
     return Outcome(True, arr, shape)
 
 
+# --------------------------------------------------------------------------- TFLite
+
+_TFLITE_TYPES = {"float32": "FLOAT32", "float16": "FLOAT16", "float64": "FLOAT64", "int32": "INT32",
+                 "int64": "INT64", "int8": "INT8", "uint8": "UINT8", "int16": "INT16", "bool": "BOOL"}
+
+
+def tflite_schema():
+    """TFLite's flatbuffer schema module (shipped with TensorFlow)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from tensorflow.lite.python import schema_py_generated  # noqa: PLC0415 - optional dependency
+    return schema_py_generated
+
+
+def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | None = None) -> bytes:
+    """A one-op ``.tflite`` model: input ``x`` -> STRIDED_SLICE (constant int32 begin/end/strides,
+    the spec's five masks and ``offset``) -> output ``y``.  Built directly in the flatbuffer, so
+    every option the schema has (``offset`` included) can be set."""
+    import flatbuffers  # noqa: PLC0415 - optional dependency (TensorFlow's)
+    s = tflite_schema()
+    model = s.ModelT()
+    model.version = 3
+    code = s.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = s.BuiltinOperator.STRIDED_SLICE
+    code.version = version or (8 if spec.offset else 4)
+    model.operatorCodes = [code]
+    buffers = [s.BufferT()]
+
+    def tensor(name, shp, typ, data=None):
+        t = s.TensorT()
+        t.name, t.shape, t.type, t.buffer = name, list(shp), typ, 0
+        if data is not None:
+            buf = s.BufferT()
+            buf.data = np.asarray(data, np.int32).tobytes()
+            buffers.append(buf)
+            t.buffer = len(buffers) - 1
+        return t
+
+    ttype = getattr(s.TensorType, _TFLITE_TYPES[np.dtype(dtype).name])
+    n = spec.n
+    graph = s.SubGraphT()
+    graph.name = "main"
+    graph.tensors = [tensor("x", shape, ttype)] + [
+        tensor(name, [n], s.TensorType.INT32, getattr(spec, name)) for name in ("begin", "end", "strides")
+    ] + [tensor("y", [], ttype)]
+    op = s.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 0, [0, 1, 2, 3], [4]
+    op.builtinOptionsType = s.BuiltinOptions.StridedSliceOptions
+    opts = s.StridedSliceOptionsT()
+    opts.beginMask, opts.endMask = _int32(spec.begin_mask), _int32(spec.end_mask)
+    opts.ellipsisMask, opts.newAxisMask = _int32(spec.ellipsis_mask), _int32(spec.new_axis_mask)
+    opts.shrinkAxisMask, opts.offset = _int32(spec.shrink_axis_mask), bool(spec.offset)
+    op.builtinOptions = opts
+    graph.operators = [op]
+    graph.inputs, graph.outputs = [0], [4]
+    model.subgraphs, model.buffers = [graph], buffers
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _int32(m: int) -> int:
+    return m - 2 ** 32 if m >= 2 ** 31 else m
+
+
+def tflite_interpreter(model: bytes):
+    """TFLite's interpreter with the builtin kernels only (no XNNPACK delegate): TensorFlow's
+    ``tf.lite.Interpreter`` (deprecated but present in TF 2.21), else the ``ai-edge-litert`` package."""
+    import warnings
+    tf = _tensorflow()
+    lite = getattr(tf, "lite", None)
+    if lite is not None and hasattr(lite, "Interpreter"):
+        interpreter, resolver = lite.Interpreter, lite.experimental.OpResolverType
+    else:  # pragma: no cover - TF releases without tf.lite
+        from ai_edge_litert.interpreter import Interpreter as interpreter  # noqa: PLC0415, N813
+        from ai_edge_litert.interpreter import OpResolverType as resolver  # noqa: PLC0415
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecation notice of tf.lite.Interpreter
+        return interpreter(model_content=model,
+                           experimental_op_resolver_type=resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+
+
+def tflite_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
+    """TFLite's STRIDED_SLICE kernel (TF's ``tf.lite.Interpreter``) on x.
+
+    The model is built in the flatbuffer (begin/end/strides constant); errors are the
+    interpreter's Prepare/Invoke failures.  Where the kernel is undefined (see
+    plan_tflite) the values are whatever memory held: compare only where ours accepts."""
+    if x.dtype.name not in _TFLITE_TYPES:
+        raise ValueError(f"dtype {x.dtype} has no TFLite tensor type here")
+    try:
+        interp = tflite_interpreter(strided_slice_tflite_model(x.shape, x.dtype, spec))
+        interp.allocate_tensors()
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.invoke()
+        arr = np.array(interp.get_tensor(interp.get_output_details()[0]["index"]), copy=True)
+    except (RuntimeError, ValueError) as exc:
+        return Outcome(False, error=str(exc).strip().splitlines()[0])
+    return Outcome(True, arr, tuple(arr.shape))
+
+
+CRASHED = "the TFLite interpreter crashed"
+
+
+class IsolatedTFLite:
+    """:func:`tflite_strided_slice` in a child process: on specs where the kernel is undefined
+    the interpreter may crash (segfault); that is reported as an Outcome, not a dead test run."""
+
+    def __init__(self):
+        self._pool = None
+
+    def __call__(self, x: np.ndarray, spec: SliceSpec) -> Outcome:
+        from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+        from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+        from multiprocessing import get_context  # noqa: PLC0415
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
+        try:
+            return self._pool.submit(tflite_strided_slice, x, spec).result(timeout=120)
+        except BrokenProcessPool:
+            self._pool = None
+            return Outcome(False, error=CRASHED)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
 def run_oracle(x: np.ndarray, spec: SliceSpec) -> Outcome:
+    if spec.flavor == TFLITE:
+        return tflite_strided_slice(x, spec)
     return tf_strided_slice(x, spec) if spec.flavor == TF else openvino_strided_slice(x, spec)
 
 
@@ -185,11 +315,15 @@ class RandomSource:
 
 _BIG = [2 ** 31 - 1, -(2 ** 31), 2 ** 31, 2 ** 40, -(2 ** 40), 2 ** 63 - 1, -(2 ** 63)]
 DTYPES = ["float32", "int32", "int64", "float16", "float64", "int8", "uint8", "bool"]
+TFLITE_DTYPES = ["float32", "int32", "int64", "int8", "uint8", "int16", "bool"]
 
 
 def random_case(src: RandomSource, flavor: str, max_rank: int = 6) -> tuple[np.ndarray, SliceSpec]:
     """A random input and spec: dims 0..5 (0 and 1 common), values in and out of range,
-    negative values, strides +-1..3 (rarely 0), mask bits beyond len(begin)."""
+    negative values, strides +-1..3 (rarely 0), mask bits beyond len(begin).  TFLite: ranks
+    0-5, int32 values, ``offset`` in 30% of the cases."""
+    if flavor == TFLITE:
+        max_rank = min(max_rank, 5)
     rank = src.integer(0, max_rank) if src.chance(0.05) else src.integer(1, max_rank)
     shape = tuple(src.choice([0, 1, 1, 2, 3, 3, 4, 5]) for _ in range(rank))
     if src.chance(0.3):
@@ -215,18 +349,25 @@ def random_case(src: RandomSource, flavor: str, max_rank: int = 6) -> tuple[np.n
         masks["ellipsis_mask"][src.integer(0, width - 1)] = 1
         if src.chance(0.05):
             masks["ellipsis_mask"][src.integer(0, width - 1)] = 1
-    dtype = np.dtype(src.choice(DTYPES))
+    dtype = np.dtype(src.choice(TFLITE_DTYPES if flavor == TFLITE else DTYPES))
     size = int(np.prod(shape)) if shape else 1
     x = (np.arange(size) % 251).astype(dtype).reshape(shape)
     if dtype == np.bool_:
         x = ((np.arange(size) * 7919) % 3 == 0).reshape(shape)
-    if flavor == TF:
+    if flavor in (TF, TFLITE):
         bits = {k: sum(b << i for i, b in enumerate(v)) for k, v in masks.items()}
+        if flavor == TFLITE:
+            return x, from_tflite([_clip32(v) for v in begin], [_clip32(v) for v in end], strides,
+                                  offset=src.chance(0.3), **bits)
         return x, from_tf(begin, end, strides, **bits)
     if src.chance(0.15):  # masks of other lengths: empty, or unequal (OpenVINO rejects the latter)
         k = src.choice(MASK_NAMES)
         masks[k] = masks[k][: src.integer(0, width)]
     return x, from_openvino(begin, end, strides, **masks)
+
+
+def _clip32(v: int) -> int:
+    return min(max(v, -(2 ** 31)), 2 ** 31 - 1)
 
 
 def compare(ours: Outcome, theirs: Outcome) -> str | None:
@@ -247,6 +388,17 @@ def compare(ours: Outcome, theirs: Outcome) -> str | None:
         if a.tobytes() != b.tobytes():
             return f"values differ: ours {a.ravel()[:8]}, runtime {b.ravel()[:8]}"
     return None
+
+
+def compare_tflite(ours: Outcome, theirs: Outcome) -> str | None:
+    """:func:`compare`, except that where we reject a spec on which TFLite's kernel is undefined
+    (or, as LiteRT does, an INT32_MIN stride) the interpreter's output is not compared, and a
+    crash of the interpreter is only acceptable where we reject."""
+    if theirs.error == CRASHED:
+        return None if not ours.ok else f"the interpreter crashed where ours accepted ({ours.shape})"
+    if not ours.ok and theirs.ok and any(w in (ours.error or "") for w in ("undefined", "INT32_MIN")):
+        return None
+    return compare(ours, theirs)
 
 
 def our_outcome(x: np.ndarray, spec: SliceSpec) -> Outcome:

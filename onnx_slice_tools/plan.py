@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Sequence, Union
 
 from .errors import StridedSliceError
-from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec
+from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
 
 Dim = Union[int, str, None]  # known size, symbolic name, or unknown
 
@@ -85,6 +85,9 @@ class Plan:
     axes: tuple[AxisPlan, ...]
     outputs: tuple[OutDim, ...]
     notes: tuple[str, ...] = field(default=())
+    #: The spec as written when another flavour's rules were translated into ``spec``
+    #: (TFLite: ``spec`` is the TensorFlow spec that does exactly what TFLite does).
+    source: SliceSpec | None = None
 
     @property
     def flavor(self) -> str:
@@ -297,6 +300,12 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
     Raises :class:`StridedSliceError` where the flavour's runtime rejects the spec.
     Dims may be ints, symbolic names (str) or None (unknown).
     """
+    if spec.flavor == TFLITE:
+        from .plan_tflite import tflite_as_tf
+        tf_spec, notes = tflite_as_tf(spec, shape)
+        from dataclasses import replace
+        plan = make_plan(tf_spec, shape)
+        return replace(plan, source=spec, notes=tuple(notes) + plan.notes)
     n = _check_lengths(spec)
     shape_t = None if shape is None else tuple(
         (int(d) if d is not None and not isinstance(d, str) else d) for d in shape)

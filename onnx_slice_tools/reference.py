@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import StridedSliceError
 from .plan import INDEX, RANGE, Plan, make_plan
-from .spec import OPENVINO, TF, SliceSpec, from_openvino, from_tf
+from .spec import OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
 def apply_plan(plan: Plan, x: np.ndarray) -> np.ndarray:
@@ -33,25 +33,31 @@ def apply_plan(plan: Plan, x: np.ndarray) -> np.ndarray:
 
 
 def strided_slice(x, begin, end, strides=None, *, begin_mask=0, end_mask=0, ellipsis_mask=0,
-                  new_axis_mask=0, shrink_axis_mask=0, flavor: str = TF) -> np.ndarray:
+                  new_axis_mask=0, shrink_axis_mask=0, flavor: str = TF, offset: bool = False) -> np.ndarray:
     """StridedSlice of ``x`` exactly as the flavour's runtime computes it.
 
     ``flavor="tf"``: masks are int bit fields, as in ``tf.strided_slice``.
     ``flavor="openvino"``: masks are 0/1 sequences (or IR strings), as in
-    OpenVINO's StridedSlice-1.  Raises :class:`StridedSliceError` (a
+    OpenVINO's StridedSlice-1.  ``flavor="tflite"``: TF bit fields plus ``offset``
+    (TFLite STRIDED_SLICE, op version 8), exactly as LiteRT's kernel.  Raises :class:`StridedSliceError` (a
     ``ValueError``) where that runtime rejects the spec.
     """
     masks = dict(begin_mask=begin_mask, end_mask=end_mask, ellipsis_mask=ellipsis_mask,
                  new_axis_mask=new_axis_mask, shrink_axis_mask=shrink_axis_mask)
+    if offset and flavor != TFLITE:
+        raise StridedSliceError("offset is a TFLite option; pass flavor='tflite'", field="offset")
     if flavor == TF:
         spec = from_tf(begin, end, strides, **masks)
+    elif flavor == TFLITE:
+        spec = from_tflite(begin, end, strides, offset=offset, **masks)
     elif flavor == OPENVINO:
         # the signature's integer defaults mean "no list given"
         masks = {k: (() if isinstance(v, int) and not isinstance(v, bool) and v == 0 else v)
                  for k, v in masks.items()}
         spec = from_openvino(begin, end, strides, **masks)
     else:
-        raise StridedSliceError(f"unknown flavor {flavor!r}; expected 'tf' or 'openvino'", field="flavor")
+        raise StridedSliceError(f"unknown flavor {flavor!r}; expected 'tf', 'openvino' or 'tflite'",
+                                field="flavor")
     return slice_array(spec, x)
 
 

@@ -20,7 +20,7 @@ from .errors import StridedSliceError
 from .lower import ConstantPool, Lowering, emit, lower
 from .names import NameAllocator
 from .plan import make_plan
-from .spec import MASK_NAMES, OPENVINO, TF, SliceSpec, from_openvino, from_tf
+from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
 OPENVINO_DOMAINS = ("org.openvinotoolkit",)
@@ -103,8 +103,11 @@ class RewriteResult:
 # --------------------------------------------------------------------------- reading nodes
 
 def detect_flavor(node) -> str | None:
-    """TF when the masks are INT attributes, OpenVINO when INTS or STRING; None if unclear."""
+    """TFLite when an ``offset`` attribute is present; TF when the masks are INT attributes,
+    OpenVINO when INTS or STRING; None if unclear."""
     import onnx_ir as ir
+    if "offset" in node.attributes:
+        return TFLITE
     kinds = {a.type for name, a in node.attributes.items() if name in MASK_NAMES}
     if kinds & {ir.AttributeType.INTS, ir.AttributeType.STRING}:
         return OPENVINO
@@ -189,18 +192,22 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
     begin, end, strides = vals
     begin, end, strides = vals
     attrs = node.attributes
-    if flavor == TF:
+    if flavor in (TF, TFLITE):
         masks = {}
-        for m in MASK_NAMES:
+        names = MASK_NAMES + (("offset",) if flavor == TFLITE else ())
+        for m in names:
             a = attrs.get(m)
             if a is None:
                 masks[m] = 0
             elif a.type != ir.AttributeType.INT:
-                raise StridedSliceError(f"{m} must be an INT attribute in the TensorFlow flavour", field=m)
+                which = "TensorFlow" if flavor == TF else "TFLite"
+                raise StridedSliceError(f"{m} must be an INT attribute in the {which} flavour", field=m)
             else:
                 masks[m] = a.value
         if strides is None and "strides" not in runtime:
-            raise StridedSliceError("TensorFlow StridedSlice needs a strides input", field="strides")
+            raise StridedSliceError("StridedSlice needs a strides input in this flavour", field="strides")
+        if flavor == TFLITE:
+            return from_tflite(begin, end, strides, runtime_length=runtime_length, **masks), runtime
         return from_tf(begin, end, strides, runtime_length=runtime_length, **masks), runtime
     masks = {}
     for m in MASK_NAMES:
@@ -273,7 +280,7 @@ class StridedSliceRewritePass:
     """
 
     def __init__(self, *, flavor: str | None = None, opset: int):
-        if flavor not in (None, TF, OPENVINO):
+        if flavor not in (None, TF, OPENVINO, TFLITE):
             raise ValueError(f"unknown flavor {flavor!r}")
         self.flavor = flavor
         self.opset = opset

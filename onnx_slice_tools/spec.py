@@ -26,7 +26,8 @@ from .errors import StridedSliceError
 
 TF = "tf"
 OPENVINO = "openvino"
-FLAVORS = (TF, OPENVINO)
+TFLITE = "tflite"
+FLAVORS = (TF, OPENVINO, TFLITE)
 
 #: The five masks, in the order used for ``SliceSpec.mask_lengths``.
 MASK_NAMES = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -56,6 +57,8 @@ class SliceSpec:
     mask_lengths: tuple[int, ...] | None = None
     #: Length of begin/end/strides given only by shape (runtime values).
     runtime_length: int | None = None
+    #: TFLite only: STRIDED_SLICE's ``offset`` option (op version 8), end is relative to begin.
+    offset: bool = False
 
     @property
     def n(self) -> int:
@@ -129,6 +132,28 @@ def from_tf(begin, end, strides=None, *, begin_mask: int = 0, end_mask: int = 0,
                      runtime_length=runtime_length)
 
 
+def from_tflite(begin, end, strides=None, *, begin_mask: int = 0, end_mask: int = 0,
+                ellipsis_mask: int = 0, new_axis_mask: int = 0, shrink_axis_mask: int = 0,
+                offset: bool = False, runtime_length: int | None = None) -> SliceSpec:
+    """A TFLite STRIDED_SLICE spec: TF-style int32 bit fields plus ``offset``.
+
+    TFLite's begin/end/strides tensors are int32, so values outside int32 are rejected."""
+    from dataclasses import replace
+    if isinstance(offset, bool) or offset in (0, 1):
+        offset = bool(offset)
+    else:
+        raise StridedSliceError(f"offset must be a boolean (0 or 1), got {offset!r}", field="offset")
+    spec = from_tf(begin, end, strides, begin_mask=begin_mask, end_mask=end_mask,
+                   ellipsis_mask=ellipsis_mask, new_axis_mask=new_axis_mask,
+                   shrink_axis_mask=shrink_axis_mask, runtime_length=runtime_length)
+    for name in ("begin", "end", "strides"):
+        for i, v in enumerate(getattr(spec, name) or ()):
+            if not _INT32_MIN <= v <= _INT32_MAX:
+                raise StridedSliceError(f"value {v} does not fit TFLite's int32 {name} tensor",
+                                        index=i, field=name)
+    return replace(spec, flavor=TFLITE, offset=offset)
+
+
 def parse_openvino_mask(value, name: str = "mask") -> tuple[int, ...]:
     """An OpenVINO mask from a 0/1 sequence or an IR string (``"0,1,1"``, ``"0, 1, 1"``, ``""``)."""
     if value is None:
@@ -196,12 +221,12 @@ def convert_flavor(spec: SliceSpec, flavor: str) -> SliceSpec:
     if flavor == spec.flavor:
         return spec
     from dataclasses import replace
-    if flavor == TF:
-        return replace(spec, flavor=TF, mask_lengths=None)
+    if flavor in (TF, TFLITE):
+        return replace(spec, flavor=flavor, mask_lengths=None, offset=False)
     n = spec.n
     return replace(spec, flavor=OPENVINO,
                    **{k: getattr(spec, k) & ((1 << n) - 1) for k in MASK_NAMES},
-                   mask_lengths=(n,) * 5)
+                   mask_lengths=(n,) * 5, offset=False)
 
 
 # --------------------------------------------------------------------------- index expressions
@@ -324,6 +349,8 @@ def from_index_items(items: Sequence, flavor: str = TF) -> SliceSpec:
     length = n if runtime else None
     if flavor == TF:
         return from_tf(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length, **masks)
+    if flavor == TFLITE:
+        return from_tflite(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length, **masks)
     return from_openvino(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length,
                          **{k: [(v >> i) & 1 for i in range(n)] for k, v in masks.items()})
 

@@ -1,0 +1,331 @@
+"""Source-framework inputs: ``.tflite`` files, SavedModel directories and Keras files.
+
+:func:`load_source` turns one of them into an ONNX ModelProto with every
+StridedSlice kept as our custom node (tf2onnx's ``custom_ops``), so the normal
+convert path lowers it exactly:
+
+* ``.tflite``: ``tf2onnx.convert.from_tflite``; STRIDED_SLICE becomes a
+  ``StridedSlice`` node whose attributes are its flatbuffer options -- the five
+  masks *and* ``offset`` -- so it is read in the TFLite flavour;
+* SavedModel directory: its ``serving_default`` signature through
+  ``tf2onnx.convert.from_function`` (TensorFlow flavour);
+* ``.keras`` / ``.h5``: the Keras model called on its inputs, the same way.
+
+:func:`verify_against_source` runs the original in its own framework (the TFLite
+interpreter, TensorFlow) and the converted ONNX model in onnxruntime on the same
+random inputs and compares every output: shape, dtype and values.
+
+TensorFlow and tf2onnx are the ``tf`` extra; they are imported only here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+from .rewrite import TF_DOMAIN
+
+TFLITE_SUFFIXES = (".tflite",)
+KERAS_SUFFIXES = (".keras", ".h5")
+EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
+
+
+def source_kind(path) -> str | None:
+    """"tflite", "saved_model", "keras" or None (not a framework source)."""
+    p = Path(path)
+    if p.is_dir():
+        return "saved_model" if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file() else None
+    suffix = p.suffix.lower()
+    if suffix in TFLITE_SUFFIXES:
+        return "tflite"
+    if suffix in KERAS_SUFFIXES:
+        return "keras"
+    return None
+
+
+@contextmanager
+def quiet_frameworks():
+    """TensorFlow, TFLite and tf2onnx log to the process's stderr from C++ (absl, XNNPACK) and
+    Python; the CLI's rule is one line per error and nothing else, so fd 2 is muted meanwhile."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _frameworks(path):
+    """(tensorflow, tf2onnx, onnx) or a one-line ModelError naming the extra."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        import onnx  # noqa: PLC0415
+        import tensorflow as tf  # noqa: PLC0415 - optional dependency
+        import tf2onnx  # noqa: PLC0415 - optional dependency
+    except ImportError as exc:
+        raise ModelError(f"reading this input needs TensorFlow and tf2onnx ({exc.name or exc} is missing): "
+                         f"{EXTRA_HINT}", path=str(path)) from None
+    logging.getLogger("tf2onnx").setLevel(logging.ERROR)
+    return tf, tf2onnx, onnx
+
+
+def _keep_strided_slice(onnx):
+    return dict(custom_ops={"StridedSlice": TF_DOMAIN}, extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
+
+
+def parse_input_shapes(items) -> dict[str, list]:
+    """``["x:1,3,224,224", "mask:1,?"]`` -> {"x": [1, 3, 224, 224], "mask": [1, None]}."""
+    shapes = {}
+    for item in items or ():
+        name, sep, dims = str(item).rpartition(":")
+        if not sep or not name:
+            raise ModelError(f"--inputs {item!r}: expected NAME:D1,D2,... (use ? for an unknown dim)")
+        try:
+            shapes[name] = [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",") if d.strip()]
+        except ValueError:
+            raise ModelError(f"--inputs {item!r}: dims must be integers or ?") from None
+    return shapes
+
+
+def load_source(path, *, opset: int | None = None, input_shapes: dict | None = None,
+                output_names: list[str] | None = None):
+    """An ONNX ModelProto for a ``.tflite``, SavedModel directory or Keras file, with every
+    StridedSlice kept as a custom node (TFLite: with its ``offset`` option)."""
+    kind = source_kind(path)
+    if kind is None:
+        raise ModelError("not a .tflite file, SavedModel directory or .keras/.h5 file", path=str(path))
+    with quiet_frameworks():
+        return _load(path, kind, opset or 17, input_shapes, output_names)
+
+
+def _load(path, kind, opset, input_shapes, output_names):
+    tf, tf2onnx, onnx = _frameworks(path)
+    try:
+        if kind == "tflite":
+            model, _ = tf2onnx.convert.from_tflite(str(path), opset=opset, output_names=output_names,
+                                                   **_keep_strided_slice(onnx))
+        else:
+            fn, sig, _ = _tf_callable(tf, path, kind, input_shapes)
+            model, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=opset,
+                                                     output_path=None, **_keep_strided_slice(onnx))
+            if output_names:
+                _rename_outputs(model, output_names, path)
+    except ModelError:
+        raise
+    except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
+        from .errors import first_line
+        raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {first_line(exc)}",
+                         path=str(path)) from None
+    return model
+
+
+def _rename_outputs(model, names, path) -> None:
+    outs = model.graph.output
+    if len(names) != len(outs):
+        raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
+    for out, new in zip(outs, names):
+        old = out.name
+        for node in model.graph.node:
+            node.output[:] = [new if o == old else o for o in node.output]
+            node.input[:] = [new if i == old else i for i in node.input]
+        out.name = new
+
+
+def _tf_callable(tf, path, kind, input_shapes):
+    """(tf.function taking positional tensors, its input signature, the output keys)."""
+    input_shapes = input_shapes or {}
+    if kind == "keras":
+        try:
+            model = tf.keras.models.load_model(str(path), compile=False)
+        except Exception as exc:
+            from .errors import first_line
+            raise ModelError(f"Keras could not load the model: {first_line(exc)}", path=str(path)) from None
+        names = [getattr(t, "name", f"input_{i}").split(":")[0] for i, t in enumerate(model.inputs)]
+        sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n)
+               for n, t in zip(names, model.inputs)]
+
+        @tf.function(input_signature=sig)
+        def fn(*args):
+            out = model(list(args) if len(args) > 1 else args[0], training=False)
+            return tuple(out) if isinstance(out, (list, tuple)) else out
+        return fn, sig, None
+    try:
+        loaded = tf.saved_model.load(str(path))
+        serving = loaded.signatures["serving_default"]
+    except KeyError:
+        raise ModelError("the SavedModel has no serving_default signature", path=str(path)) from None
+    except Exception as exc:
+        from .errors import first_line
+        raise ModelError(f"TensorFlow could not load the SavedModel: {first_line(exc)}", path=str(path)) from None
+    specs = serving.structured_input_signature[1]
+    names = sorted(specs)
+    sig = [tf.TensorSpec(input_shapes.get(n, specs[n].shape), specs[n].dtype, name=n) for n in names]
+    keys = sorted(serving.structured_outputs)
+
+    @tf.function(input_signature=sig)
+    def fn(*args):
+        out = serving(**dict(zip(names, args)))
+        return tuple(out[k] for k in keys)
+    fn._keep_alive = loaded  # noqa: SLF001 - the signature needs its object alive
+    return fn, sig, keys
+
+
+# --------------------------------------------------------------------------- verification
+
+@dataclass
+class SourceCheck:
+    """Per output: "bitwise", "close (max abs diff ...)" or what differs."""
+
+    outputs: dict[str, str] = field(default_factory=dict)
+    trials: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.outputs) and all(s == "bitwise" or s.startswith("close") for s in self.outputs.values())
+
+    @property
+    def bitwise(self) -> bool:
+        return bool(self.outputs) and all(s == "bitwise" for s in self.outputs.values())
+
+
+def _random_input(rng, shape, dtype: np.dtype) -> np.ndarray:
+    shape = [2 if d is None or d < 0 else int(d) for d in shape]
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _compare(a: np.ndarray, b: np.ndarray) -> str:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return f"shape {b.shape}, framework {a.shape}"
+    if a.dtype != b.dtype:
+        return f"dtype {b.dtype}, framework {a.dtype}"
+    if a.tobytes() == b.tobytes():
+        return "bitwise"
+    if a.dtype.kind == "f" and np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True):
+        return f"close (max abs diff {float(np.max(np.abs(a.astype(np.float64) - b))):.3g})"
+    return "values differ"
+
+
+def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
+                          input_shapes: dict | None = None) -> SourceCheck:
+    """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
+    same random inputs; compare every output."""
+    with quiet_frameworks():
+        return _verify(path, onnx_model, trials, seed, input_shapes)
+
+
+def _verify(path, onnx_model, trials, seed, input_shapes) -> SourceCheck:
+    from .verify import make_session
+    kind = source_kind(path)
+    tf, _, _ = _frameworks(path)
+    session = make_session(onnx_model.SerializeToString())
+    onnx_inputs = session.get_inputs()
+    onnx_names = [o.name for o in session.get_outputs()]
+    rng = np.random.default_rng(seed)
+    check = SourceCheck()
+    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes)
+    for _ in range(trials):
+        feeds, expected = run(rng, onnx_inputs)
+        got = session.run(None, feeds)
+        if len(got) != len(expected):
+            check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
+            return check
+        for name, a, b in zip(onnx_names, expected, got):
+            status = _compare(a, b)
+            if check.outputs.get(name, "bitwise") == "bitwise" or not status.startswith(("bitwise", "close")):
+                check.outputs[name] = status
+        check.trials += 1
+    return check
+
+
+def _tflite_runner(path):
+    from .oracles import tflite_interpreter
+    interp = tflite_interpreter(Path(path).read_bytes())
+    interp.allocate_tensors()
+    details = interp.get_input_details()
+    outs = interp.get_output_details()
+
+    def run(rng, onnx_inputs):
+        feeds, arrays = {}, []
+        for k, d in enumerate(details):
+            x = _random_input(rng, d["shape"], np.dtype(d["dtype"]))
+            arrays.append(x)
+            feeds[_match_name(d["name"], onnx_inputs, k)] = x
+        for d, x in zip(details, arrays):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()
+        return feeds, [np.array(interp.get_tensor(o["index"]), copy=True) for o in outs]
+    return run
+
+
+def _tf_runner(tf, path, kind, input_shapes):
+    fn, sig, _ = _tf_callable(tf, path, kind, input_shapes)
+
+    def run(rng, onnx_inputs):
+        feeds, arrays = {}, []
+        for k, (spec, inp) in enumerate(zip(sig, onnx_inputs)):
+            shape = [d if isinstance(d, int) and d >= 0 else None for d in inp.shape]
+            shape = [s if s is not None else (t if t is not None else None) for s, t in
+                     zip(shape, spec.shape.as_list())]
+            x = _random_input(rng, shape, np.dtype(spec.dtype.as_numpy_dtype))
+            arrays.append(x)
+            feeds[inp.name] = x
+        out = fn(*[tf.constant(a) for a in arrays])
+        out = out if isinstance(out, (list, tuple)) else [out]
+        return feeds, [np.asarray(o.numpy()) for o in out]
+    return run
+
+
+def _match_name(name: str, onnx_inputs, k: int) -> str:
+    names = [i.name for i in onnx_inputs]
+    for cand in (name, name.split(":")[0]):
+        if cand in names:
+            return cand
+    return names[k]
+
+
+def source_files(path) -> list[Path]:
+    """The files of a framework input (a SavedModel directory's files, or the file itself):
+    outputs must never be any of them."""
+    p = Path(path)
+    return sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+
+
+def convert_source(path, *, input_shapes: dict | None = None, output_names=None, **options):
+    """:func:`api.convert` of a framework input: tf2onnx with StridedSlice kept
+    (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
+    verification, when nothing failed -- the result against the framework itself on random
+    inputs, as ``model_checks["framework"]`` (one check: convert, batch and report.json agree)."""
+    from .api import convert
+    kind = source_kind(path)
+    model = load_source(path, opset=options.get("opset"), input_shapes=input_shapes, output_names=output_names)
+    result = convert(model, source=str(path), **options)
+    rep = result.report
+    if options.get("verify", True) and rep.ok:
+        check = verify_against_source(path, result.model, input_shapes=input_shapes)
+        who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
+        if check.ok:
+            rep.model_checks["framework"] = (f"passed ({'bitwise' if check.bitwise else 'within 1e-5'} against "
+                                             f"{who} on {check.trials} random inputs)")
+        else:
+            bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
+            rep.model_checks["framework"] = f"failed: differs from {who}: {bad}"
+    return result

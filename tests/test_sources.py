@@ -1,0 +1,143 @@
+"""Framework inputs: .tflite, SavedModel, Keras -> ONNX (StridedSlice kept, lowered exactly),
+verified against the framework that runs the original."""
+
+from __future__ import annotations
+
+import builtins
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from onnx_slice_tools import convert
+from onnx_slice_tools.cli import main as cli_main
+from onnx_slice_tools.errors import ModelError
+from onnx_slice_tools.oracles import strided_slice_tflite_model
+from onnx_slice_tools.sources import (load_source, parse_input_shapes, quiet_frameworks, source_kind,
+                                      verify_against_source)
+from onnx_slice_tools.spec import from_tflite
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+SAMPLES = ["tflite_masks.tflite", "tflite_offset.tflite", "keras_slices.keras", "saved_model_slices"]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_sample_converts_and_matches_its_framework(name):
+    path = MODELS / name
+    model = load_source(path)
+    kept = [n for n in model.graph.node if n.op_type == "StridedSlice"]
+    assert kept, "StridedSlice was not kept as a custom node"
+    if name.endswith(".tflite"):
+        assert all(any(a.name == "offset" for a in n.attribute) for n in kept)
+    result = convert(model, source=str(path))
+    assert result.ok and result.report.rewritten == len(kept)
+    assert {r.flavor for r in result.report.records} == {"tflite" if name.endswith(".tflite") else "tf"}
+    assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
+    check = verify_against_source(path, result.model, trials=2)
+    assert check.bitwise, check.outputs  # slices around exact arithmetic: bit for bit
+
+
+def test_tf2onnx_native_lowering_is_wrong_on_offset_and_ours_is_right():
+    """tf2onnx maps STRIDED_SLICE to TF's StridedSlice: it ignores ``offset`` and TFLite's
+    begin_mask on a shrink index, so its own lowering disagrees with the interpreter."""
+    import tf2onnx
+    path = MODELS / "tflite_offset.tflite"
+    with quiet_frameworks():
+        native, _ = tf2onnx.convert.from_tflite(str(path), opset=17)
+    assert not verify_against_source(path, native, trials=1).ok
+    ours = convert(load_source(path)).model
+    assert verify_against_source(path, ours, trials=1).bitwise
+
+
+def test_verification_catches_a_tampered_conversion(tmp_path):
+    path = MODELS / "tflite_masks.tflite"
+    model = convert(load_source(path)).model
+    for node in model.graph.node:
+        if node.op_type == "Mul":
+            node.op_type = "Add"
+            break
+    else:
+        pytest.fail("no Mul in the sample")
+    assert not verify_against_source(path, model, trials=1).ok
+
+
+def test_cli_convert_tflite_exit_0_one_line_stdout_nothing_on_stderr(tmp_path, capfd):
+    src = tmp_path / "m.tflite"
+    src.write_bytes(strided_slice_tflite_model(
+        (3, 4), np.float32, from_tflite([0, 1], [2, 2], [1, 1], begin_mask=1, offset=True)))
+    dst = tmp_path / "m.onnx"
+    assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "matches the TFLite interpreter" in out
+    onnx.checker.check_model(onnx.load(str(dst)))
+
+
+def test_cli_convert_saved_model_with_input_shape_and_output_names(tmp_path, capfd):
+    src = tmp_path / "sm"
+    shutil.copytree(MODELS / "saved_model_slices", src)
+    dst = tmp_path / "sm.onnx"
+    assert cli_main(["convert", str(src), "-o", str(dst), "--inputs", "x:3,5", "--outputs", "a", "b"]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "matches TensorFlow" in out
+    m = onnx.load(str(dst))
+    assert [o.name for o in m.graph.output] == ["a", "b"]
+    assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [3, 5]
+
+
+def test_undefined_tflite_spec_is_exit_2_naming_the_node(tmp_path, capfd):
+    src = tmp_path / "bad.tflite"
+    src.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([4], [5], [1], shrink_axis_mask=1)))
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "bad.onnx")]) == 2
+    out, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "undefined" in err and str(src) in err
+    assert not (tmp_path / "bad.onnx").exists()
+
+
+def test_missing_tf_extra_is_one_line_naming_the_extra(monkeypatch, tmp_path, capfd):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "tf2onnx" or name.startswith("tf2onnx."):
+            raise ImportError("No module named 'tf2onnx'", name="tf2onnx")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ModelError, match=r"onnx-slice-tools\[tf\]"):
+        load_source(MODELS / "tflite_masks.tflite")
+    assert cli_main(["convert", str(MODELS / "tflite_masks.tflite"), "-o", str(tmp_path / "x.onnx")]) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "onnx-slice-tools[tf]" in err
+
+
+def test_source_kind_and_unreadable_inputs(tmp_path):
+    assert source_kind(MODELS / "tflite_masks.tflite") == "tflite"
+    assert source_kind(MODELS / "saved_model_slices") == "saved_model"
+    assert source_kind(MODELS / "keras_slices.keras") == "keras"
+    assert source_kind(MODELS / "tf_channel_flip.onnx") is None
+    assert source_kind(tmp_path) is None  # a directory without saved_model.pb
+    junk = tmp_path / "junk.tflite"
+    junk.write_bytes(b"not a flatbuffer")
+    with pytest.raises(ModelError, match="junk.tflite"):
+        load_source(junk)
+
+
+@pytest.mark.parametrize("text, want", [(["x:1,3,?"], {"x": [1, 3, None]}), (["a:b:2"], {"a:b": [2]})])
+def test_parse_input_shapes(text, want):
+    assert parse_input_shapes(text) == want
+
+
+@pytest.mark.parametrize("bad", ["x", "x:1,a"])
+def test_parse_input_shapes_rejects(bad):
+    with pytest.raises(ModelError, match="--inputs"):
+        parse_input_shapes([bad])
+
+
+def test_batch_worker_converts_a_tflite_input(tmp_path):
+    """batch's per-model worker takes framework inputs through sources.load_source."""
+    from onnx_slice_tools.batch import convert_one
+    dst = tmp_path / "out.onnx"
+    entry = convert_one(str(MODELS / "tflite_offset.tflite"), str(dst), {"verify": True})
+    assert entry["status"] == "converted", entry
+    assert entry["checks"]["framework"] == "ok"
+    assert dst.is_file()
