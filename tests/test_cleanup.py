@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_slice_tools.verify import DEFAULT_VERIFY_MEMORY
 from onnx_slice_tools.cleanup import (
     CommonSubexpressionPass, FoldShapeArithmeticPass, LiftScalarsPass, MergeSlicesPass, ReshapeCopyDimsPass,
     cleanup, cleanup_check, op_counts,
@@ -318,7 +319,7 @@ def test_cleanup_check_catches_a_changed_value():
     before = model(nodes, [x_input(["N", "M"])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                    i1 + [c("m1", [-1])])
     after, _ = clean(before)
-    assert cleanup_check(before, after) == "ok"
+    assert cleanup_check(before, after, memory_budget=DEFAULT_VERIFY_MEMORY) == "passed"
     broken = onnx.ModelProto()
     broken.CopyFrom(after)
     for t in broken.graph.initializer:
@@ -327,7 +328,7 @@ def test_cleanup_check_catches_a_changed_value():
             break
     else:
         pytest.fail("the lifted Add constant is not an initializer")
-    assert cleanup_check(before, broken).startswith("failed: ")
+    assert cleanup_check(before, broken, memory_budget=DEFAULT_VERIFY_MEMORY).startswith("failed: ")
 
 
 # --------------------------------------------------------------------------- hypothesis
@@ -446,7 +447,7 @@ def test_convert_runs_and_checks_the_cleanup(heads_export):
     proto, fn = heads_export
     on, off = convert(proto), convert(proto, cleanup=False)
     assert on.ok and off.ok
-    assert on.report.model_checks["cleanup"] == "ok" and "cleanup" not in off.report.model_checks
+    assert on.report.model_checks["cleanup"] == "passed" and "cleanup" not in off.report.model_checks
     rep = on.report.to_json()["cleanup"]
     assert rep["nodes_after"] == sum(ops(on.model).values()) < rep["nodes_before"] == sum(ops(off.model).values())
     assert rep["nodes_before"] - rep["nodes_after"] == sum(
