@@ -206,8 +206,6 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if verify:
         _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
                 removed_domains=domains_before - set(m.opset_imports))
-    if cleanup and result.modified:
-        proto = _cleanup(report, m, proto, model, verify, verify_memory)
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
@@ -216,18 +214,22 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if lower_opset != target or m.ir_version != proto.ir_version:
         proto = ir.to_proto(m)
         if verify and lower_opset != target:
-            report.model_checks.update(static_checks(proto, None))
+            report.model_checks.update(static_checks(proto, baseline))
             report.model_checks["opset_conversion"] = (
                 f"skipped: onnx's version converter moved the model from opset {lower_opset} to {target}; "
                 "the rewrites were checked at opset " + str(lower_opset)
                 + ", the converted model by the checker and shape inference only")
+    if cleanup and result.modified:  # last: what is saved is what the cleanup check ran
+        m, proto = _cleanup(report, m, proto, model, verify, verify_memory)
     return ConvertResult(proto, report, m)
 
 
 def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
     """The cleanup passes (cleanup.py) on the rewritten ``m``, after its verification, and --
     with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
-    on the same random inputs (cleanup.cleanup_check).  Returns the proto of ``m`` after."""
+    on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
+    the cleanup changed nothing or stopped, the model as it was before (``before``): onnx-ir's
+    passes may still have touched it (e.g. trailing empty inputs dropped)."""
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
     from .cleanup import cleanup_check
@@ -238,12 +240,12 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
         report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
         report.model_checks["cleanup"] = (f"failed: the cleanup stopped ({report.cleanup['error']}); "
                                           "convert with --no-cleanup")
-        return before
+        return adopt_files(ir.from_proto(before), m), before
     report.timings["cleanup"] = time.perf_counter() - t
     if not report.cleanup["changed"]:
         if verify:
             report.model_checks["cleanup"] = "passed (nothing to clean)"
-        return before
+        return adopt_files(ir.from_proto(before), m), before
     after = ir.to_proto(m)
     if verify:
         t = time.perf_counter()
@@ -251,7 +253,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
             load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p)
         report.timings["verify_cleanup"] = time.perf_counter() - t
-    return after
+    return m, after
 
 
 def _baseline_proto(model, m, upgraded: bool):

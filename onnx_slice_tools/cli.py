@@ -150,12 +150,12 @@ def _spec_from_args(args):
     from .spec import MASK_NAMES, TFLITE, from_index_expr, from_openvino, from_tf, from_tflite
     explicit = [f"--{f}" for f in ("begin", "end", "strides") if getattr(args, f) is not None]
     masks = [f"--{m.replace('_', '-')}" for m in MASK_NAMES if getattr(args, m) is not None]
+    if args.offset and args.flavor != TFLITE:
+        raise StridedSliceError("--offset is a TFLite option; add --flavor tflite", field="offset")
     if not explicit:
         if masks:
             raise StridedSliceError("masks only go with --begin/--end/--strides; an index expression "
                                     "carries its own masks", field=", ".join(masks))
-    if args.offset and args.flavor != TFLITE:
-        raise StridedSliceError("--offset is a TFLite option; add --flavor tflite", field="offset")
         if not args.spec:
             raise StridedSliceError("give SPEC as an index expression, or --begin/--end/--strides",
                                     field="spec")
@@ -253,36 +253,22 @@ def cmd_explain(args) -> int:
 
 def cmd_inspect(args) -> int:
     from .api import load_ir
-    from .lower import lower
-    from .plan import make_plan
-    from .rewrite import (_all_graphs, _index_type, _infer_shapes, _json_shape, _needs_shape_inference,
-                          detect_flavor, read_node, value_dims)
+    from .rewrite import StridedSliceRewritePass, _json_shape, default_opset
     m = load_ir(args.model)
-    if _needs_shape_inference(m):  # the shapes convert works with
-        _infer_shapes(m)
+    # exactly what convert would do (the same derived shapes, lowering and opset), on a copy
+    # that is never saved
+    opset = max(default_opset(m) or 17, 11)
+    flavor = None if args.flavor == "auto" else args.flavor
     rows = []
-    for graph, label, _ in _all_graphs(m):
-        for node in graph:
-            if node.op_type != "StridedSlice":
-                continue
-            name = node.name or node.outputs[0].name
-            row = {"node": name, "graph": label, "domain": node.domain}
-            flavor = args.flavor if args.flavor != "auto" else detect_flavor(node)
-            row["flavor"] = flavor
-            try:
-                if flavor is None:
-                    raise StridedSliceError("cannot tell the flavour from the mask attributes; pass --flavor",
-                                            field="attributes")
-                spec, runtime = read_node(node, flavor)
-                shape = value_dims(node.inputs[0])
-                plan = make_plan(spec, shape)
-                low = lower(plan, 17, {f: _index_type(v) for f, v in runtime.items()})
-                row.update(spec=spec.index_notation(), input_shape=_json_shape(shape),
-                           output_shape=_json_shape(plan.output_shape),
-                           onnx=[op.describe() for op in low.ops if op.op_type != "Identity"] or ["(rewiring)"])
-            except StridedSliceError as exc:
-                row["error"] = str(exc)
-            rows.append(row)
+    for r in StridedSliceRewritePass(flavor=flavor, opset=opset)(m).records:
+        row = {"node": r.node, "graph": r.graph, "flavor": r.flavor}
+        if r.lowering is None:
+            row["error"] = r.error
+        else:
+            row.update(spec=r.notation, input_shape=_json_shape(r.input_shape),
+                       output_shape=_json_shape(r.output_shape),
+                       onnx=[op.describe() for op in r.lowering.ops if op.op_type != "Identity"] or ["(rewiring)"])
+        rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK

@@ -302,6 +302,9 @@ class StridedSliceRewritePass:
             if not targets:
                 continue
             pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function, names=names)
+            # Names are local to a function (its body and subgraphs): the main graph's derived
+            # shapes do not apply there (a function input "x" is not the graph's "x").
+            self._scoped = label.startswith("function")
             # graph outputs indexed once: per-node scans of them make big models quadratic
             self._out_index = {id(v): k for k, v in enumerate(graph.outputs)}
             self._dead: list = []
@@ -329,12 +332,14 @@ class StridedSliceRewritePass:
 
     def _dims(self, value):
         """Dims of ``value`` that shape inference derived (None: unknown rank)."""
-        if value is None:
+        if value is None or self._scoped:
             return None
         return self._shapes.get(value.name, (None, None))[1]
 
     def _elem(self, value):
-        return self._shapes.get(value.name, (None, None))[0] if value is not None else None
+        if value is None or self._scoped:
+            return None
+        return self._shapes.get(value.name, (None, None))[0]
 
     def _rewrite(self, graph, label: str, node, pool: ConstantPool) -> RewriteRecord:
         import onnx_ir as ir
@@ -399,7 +404,7 @@ class StridedSliceRewritePass:
         # Fill in what the original output did not declare: its type, and the plan's shape.
         if new_out.type is None and x.type is not None:
             new_out.type = x.type
-        if new_out.shape is None and plan.output_shape is not None:
+        if new_out.shape is None and plan.output_shape is not None and new_out.type is not None:
             new_out.shape = ir.Shape(list(plan.output_shape))
         return rec
 
