@@ -140,6 +140,15 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     return entry
 
 
+def _convert_defaults() -> dict:
+    """Every option of api.convert with its default: a run that spells out a default and one
+    that leaves it out have the same options (and find each other's outputs unchanged)."""
+    import inspect
+    from .api import convert
+    return {k: p.default for k, p in inspect.signature(convert).parameters.items()
+            if p.default is not inspect.Parameter.empty and k != "source"}
+
+
 def _previous(output_dir: Path) -> dict:
     try:
         data = json.loads((output_dir / REPORT_NAME).read_text())
@@ -234,7 +243,7 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
     if output_dir.exists() and not output_dir.is_dir():
         raise ModelError("is not a folder", path=str(output_dir))
     output_dir.mkdir(parents=True, exist_ok=True)
-    options = {"flavor": flavor, "opset": opset, "verify": verify, **more_options}
+    options = {**_convert_defaults(), "flavor": flavor, "opset": opset, "verify": verify, **more_options}
     options = json.loads(json.dumps(options))  # as the report will store it
     report = BatchReport(str(input_dir), str(output_dir))
     with _output_lock(output_dir), termination_raises():
