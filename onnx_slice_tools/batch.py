@@ -114,9 +114,12 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     t0 = time.perf_counter()
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None}
+    from .capture import collect_warnings
     try:
         from .sources import convert_source, source_kind
-        result = convert_source(src, **options) if source_kind(src) else convert(src, **options)
+        with collect_warnings() as warned:  # into the entry, never stderr
+            entry["warnings"] = warned
+            result = convert_source(src, **options) if source_kind(src) else convert(src, **options)
         rep = result.report
         entry["verdict"] = rep.verdict
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,

@@ -602,13 +602,8 @@ class _Quiet:
 
 
 def _collecting_handler(records: list):
-    """A logging handler that keeps records (so logging's last-resort handler never prints)."""
-    import logging
-
-    class Collect(logging.Handler):
-        def emit(self, record):
-            records.append(record)
-    return Collect(logging.WARNING)
+    from .capture import collecting_handler
+    return collecting_handler(records)
 
 
 def _fileno(stream) -> int | None:

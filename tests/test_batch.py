@@ -235,3 +235,26 @@ def test_batch_never_writes_over_another_models_data_file(tmp_path):
     assert by_name["b.onnx"]["status"] == "invalid" and "is the input file" in by_name["b.onnx"]["error"]
     assert by_name["a.onnx"]["status"] == "converted"
     assert (out / "b.onnx.data").read_bytes() == before and not (out / "b.onnx").exists()
+
+
+def test_worker_warnings_go_into_the_entry_not_stderr(tmp_path, monkeypatch, capfd):
+    """Python warnings and logging records raised while a model converts land in its report
+    entry (``warnings``), never on stderr."""
+    import logging
+    import warnings
+
+    import onnx_slice_tools.api as api
+    from onnx_slice_tools.batch import convert_one
+    real = api.convert
+
+    def noisy(*args, **kwargs):
+        warnings.warn("numpy said something", RuntimeWarning)
+        logging.getLogger("onnx_ir").warning("onnx-ir said something")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(api, "convert", noisy)
+    models = Path(__file__).resolve().parent.parent / "models"
+    entry = convert_one(str(models / "tf_channel_flip.onnx"), str(tmp_path / "o.onnx"), {})
+    assert entry["status"] == "converted", entry
+    assert "RuntimeWarning: numpy said something" in entry["warnings"]
+    assert "onnx_ir: onnx-ir said something" in entry["warnings"]
+    assert capfd.readouterr().err == ""
