@@ -152,10 +152,12 @@ class CheckResult:
     tried_shapes: list = field(default_factory=list)
     tried_values: list = field(default_factory=list)  # runtime begin/end/strides tried (dicts)
     rejected_values: int = 0                # runtime values the framework rejects: redrawn
+    runtimes: dict = field(default_factory=dict)  # other runtimes checked (runtimes.py): name -> status
 
     @property
     def ok(self) -> bool:
-        return self.shape_inference == "ok" and (self.onnxruntime == "ok" or self.onnxruntime.startswith("skipped"))
+        return self.shape_inference == "ok" and all(
+            s == "ok" or s.startswith("skipped") for s in (self.onnxruntime, *self.runtimes.values()))
 
 
 @dataclass
@@ -233,8 +235,12 @@ def _build_model(cases: list[CheckCase], opset: int):
     return ir.to_proto(model)
 
 
-def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
-    """Run shape inference and onnxruntime checks on all cases; fills ``case.result``."""
+def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0, runtime: str = "onnxruntime") -> None:
+    """Run shape inference and onnxruntime checks on all cases; fills ``case.result``.
+
+    ``runtime``: run the checks on another runtime of runtimes.py instead (its status then
+    goes into ``result.onnxruntime``; runtimes.check_on_runtimes files it under its name)."""
+    from .runtimes import make_session as runtime_session
     import onnx
     if not cases:
         return
@@ -264,10 +270,10 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
             case.result.shape_inference = f"shape inference failed: {str(exc).splitlines()[0]}"
 
     try:
-        session = make_session(proto.SerializeToString())
+        session = runtime_session(runtime, proto.SerializeToString())
     except Exception as exc:
         for case in cases:
-            case.result.onnxruntime = f"onnxruntime could not load the checks: {str(exc).splitlines()[0]}"
+            case.result.onnxruntime = f"{runtime} could not load the checks: {str(exc).splitlines()[0]}"
         return
     rng = np.random.default_rng(seed)
     per_case = [concrete_shapes(c.lowering.plan) for c in cases]
@@ -302,7 +308,7 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
                 case.result.tried_values.append({"shape": list(shape), **values})
         fed = [i for i in active if f"x{i}" in feeds]
         try:
-            outs = _run(session, proto, feeds, fed)
+            outs = _run(session, proto, feeds, fed, runtime)
         except _RunFailed as exc:
             outs = exc.partial
         for i in compared:
@@ -312,7 +318,7 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0) -> None:
             got = outs.get(i)
             if isinstance(got, Exception):
                 case.result.onnxruntime = (f"input {shapes_now[i]}{_values_text(case, feeds, i)}: "
-                                           f"onnxruntime failed: {str(got).splitlines()[0]}")
+                                           f"{runtime} failed: {str(got).splitlines()[0]}")
                 continue
             problem = _compare_arrays(np.asarray(got), expected[i], shapes_now[i])
             case.result.onnxruntime = (problem + _values_text(case, feeds, i)) if problem else "ok"
@@ -379,7 +385,7 @@ class _RunFailed(Exception):
         self.partial = partial
 
 
-def _run(session, proto, feeds: dict, active: list[int]) -> dict:
+def _run(session, proto, feeds: dict, active: list[int], runtime: str = "onnxruntime") -> dict:
     """Outputs by case index.  When the batched run fails, each case is run on its own so
     the failure is attributed to the case(s) that cause it."""
     names = [f"y{i}" for i in active]
@@ -388,13 +394,14 @@ def _run(session, proto, feeds: dict, active: list[int]) -> dict:
     except Exception:
         pass
     import onnx
+    from .runtimes import make_session as runtime_session
     outs = {}
     for i in active:
         names = [k for k in feeds if k[1:] == str(i)]
         single = onnx.utils.Extractor(proto).extract_model(names, [f"y{i}"])
         single.ir_version = proto.ir_version
         try:
-            outs[i] = make_session(single.SerializeToString()).run(None, {k: feeds[k] for k in names})[0]
+            outs[i] = runtime_session(runtime, single.SerializeToString()).run(None, {k: feeds[k] for k in names})[0]
         except Exception as exc:
             outs[i] = exc
     raise _RunFailed(outs)
