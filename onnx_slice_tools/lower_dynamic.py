@@ -401,13 +401,23 @@ def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     return cur
 
 
+def _slice_step_allowed(a, target) -> bool:
+    """Whether range axis ``a`` may go into ``Slice`` with its step (else Gather of a Range)."""
+    from .targets import NEGATIVE_STEP, NEGATIVE_STEP_MAYBE_EMPTY
+    if a.stride is not None and a.stride > 0:
+        return True
+    if target.forbids(NEGATIVE_STEP):
+        return False
+    return not target.forbids(NEGATIVE_STEP_MAYBE_EMPTY) or (
+        a.stride is not None and isinstance(a.dim, int) and a.dim > 0)
+
+
 def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None):
     """(ops, notes, index dtype) computing ``plan`` within ``target``'s constraints (targets.py).
 
     Shrinks are ``Slice(i, i + 1)`` of a normalized index and leave the axis for the layout
     step: no ``Gather`` with a 0-d index (OpenVINO's CPU plugin also crashes on a ``Gather`` of a
     statically empty tensor)."""
-    from .targets import NEGATIVE_STEP
     spec = plan.spec
     runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
     index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
@@ -420,11 +430,11 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
 
     ranges = [a for a in plan.axes if a.kind == RANGE and not a.is_identity]
     ranges.sort(key=lambda a: (a.axis < 0, a.axis))
-    by_slice = [a for a in ranges if not target.forbids(NEGATIVE_STEP) or (a.stride is not None and a.stride > 0)]
+    by_slice = [a for a in ranges if _slice_step_allowed(a, target)]
     by_gather = [a for a in ranges if a not in by_slice]
     if by_slice:
         starts, ends, steps, neg = _canonical_bounds(b, plan, by_slice, runtime, dims)
-        if not target.forbids(NEGATIVE_STEP):  # a canonical -1 ("before element 0") is no Slice bound
+        if any(a.stride is None or a.stride < 0 for a in by_slice):  # a canonical -1 ("before element 0") is no Slice bound
             ends = _where(b, _less(b, ends, _const([0])), _const([-(2 ** 63)]), ends)
             ends = _where(b, _less(b, starts, _const([0])), _const([0]), ends)  # TF: begin before element 0
             starts = _minmax(b, "Max", starts, _const([0]))

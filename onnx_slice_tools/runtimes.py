@@ -45,7 +45,8 @@ class _OpenVINOSession:
     def __init__(self, model_bytes: bytes):
         ov = _import_openvino()
         self.core = ov.Core()
-        self.model = self.core.read_model(model_bytes, b"")
+        with _one_line("OpenVINO could not read the model"):
+            self.model = self.core.read_model(model_bytes, b"")
         self.unranked = [p.get_any_name() for p in self.model.inputs if p.get_partial_shape().rank.is_dynamic]
         self.compiled: dict = {}
         if not self.unranked:
@@ -58,19 +59,39 @@ class _OpenVINOSession:
             if ranks:
                 model = self.model.clone()
                 model.reshape({name: ov.PartialShape.dynamic(r) for name, r in zip(self.unranked, ranks)})
-            self.compiled[ranks] = self.core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1})
+            with _one_line("OpenVINO could not compile the model"):
+                self.compiled[ranks] = self.core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1})
         return self.compiled[ranks]
 
     def run(self, output_names, feeds: dict) -> list:
         compiled = self._compiled(tuple(np.ndim(feeds[n]) for n in self.unranked))
         inputs = {p.get_any_name() for p in compiled.inputs}
-        out = compiled.create_infer_request().infer({k: v for k, v in feeds.items() if k in inputs})
+        with _one_line("OpenVINO failed"):
+            out = compiled.create_infer_request().infer({k: v for k, v in feeds.items() if k in inputs})
         by_name = {}
         for port, value in out.items():
             for name in port.get_names():
                 by_name[name] = np.array(value, copy=True)  # the request owns its buffers
         names = output_names or [p.get_any_name() for p in compiled.outputs]
         return [by_name[n] for n in names]
+
+
+class _one_line:
+    """Context manager: an OpenVINO exception (a many-line C++ trace) as one RuntimeError line."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        useful = [ln for ln in lines if not ln.startswith(("Exception from", "Check '", "FrontEnd API failed",
+                                                               "Model wasn't fully", "Failed operations", "Summary"))]
+        raise RuntimeError(f"{self.what}: {useful[0] if useful else (lines[0] if lines else kind.__name__)}") from None
 
 
 class _ReferenceSession:

@@ -14,6 +14,7 @@ import numpy as np
 
 # constraint names
 NEGATIVE_STEP = "negative_slice_step"
+NEGATIVE_STEP_MAYBE_EMPTY = "negative_slice_step_on_a_maybe_empty_axis"
 SCALAR_GATHER = "scalar_gather_index"
 NEGATIVE_GATHER = "negative_gather_index"
 SENTINEL = "sentinel_bound"
@@ -37,6 +38,10 @@ CONSTRAINTS = {c.name: c for c in (
                "unsupported or emulated in onnxruntime-web/WebGL (onnxruntime #14588), WebNN (#22871) and "
                "TOSA lowerings; onnxruntime reverses a whole axis for an end of INT_MAX with a negative "
                "step where the ONNX spec gives nothing (onnxruntime #11107)"),
+    Constraint(NEGATIVE_STEP_MAYBE_EMPTY, "a negative Slice step only on an axis known to be non-empty "
+               "(otherwise Gather of computed indices)",
+               "OpenVINO 2026.4's CPU plugin reads elements out of an empty axis with a negative step: "
+               "Slice(0, 0, -2) on a dim of 0 gave 2 elements"),
     Constraint(SCALAR_GATHER, "no Gather with 0-d (scalar) indices (1-D index + Squeeze)",
                "rejected by onnxruntime's NNAPI and VSINPU execution providers (#16279, #24603); needed a "
                "special transformation in OpenVINO"),
@@ -74,10 +79,11 @@ class Target:
 
 TARGETS = {t.name: t for t in (
     Target("onnxruntime", frozenset(), ("onnxruntime",), "the minimal lowering, verified in onnxruntime"),
-    Target("portable", frozenset({NEGATIVE_STEP, SCALAR_GATHER, NEGATIVE_GATHER, SENTINEL, RAW_UNKNOWN_BOUNDS}),
+    Target("portable", frozenset({NEGATIVE_STEP, SCALAR_GATHER, NEGATIVE_GATHER, SENTINEL, RAW_UNKNOWN_BOUNDS,
+                                  RESHAPE_EMPTY}),
            ("onnxruntime", "openvino", "reference"),
            "what every runtime agrees on: no negative steps, 1-D non-negative Gather indices, no sentinels"),
-    Target("openvino", frozenset({RAW_UNKNOWN_BOUNDS, RESHAPE_EMPTY}), ("openvino",),
+    Target("openvino", frozenset({RAW_UNKNOWN_BOUNDS, RESHAPE_EMPTY, NEGATIVE_STEP_MAYBE_EMPTY}), ("openvino",),
            "avoids what OpenVINO's ONNX reader gets wrong, verified in OpenVINO"),
 )}
 DEFAULT = "onnxruntime"
