@@ -281,10 +281,12 @@ def _where(b, c, x, y):
 
 
 def _minmax(b, op: str, x, y):
-    fn = min if op == "Min" else max
-    if b.opset >= 12 or all(r[0] == "const" for r in (x, y)):
-        return _fold(b, op, fn, x, y)
-    first = _less(b, x, y) if op == "Min" else _less(b, y, x)  # integer Min/Max: opset 12
+    """Min or Max as Less + Where: onnxruntime 1.31's int64 Min/Max of two vectors of 2 or 3
+    entries return the wrong operand for values beyond int32 (Min([0, 2**31], [0, 0]) gives
+    [0, 2**31]); integer Min/Max also need opset 12."""
+    if all(r[0] == "const" for r in (x, y)):
+        return _fold(b, op, min if op == "Min" else max, x, y)
+    first = _less(b, x, y) if op == "Min" else _less(b, y, x)
     return _where(b, first, x, y)
 
 
@@ -458,7 +460,10 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
         starts, ends, steps, neg = _canonical_bounds(b, plan, by_gather, runtime, dims)
         # an end on the wrong side of the start means no element; OpenVINO's Range counts
         # |end - start| elements there (Range(0, 2, -1) gives [0, -1])
-        ends = _where(b, neg, _minmax(b, "Min", ends, starts), _minmax(b, "Max", ends, starts))
+        if neg[0] == "bool" and len(set(neg[1])) == 1:  # one sign: one of the two
+            ends = _minmax(b, "Min" if neg[1][0] else "Max", ends, starts)
+        else:
+            ends = _where(b, neg, _minmax(b, "Min", ends, starts), _minmax(b, "Max", ends, starts))
         for j, a in enumerate(by_gather):
             if starts[0] == ends[0] == steps[0] == "const":
                 idx = tuple(range(starts[1][j], ends[1][j], steps[1][j]))
