@@ -34,6 +34,8 @@ class Report:
     timings: dict = field(default_factory=dict)
     signatures_checked: int = 0
     model_comparison: object | None = None   # evaluate.ModelComparison once run
+    target: str = "onnxruntime"                # targets.py
+    verify_on: tuple = ()                      # runtimes of the per-rewrite checks
 
     @property
     def found(self) -> int:
@@ -57,7 +59,8 @@ class Report:
 
     def to_json(self) -> dict:
         return {
-            "source": self.source, "opset": self.opset, "ok": self.ok, "verified": self.verified,
+            "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on),
+            "ok": self.ok, "verified": self.verified,
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks,
@@ -185,22 +188,35 @@ def _check_external_locations(m, path: Path) -> None:
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
-            source: str | None = None) -> ConvertResult:
+            source: str | None = None, target: str | None = None, verify_on=None,
+            fix_slices: bool = False) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
+
+    ``target``: onnxruntime (default: the minimal lowering), portable or openvino (targets.py).
+    ``verify_on``: runtimes the per-rewrite checks run on ("onnxruntime,openvino,reference" or a
+    sequence; default: the target's).  ``fix_slices``: also rewrite the model's own Slice/Gather
+    nodes that break the target's constraints (fixslices.py), verified like every rewrite.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report``.  Raises :class:`ModelError` for an unusable model.
     Invalid specs and failed checks are reported (``result.ok`` is False), not raised.
     """
     import onnx_ir as ir
+    from .runtimes import parse_runtimes, require
+    from .targets import get_target
     from .verify import ir_version_for, max_supported_ir_version, max_supported_opset
+    target_spec = get_target(target)
+    runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
+    if verify:
+        for name in runtimes:
+            require(name)
     if flavor not in (None, "auto", *FLAVORS):
         raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf or openvino")
     flavor = None if flavor == "auto" else flavor
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label)
-    report = Report(label)
+    report = Report(label, target=target_spec.name, verify_on=tuple(runtimes) if verify else ())
     report.timings["load"] = time.perf_counter() - t0
 
     current = default_opset(m)
@@ -216,8 +232,11 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report.opset = target
 
     t1 = time.perf_counter()
-    result = StridedSliceRewritePass(flavor=flavor, opset=target)(m)
+    result = StridedSliceRewritePass(flavor=flavor, opset=target, target=target_spec.name)(m)
     report.records = result.records
+    if fix_slices:
+        from .fixslices import FixSlicesPass
+        report.records += FixSlicesPass(target_spec, opset=target)(m).records
     set_default_opset(m, target)
     m.ir_version = min(max(m.ir_version or 0, ir_version_for(target)), max(max_supported_ir_version(),
                                                                            ir_version_for(target)))
@@ -236,7 +255,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         full = proto if not _external_tensors(m) or not whole else _with_external_data(proto, model)
         with (_background_session(full) if whole else contextlib.nullcontext()) as session:
             t2 = time.perf_counter()
-            report.signatures_checked = verify_records(report.records, target)
+            report.signatures_checked = verify_records(report.records, target, runtimes)
             report.verified = True
             report.timings["verify_rewrites"] = time.perf_counter() - t2
             t4 = time.perf_counter()
@@ -310,10 +329,12 @@ def _upgrade_opset(m, target: int, label):
         raise ModelError(f"cannot convert the model to opset {target}: {_first_line(exc)}", path=label) from None
 
 
-def verify_records(records: list[RewriteRecord], opset: int) -> int:
-    """Check each distinct rewrite once (see verify.py); returns the number of signatures."""
+def verify_records(records: list[RewriteRecord], opset: int, runtimes=("onnxruntime",)) -> int:
+    """Check each distinct rewrite once (see verify.py) on each of ``runtimes`` (runtimes.py);
+    returns the number of signatures."""
     from onnx import helper
-    from .verify import CheckCase, check_lowerings, declared_conflict
+    from .runtimes import check_on_runtimes
+    from .verify import CheckCase, declared_conflict
     groups: dict = {}
     for r in records:
         if r.lowering is None:
@@ -326,7 +347,7 @@ def verify_records(records: list[RewriteRecord], opset: int) -> int:
         dtype = np.dtype(object) if elem == 8 else helper.tensor_dtype_to_np_dtype(elem)
         cases.append(CheckCase(recs[0].lowering, dtype, elem, declared_output=recs[0].declared_output,
                                index_types=recs[0].index_types))
-    check_lowerings(cases, opset)
+    check_on_runtimes(cases, opset, runtimes)
     for case, recs in zip(cases, groups.values()):
         for r in recs:
             r.check = case.result

@@ -50,11 +50,22 @@ def write_atomically(path: Path, write) -> None:
 
 def cmd_convert(args) -> int:
     from .api import convert
+    from .runtimes import RuntimeUnavailable
     src, dst = Path(args.input), Path(args.output)
     if dst.resolve() == src.resolve():
         print(f"{dst}: refusing to overwrite the input model; choose another -o", file=sys.stderr)
         return EXIT_INPUT
-    result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify)
+    try:
+        result = convert(src, flavor=args.flavor, opset=args.opset, verify=not args.no_verify, target=args.target,
+                         verify_on=args.verify_on, fix_slices=args.fix_slices)
+    except ValueError as exc:  # --verify-on: an unknown runtime
+        if isinstance(exc, (ModelError, StridedSliceError)):
+            raise
+        print(f"{src}: --verify-on: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except RuntimeUnavailable as exc:  # --verify-on openvino without the openvino extra
+        print(f"{src}: --verify-on: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     rep = result.report
     if args.report:
         text = json.dumps(rep.to_json(), indent=2)
@@ -66,7 +77,8 @@ def cmd_convert(args) -> int:
         return EXIT_INPUT
     if not rep.ok:
         for r in rep.failed_records:
-            why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}"
+            why = r.error or f"shape inference: {r.check.shape_inference}; onnxruntime: {r.check.onnxruntime}" + "".join(
+                f"; {k}: {v}" for k, v in r.check.runtimes.items())
             print(f"{src}: node {r.node!r} ({r.notation}): {why}", file=sys.stderr)
         from .api import check_passed
         for name, status in rep.model_checks.items():
@@ -74,7 +86,8 @@ def cmd_convert(args) -> int:
                 print(f"{src}: converted model fails {name}: {status}", file=sys.stderr)
         return EXIT_FAILED
     result.save(dst)
-    verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime)"
+    where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
+    verified = (f", verified ({rep.signatures_checked} distinct rewrites checked in {where})"
                 if rep.verified else ", not verified")
     print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten{verified}")
     return EXIT_OK
@@ -179,7 +192,30 @@ def cmd_explain(args) -> int:
 
 # --------------------------------------------------------------------------- inspect
 
+def cmd_inspect_target(args) -> int:
+    """``inspect --target T``: the nodes of any model that break target T's constraints."""
+    from .api import load_ir
+    from .targets import find_violations, get_target
+    target = get_target(args.target)
+    found = find_violations(load_ir(args.model), target)
+    if args.json:
+        print(json.dumps([v.to_json() for v in found], indent=2))
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+        table = Table(title=f"{args.model}: {len(found)} node(s) break target {target.name}")
+        for col in ("node", "op", "graph", "constraint", "detail", "why it matters"):
+            table.add_column(col, overflow="fold")
+        for v in found:
+            table.add_row(*(escape(c) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why)))
+        Console(width=max(160, Console().width)).print(table)
+    return EXIT_OK
+
+
 def cmd_inspect(args) -> int:
+    if args.target:
+        return cmd_inspect_target(args)
     from .api import load_ir
     from .lower import lower
     from .plan import make_plan
@@ -349,6 +385,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--opset", type=int, default=None, help="target default-domain opset (default: the model's)")
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report here")
+    from .targets import TARGETS
+    c.add_argument("--target", choices=list(TARGETS), default="onnxruntime",
+                   help="constraints of the output (default onnxruntime: the minimal lowering; portable: what "
+                        "every runtime agrees on; openvino: what OpenVINO's ONNX reader gets right)")
+    c.add_argument("--verify-on", default=None,
+                   help="runtimes of the per-rewrite checks, e.g. onnxruntime,openvino,reference "
+                        "(default: the target's)")
+    c.add_argument("--fix-slices", action="store_true",
+                   help="also rewrite the model's own Slice/Gather nodes that break the target's constraints")
     c.set_defaults(func=cmd_convert)
 
     e = sub.add_parser("explain", help="show how a spec is read, planned and lowered")
@@ -383,6 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("model")
     i.add_argument("--flavor", choices=["auto", "tf", "openvino"], default="auto")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--target", choices=list(TARGETS), default=None,
+                   help="list the nodes (any op, any converter) that break this target's constraints")
     i.set_defaults(func=cmd_inspect)
     return p
 

@@ -59,6 +59,8 @@ class RewriteRecord:
             c = self.check
             out["checks"] = {"shape_inference": c.shape_inference, "inferred_shape": _json_shape(c.inferred_shape),
                              "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
+            if c.runtimes:
+                out["checks"]["runtimes"] = dict(c.runtimes)
             if self.index_types:
                 out["checks"]["tried_runtime_values"] = c.tried_values
                 out["checks"]["rejected_runtime_values_redrawn"] = c.rejected_values
@@ -241,13 +243,15 @@ class StridedSliceRewritePass:
 
     ``flavor``: None to detect per node from the attribute types, or "tf"/"openvino".
     ``opset``: the default-domain opset the emitted nodes are for (the model's own).
+    ``target``: the constraints of the output (targets.py; default onnxruntime, the minimal lowering).
     """
 
-    def __init__(self, *, flavor: str | None = None, opset: int):
+    def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
         if flavor not in (None, TF, OPENVINO):
             raise ValueError(f"unknown flavor {flavor!r}")
         self.flavor = flavor
         self.opset = opset
+        self.target = target
 
     def __call__(self, model) -> RewriteResult:
         if _needs_shape_inference(model):
@@ -257,10 +261,10 @@ class StridedSliceRewritePass:
         self._consts: dict = {}  # constant inputs already read
         self._lowerings: dict = {}  # (spec, input shape) -> (plan, lowering): models repeat patterns
         for graph, label, is_function in _all_graphs(model):
-            targets = [n for n in graph if n.op_type == "StridedSlice"]
+            targets = [n for n in graph if self._selects(n)]
             if not targets:
                 continue
-            pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function)
+            pool = ConstantPool(graph, f"{self.prefix}{len(records)}/", use_nodes=is_function)
             # graph outputs indexed once: per-node scans of them make big models quadratic
             self._out_index = {id(v): k for k, v in enumerate(graph.outputs)}
             self._dead: list = []
@@ -276,6 +280,16 @@ class StridedSliceRewritePass:
             _drop_unused_domains(model)
         return RewriteResult(model, modified, records)
 
+    prefix = "sst"  # of the constants this pass adds
+
+    def _selects(self, node) -> bool:
+        """The nodes this pass rewrites (a hook for fixslices.FixSlicesPass)."""
+        return node.op_type == "StridedSlice"
+
+    def _read(self, node, flavor: str) -> tuple[SliceSpec, dict]:
+        """(spec, runtime index values) of a selected node."""
+        return read_node(node, flavor, self._consts)
+
     def _rewrite(self, graph, label: str, node, pool: ConstantPool) -> RewriteRecord:
         import onnx_ir as ir
         name = node.name or (node.outputs[0].name if node.outputs else "StridedSlice")
@@ -288,14 +302,14 @@ class StridedSliceRewritePass:
         x = node.inputs[0] if node.inputs else None
         out = node.outputs[0]
         try:
-            spec, runtime = read_node(node, flavor, self._consts)
+            spec, runtime = self._read(node, flavor)
             rec.spec = spec
             rec.input_shape = value_dims(x)
             index_types = {f: _index_type(v) for f, v in runtime.items()}
             key = (spec, rec.input_shape, tuple(sorted(index_types.items())))
             if key not in self._lowerings:
                 plan = make_plan(spec, rec.input_shape)
-                self._lowerings[key] = (plan, lower(plan, self.opset, index_types))
+                self._lowerings[key] = (plan, lower(plan, self.opset, index_types, target=self.target))
             plan, lowering = self._lowerings[key]
         except StridedSliceError as exc:
             rec.error = str(exc)
