@@ -294,13 +294,23 @@ class _Dims:
     """Input dims (in the index type): constants when known, else read from ``Shape`` once."""
 
     def __init__(self, b: _Builder, plan: Plan):
-        self.b, self.plan, self._shape, self._rank = b, plan, None, None
+        self.b, self.plan, self._shape, self._rank, self._cache = b, plan, None, None, {}
 
     def of(self, axes: list) -> tuple:
         known = [a.dim for a in axes]
         if all(isinstance(d, int) for d in known):
             return _const(known)
+        key = tuple(a.axis for a in axes)
+        if key not in self._cache:
+            self._cache[key] = self._read(axes)
+        return self._cache[key]
+
+    def _read(self, axes: list) -> tuple:
         b = self.b
+        if len(axes) == 1 and b.opset >= 15:  # Shape(start, end): one node
+            ax = axes[0].axis
+            dims = b.add("Shape", X, attrs=(("start", ax),) + ((("end", ax + 1),) if ax != -1 else ()))
+            return dims if b.dtype == "int64" else b.add("Cast", dims, attrs=(("to", b.dtype),))
         if self._shape is None:
             self._shape = b.add("Shape", X)
         idx = ("const64", tuple(a.axis for a in axes))
@@ -388,12 +398,17 @@ def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     out_shape = plan.output_shape
     if not shrunk and not inserted:
         return cur
-    dynamic = out_shape is not None and not all(isinstance(d, int) for d in out_shape)
-    if target.forbids(RESHAPE_EMPTY) and dynamic and b.opset >= 14:
+    static = out_shape is not None and all(isinstance(d, int) for d in out_shape)
+    if target.forbids(RESHAPE_EMPTY) and static and 0 in out_shape and b.opset >= 14:
+        # the plan knows the empty output's shape (OpenVINO may not: runtime bounds)
+        return b.add("Reshape", cur, ("const64", tuple(out_shape)), attrs=(("allowzero", 1),))
+    if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static and b.opset >= 14:
         src = []
         for o in plan.outputs:
             src.append(plan.input_rank if o.kind == NEW else plan.axes[o.source].axis)
-        shape = b.add("Concat", b.add("Shape", cur), ("const64", (1,)), attrs=(("axis", 0),))
+        shape = b.add("Shape", cur)
+        if inserted:  # new axes read an appended 1
+            shape = b.add("Concat", shape, ("const64", (1,)), attrs=(("axis", 0),))
         shape = b.add("Gather", shape, ("const64", tuple(src)), attrs=(("axis", 0),))
         return b.add("Reshape", cur, shape, attrs=(("allowzero", 1),))
     if shrunk:
@@ -447,6 +462,13 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
         if a.start is not None and not runtime["begin"]:
             if a.dim != 1:
                 groups.append((_const([a.start]), _const([a.start + 1]), (a.axis,), _const([1])))
+            continue
+        if not runtime["begin"] and a.begin != -1:
+            # a constant index needs no dim: out of range, the Slice is empty and the layout fails
+            groups.append((_const([a.begin]), _const([a.begin + 1]), (a.axis,), _const([1])))
+            continue
+        if not runtime["begin"]:  # x[..., -1, ...]: the last element, up to the dim (no sentinel)
+            groups.append((_const([-1]), dims.of([a]), (a.axis,), _const([1])))
             continue
         # normalized; an index below -dim becomes dim: the Slice is empty and the layout fails
         raw = _shrink_index(b, a, runtime, scalar=False)

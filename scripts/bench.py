@@ -8,7 +8,8 @@
    real-world patterns (static and symbolic batch dim), next to onnx.load + onnx.save;
 2. against tf2onnx: seconds per StridedSlice, node counts and onnxruntime latency on
    the models/ samples;
-3. memory: peak RSS converting a model with >= 1 GiB of external weights (a child process).
+3. memory: peak RSS converting a model with >= 1 GiB of external weights (a child process);
+4. targets (``--targets``): node count and onnxruntime latency per --target on the models/ samples.
 """
 
 from __future__ import annotations
@@ -112,7 +113,6 @@ def bench_throughput(sizes, repeat: int, tmp: Path) -> list[dict]:
 def bench_tf2onnx(n_slices: int, runs: int) -> dict:
     """Seconds per StridedSlice (tf2onnx's own lowering vs ours on its custom-op export), and
     node counts and onnxruntime latency on the TF samples of models/ (same TF functions)."""
-    import onnxruntime as ort
     import tensorflow as tf
 
     from onnx_slice_tools import convert
@@ -141,8 +141,6 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
 
     samples = []
     specs = _tf_sample_functions(make_models)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
     for name, (fn, sig) in specs.items():
         ours_model = convert(export(fn, sig)).model
         native_model = export(fn, sig, keep_strided_slice=False)
@@ -154,20 +152,50 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
                                 if spec.dtype.is_integer else rng.standard_normal(shape).astype(spec.dtype.as_numpy_dtype))
         row = {"model": name}
         for label, m in (("ours", ours_model), ("tf2onnx", native_model)):
-            sess = ort.InferenceSession(m.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
-            for _ in range(20):
-                sess.run(None, feeds)
-            times = []
-            for _ in range(runs):
-                t = time.perf_counter()
-                sess.run(None, feeds)
-                times.append(time.perf_counter() - t)
             row[f"{label}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
-            row[f"{label}_latency_us"] = float(np.median(times) * 1e6)
+            row[f"{label}_latency_us"] = _latency_us(m, feeds, runs)
         samples.append(row)
         print(f"{name:>22}: nodes ours {row['ours_nodes']:>3} / tf2onnx {row['tf2onnx_nodes']:>3}; "
               f"latency ours {row['ours_latency_us']:.1f} us / tf2onnx {row['tf2onnx_latency_us']:.1f} us", flush=True)
     return {"per_slice": per_slice, "samples": samples}
+
+
+def _latency_us(model, feeds: dict, runs: int) -> float:
+    """Median onnxruntime latency (one thread, default optimizations) of ``model`` on ``feeds``."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    for _ in range(20):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times) * 1e6)
+
+
+def bench_targets(runs: int) -> list[dict]:
+    """Per sample model and --target: nodes added (all graphs) and onnxruntime latency."""
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.evaluate import random_feeds
+    from onnx_slice_tools.targets import TARGETS
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_models  # noqa: E402
+    rows = []
+    for path in sorted((ROOT / "models").glob("*.onnx")):
+        row = {"model": path.name}
+        for name in TARGETS:
+            result = convert(path, target=name, verify=False)
+            m = result.model
+            feeds = random_feeds(m, np.random.default_rng(0))
+            row[f"{name}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
+            row[f"{name}_latency_us"] = _latency_us(m, feeds, runs)
+        rows.append(row)
+        print(f"{path.name:>32}: " + "; ".join(f"{t} {row[f'{t}_nodes']} nodes {row[f'{t}_latency_us']:.1f} us"
+                                               for t in TARGETS), flush=True)
+    return rows
 
 
 def _tf_sample_functions(make_models):
@@ -245,14 +273,17 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=300, help="onnxruntime runs per latency measurement")
     ap.add_argument("--gib", type=float, default=1.1, help="GiB of external weights for the memory benchmark")
     ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
-    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory"], action="append")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "targets"], action="append")
+    ap.add_argument("--targets", action="store_true", help="only the per-target section (same as --only targets)")
     args = ap.parse_args(argv)
+    if args.targets:
+        args.only = (args.only or []) + ["targets"]
     if args.quick:
         args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform(), "command": " ".join(sys.argv)}}
-    only = set(args.only or ["throughput", "tf2onnx", "memory"])
+    only = set(args.only or ["throughput", "tf2onnx", "memory", "targets"])
     with tempfile.TemporaryDirectory() as tmp:
         if "throughput" in only:
             results["throughput"] = bench_throughput(sizes, args.repeat, Path(tmp))
@@ -263,6 +294,8 @@ def main(argv=None) -> int:
                 print(f"tf2onnx comparison skipped: {exc}")
         if "memory" in only:
             results["memory"] = bench_memory(args.gib, Path(tmp))
+        if "targets" in only:
+            results["targets"] = bench_targets(args.runs)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

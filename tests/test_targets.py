@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
@@ -47,6 +47,9 @@ def _case(data, target):
     mode = src.choice(["static", "symbolic", "unknown"])
     shape = {"static": x.shape, "symbolic": tuple(f"d{i}" for i in range(x.ndim)), "unknown": None}[mode]
     fields = [f for f in ("begin", "end", "strides") if spec.n and src.chance(0.25)]
+    # Known OpenVINO limitation (docs/design.md): it cannot compile a new axis on a tensor with a
+    # static zero dim whose other dims depend on runtime indices.
+    assume(not (mode == "static" and 0 in x.shape and fields and spec.new_axis_mask))
     try:
         make_plan(spec, x.shape)
         if fields:
