@@ -50,8 +50,8 @@ CONSTRAINTS = {c.name: c for c in (
     Constraint(SENTINEL, "no INT32/INT64 MAX/MIN sentinel Slice bounds (bounds from Shape where dims are "
                "unknown)", "TensorRT's dynamic-shape Slice failed on sentinel arithmetic (\"ISliceLayer size "
                "elements must be non-negative\", TensorRT #3480); onnxruntime #11107"),
-    Constraint(RAW_UNKNOWN_BOUNDS, "no constant Slice bounds that need clamping on a dim unknown at conversion "
-               "time (canonical bounds are computed from Shape)",
+    Constraint(RAW_UNKNOWN_BOUNDS, "on a dim unknown at conversion time, constant Slice bounds only with a "
+               "positive step and one sign (else canonical bounds computed from Shape)",
                "OpenVINO 2026.4's ONNX reader decides a Slice is empty from its raw bounds (start == end) on a "
                "dynamic dim: Slice(-2, -2, step -1) on a dim of 1 fails to run, where ONNX gives 1 element"),
     Constraint(RESHAPE_EMPTY, "no Squeeze/Unsqueeze on a tensor with dynamic dims that may be empty (shrinks "
@@ -164,6 +164,11 @@ def node_violations(node, target: Target, graph_label: str = "main graph") -> li
         for label, arr in (("starts", starts), ("ends", ends)):
             if arr is not None and any(int(v) in SENTINELS for v in arr.ravel()):
                 add(SENTINEL, f"{label} {arr.tolist()}")
+        _slice_dim_checks(node, starts, ends, steps, add)
+    elif node.op_type in ("Squeeze", "Unsqueeze") and node.inputs and node.inputs[0] is not None:
+        shape = node.inputs[0].shape
+        if shape is not None and not all(isinstance(d, int) for d in shape):
+            add(RESHAPE_EMPTY, f"input shape {list(shape)} has dynamic dims (an empty input comes out with them 0)")
     elif node.op_type == "Gather" and len(node.inputs) >= 2:
         indices = node.inputs[1]
         arr = constant_of(indices)
@@ -175,6 +180,25 @@ def node_violations(node, target: Target, graph_label: str = "main graph") -> li
             dim = _dim(node.inputs[0], axis.value if axis is not None else 0)
             add(NEGATIVE_GATHER, f"indices {arr.tolist()}" + (f" on a dim of {dim}" if dim is not None else ""))
     return out
+
+
+def _slice_dim_checks(node, starts, ends, steps, add) -> None:
+    """Constraints that depend on the dims of the sliced axes (known only when declared)."""
+    if starts is None or ends is None:
+        return
+    axes_v = node.inputs[3] if len(node.inputs) > 3 else None
+    axes = constant_of(axes_v) if axes_v is not None else np.arange(len(starts.ravel()))
+    if axes is None:
+        return
+    steps = steps if steps is not None else np.ones(len(starts.ravel()), dtype=np.int64)
+    for b, e, ax, st in zip(starts.ravel(), ends.ravel(), axes.ravel(), steps.ravel()):
+        dim = _dim(node.inputs[0], int(ax))
+        # constant bounds mean the same for every size only with a positive step and one sign
+        if dim is None and (st < 0 or (b < 0) != (e < 0) or int(b) in SENTINELS or int(e) in SENTINELS):
+            add(RAW_UNKNOWN_BOUNDS, f"axis {int(ax)} of unknown size: constant bounds {int(b)}:{int(e)}:{int(st)} "
+                                    "whose clamping depends on the size")
+        if st < 0 and not (dim is not None and dim > 0):
+            add(NEGATIVE_STEP_MAYBE_EMPTY, f"axis {int(ax)}: step {int(st)} on a dim not known non-empty")
 
 
 def find_violations(model, target) -> list[Violation]:

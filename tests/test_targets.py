@@ -30,8 +30,8 @@ from onnx_slice_tools.oracles import compare, random_case, run_oracle, Outcome
 from onnx_slice_tools.plan import make_plan
 from onnx_slice_tools.runtimes import RUNTIMES, check_on_runtimes, make_session
 from onnx_slice_tools.spec import from_index_expr
-from onnx_slice_tools.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, SCALAR_GATHER, SENTINEL,
-                                      TARGETS, find_violations, get_target)
+from onnx_slice_tools.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
+                                      SENTINEL, TARGETS, find_violations, get_target)
 from onnx_slice_tools.verify import CheckCase, _build_model, random_input
 
 from test_differential import HypothesisSource
@@ -177,7 +177,8 @@ def _foreign_model():
 def test_fix_slices_rewrites_foreign_nodes_exactly():
     model = _foreign_model()
     found = {(v.node, v.constraint) for v in find_violations(model, "portable")}
-    assert found == {("rev", NEGATIVE_STEP), ("rev", SENTINEL), ("last", SCALAR_GATHER), ("last", NEGATIVE_GATHER)}
+    assert found == {("rev", NEGATIVE_STEP), ("rev", SENTINEL), ("rev", RAW_UNKNOWN_BOUNDS), ("last", SCALAR_GATHER),
+                     ("last", NEGATIVE_GATHER)}
     result = convert(model, target="portable", fix_slices=True)
     assert result.ok, result.report.to_json()
     assert find_violations(result.model, "portable") == []
@@ -199,7 +200,8 @@ def test_cli_inspect_target_and_fix_slices(tmp_path):
     out = _cli("inspect", "--target", "portable", src, "--json")
     assert out.returncode == 0 and out.stderr == ""
     rows = json.loads(out.stdout)
-    assert {r["constraint"] for r in rows} == {NEGATIVE_STEP, SENTINEL, SCALAR_GATHER, NEGATIVE_GATHER}
+    assert {r["constraint"] for r in rows} == {NEGATIVE_STEP, SENTINEL, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
+                                               NEGATIVE_GATHER}
     assert all(r["why"] for r in rows)
     dst = tmp_path / "fixed.onnx"
     out = _cli("convert", src, "-o", dst, "--target", "portable", "--fix-slices")
