@@ -66,12 +66,13 @@ class _OpenVINOSession:
     def run(self, output_names, feeds: dict) -> list:
         compiled = self._compiled(tuple(np.ndim(feeds[n]) for n in self.unranked))
         inputs = {p.get_any_name() for p in compiled.inputs}
+        request = compiled.create_infer_request()  # owns the output buffers: alive until copied
         with _one_line("OpenVINO failed"):
-            out = compiled.create_infer_request().infer({k: v for k, v in feeds.items() if k in inputs})
+            out = request.infer({k: v for k, v in feeds.items() if k in inputs})
         by_name = {}
         for port, value in out.items():
             for name in port.get_names():
-                by_name[name] = np.array(value, copy=True)  # the request owns its buffers
+                by_name[name] = np.array(value, copy=True)
         names = output_names or [p.get_any_name() for p in compiled.outputs]
         return [by_name[n] for n in names]
 
@@ -165,9 +166,10 @@ def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: in
 
 
 def _batches(cases: list, runtime: str) -> list:
-    """OpenVINO compiles a model per combination of input ranks: inputs of unknown rank are
-    checked one case per model, the others together."""
+    """OpenVINO checks one case per model: with many independent outputs in one model its CPU
+    plugin returned wrong shapes and stale buffers for cases that are right alone (measured on
+    2026.4: x[None, ...] on [4, 5] came out as garbage values in a 50-case model); it also
+    compiles a model per combination of input ranks."""
     if runtime != OPENVINO:
         return [cases]
-    ranked = [c for c in cases if c.lowering.plan.input_shape is not None]
-    return ([ranked] if ranked else []) + [[c] for c in cases if c.lowering.plan.input_shape is None]
+    return [[c] for c in cases]

@@ -74,6 +74,7 @@ def main(argv=None) -> int:
         chunk = cases[i:i + args.chunk]
         violations += len(find_violations(_build_model(chunk, 17), target))
         check_on_runtimes(chunk, 17, runtimes, seed=args.seed)
+        print(f"  {i + len(chunk)}/{len(cases)} checked", flush=True)
     failed = Counter()
     shown = 0
     for c in cases:
