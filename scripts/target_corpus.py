@@ -75,12 +75,16 @@ def main(argv=None) -> int:
         violations += len(find_violations(_build_model(chunk, 17), target))
         check_on_runtimes(chunk, 17, runtimes, seed=args.seed)
         print(f"  {i + len(chunk)}/{len(cases)} checked", flush=True)
-    failed = Counter()
+    failed, known = Counter(), Counter()
     shown = 0
     for c in cases:
         statuses = {"shape_inference": c.result.shape_inference, "onnxruntime": c.result.onnxruntime,
                     **c.result.runtimes}
         bad = {k: v for k, v in statuses.items() if not (v == "ok" or v.startswith("skipped"))}
+        shape = c.lowering.plan.input_shape
+        if "openvino" in bad and shape is not None and 0 in shape and c.runtime_fields:
+            known["openvino"] += 1  # the known limitation (docs/design.md): counted apart
+            bad.pop("openvino")
         for k in bad:
             failed[k] += 1
         if bad and shown < 10:
@@ -89,7 +93,8 @@ def main(argv=None) -> int:
     nodes = sum(op.op_type != "Identity" for c in cases for op in c.lowering.ops)
     print(f"target {target.name}: {len(cases)} cases ({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}), "
           f"seed {args.seed}, runtimes {','.join(runtimes)}")
-    print(f"  failures: {dict(failed) or 0}; forbidden constructs in the output: {violations}; "
+    print(f"  failures: {dict(failed) or 0}; known OpenVINO limitation (static zero dim + runtime "
+          f"indices): {known['openvino']}; forbidden constructs in the output: {violations}; "
           f"nodes: {nodes} ({nodes / len(cases):.2f} per spec); {time.perf_counter() - t0:.1f} s")
     return 1 if failed or violations else 0
 
