@@ -373,9 +373,7 @@ def _element(b: _Builder, vec: tuple, j: int, n: int) -> tuple:
 def _emit_slices(b: _Builder, cur: tuple, groups: list) -> tuple:
     """One Slice per group of (starts, ends, axes, steps) vectors; constant groups share one."""
     const = [g for g in groups if all(r[0] == "const" for r in (g[0], g[1], g[3]))]
-    for g in [g for g in groups if g not in const]:
-        cur = b.add("Slice", cur, g[0], g[1], _const(g[2]), g[3])
-    if const:
+    if const:  # first: on the input itself, whose declared shape shows the dims (targets.find_violations)
         starts, ends, axes, steps = [], [], [], []
         for s, e, ax, st in const:
             n = len(ax)
@@ -385,6 +383,8 @@ def _emit_slices(b: _Builder, cur: tuple, groups: list) -> tuple:
             steps += list(st[1]) * (n if len(st[1]) == 1 else 1)
         order = sorted(range(len(axes)), key=lambda k: (axes[k] < 0, axes[k]))
         cur = b.add("Slice", cur, *(_const([v[k] for k in order]) for v in (starts, ends, axes, steps)))
+    for g in [g for g in groups if g not in const]:
+        cur = b.add("Slice", cur, g[0], g[1], _const(g[2]), g[3])
     return cur
 
 
@@ -425,8 +425,10 @@ def _slice_step_allowed(a, target) -> bool:
         return True
     if target.forbids(NEGATIVE_STEP):
         return False
+    # known non-empty, and constant bounds: the Slice then has the plan's (known) size, which
+    # shape inference sees too
     return not target.forbids(NEGATIVE_STEP_MAYBE_EMPTY) or (
-        a.stride is not None and isinstance(a.dim, int) and a.dim > 0)
+        a.stride is not None and isinstance(a.dim, int) and a.dim > 0 and isinstance(a.size, int))
 
 
 def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None):
