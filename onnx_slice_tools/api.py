@@ -126,6 +126,8 @@ def _rewrite_status(check) -> str:
         return f"failed: shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
     if kind(check.onnxruntime) == "skipped":
         return check.onnxruntime if check.onnxruntime.startswith("skipped") else "skipped: not run"
+    if check.run_time_errors.startswith("skipped"):
+        return check.run_time_errors
     return "passed"
 
 
@@ -214,7 +216,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report.opset = target
 
     t1 = time.perf_counter()
-    found = _has_strided_slice(m)
+    found = _has_strided_slice(m) or fix_slices
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None

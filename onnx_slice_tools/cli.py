@@ -95,7 +95,8 @@ def verdict_text(rep) -> str:
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
         framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
-        return (f"verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime"
+        where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
+        return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
                 + (f"; {framework}" if framework else "") + ")")
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")

@@ -70,6 +70,8 @@ class RewriteRecord:
                              "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
             if c.reference_evaluator != "not run":
                 out["checks"]["reference_evaluator"] = c.reference_evaluator
+            if c.run_time_errors != "not run":
+                out["checks"]["run_time_errors"] = c.run_time_errors
             if c.runtimes:
                 out["checks"]["runtimes"] = dict(c.runtimes)
             if self.index_types:
