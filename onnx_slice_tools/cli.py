@@ -371,7 +371,7 @@ def cmd_batch(args) -> int:
                                flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
                                verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
                                strict=args.strict, verify_memory=args.verify_memory,
-                               cleanup=not args.no_cleanup)
+                               cleanup=not args.no_cleanup, target=args.target)
     finally:
         progress.stop()
     _print_batch_summary(report)
@@ -567,6 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     _verification_flags(b)
     b.add_argument("--no-cleanup", action="store_true", help="no cleanup passes after the rewrite")
+    b.add_argument("--target", choices=list(TARGETS), default=None,
+                   help="constraints of the outputs (default onnxruntime; see convert --help)")
     b.set_defaults(func=cmd_batch)
 
     i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")

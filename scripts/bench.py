@@ -187,7 +187,8 @@ def _latency_us(model, feeds: dict, runs: int) -> float:
 def bench_targets(runs: int) -> list[dict]:
     """Per sample model and --target: nodes added (all graphs) and onnxruntime latency."""
     from onnx_slice_tools import convert
-    from onnx_slice_tools.evaluate import random_feeds
+    from onnx_slice_tools.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.rewrite import skeleton
     from onnx_slice_tools.targets import TARGETS
     sys.path.insert(0, str(ROOT / "scripts"))
     import make_models  # noqa: E402
@@ -197,7 +198,8 @@ def bench_targets(runs: int) -> list[dict]:
         for name in TARGETS:
             result = convert(path, target=name, verify=False)
             m = result.model
-            feeds = random_feeds(m, np.random.default_rng(0))
+            sizes, shapes = choose_sizes(skeleton(m))  # small sizes the model accepts (as the checks)
+            feeds = random_feeds(m, sizes, shapes, np.random.default_rng(0))
             row[f"{name}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
             row[f"{name}_latency_us"] = _latency_us(m, feeds, runs)
         rows.append(row)
