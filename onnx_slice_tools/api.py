@@ -44,6 +44,8 @@ class Report:
     signatures_checked: int = 0
     inplace_sizes: dict = field(default_factory=dict)  # symbolic dim -> size of the in-place run
     cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
+    target: str = "onnxruntime"                # targets.py
+    verify_on: tuple = ()                      # runtimes of the per-rewrite checks
 
     @property
     def found(self) -> int:
@@ -105,7 +107,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {
-            "source": self.source, "opset": self.opset, "ok": self.ok, "verified": self.verified,
+            "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
@@ -124,6 +126,8 @@ def _rewrite_status(check) -> str:
         return f"failed: shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
     if kind(check.onnxruntime) == "skipped":
         return check.onnxruntime if check.onnxruntime.startswith("skipped") else "skipped: not run"
+    if check.run_time_errors.startswith("skipped"):
+        return check.run_time_errors
     return "passed"
 
 
@@ -147,29 +151,52 @@ class ConvertResult:
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
-            verify_memory: int | None = None, cleanup: bool = True) -> ConvertResult:
+            verify_memory: int | None = None, cleanup: bool = True,
+            target: str | None = None, verify_on=None, fix_slices: bool = False) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
+
+    ``target``: onnxruntime (default: the minimal lowering), portable or openvino (targets.py).
+    ``verify_on``: runtimes the per-rewrite checks run on ("onnxruntime,openvino,reference" or a
+    sequence; default: the target's).  ``fix_slices``: also rewrite the model's own Slice/Gather
+    nodes that break the target's constraints (fixslices.py), verified like every rewrite.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
+    ``target``: onnxruntime (default: the minimal lowering), portable or openvino (targets.py).
+    ``verify_on``: runtimes the per-rewrite checks run on ("onnxruntime,openvino,reference" or a
+    sequence; default: the target's).  ``fix_slices``: also rewrite the model's own Slice/Gather
+    nodes that break the target's constraints (fixslices.py), verified like every rewrite.
     ``cleanup``: run the cleanup passes (cleanup.py) after the rewrite; with ``verify`` the
     model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
     """
     import onnx_ir as ir
 
     from .rewrite import _has_strided_slice, derive_shapes
+    from .runtimes import parse_runtimes, require
+    from .targets import get_target
     from .verify import ir_version_for, max_supported_ir_version, max_supported_opset
+    target_spec = get_target(target)
+    runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
+    if verify:
+        for name in runtimes:
+            require(name)
     if flavor not in (None, "auto", *FLAVORS):
         raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf, openvino or tflite")
     flavor = None if flavor == "auto" else flavor
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
+    target_spec = get_target(target)
+    runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
+    if verify:
+        for name in runtimes:
+            require(name)
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label)
-    report = Report(label, verify=verify, strict=strict)
+    report = Report(label, verify=verify, strict=strict, target=target_spec.name,
+                    verify_on=tuple(runtimes) if verify else ())
     report.timings["load"] = time.perf_counter() - t0
 
     current = default_opset(m)
@@ -189,13 +216,16 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report.opset = target
 
     t1 = time.perf_counter()
-    found = _has_strided_slice(m)
+    found = _has_strided_slice(m) or fix_slices
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None
     shapes = derive_shapes(baseline) if found else {}
     domains_before = set(m.opset_imports)
-    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset)(m, shapes=shapes)
+    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
+    if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
+        from .fixslices import FixSlicesPass
+        result = result.merged(FixSlicesPass(target_spec, opset=lower_opset)(m, shapes=shapes))
     report.records = result.records
     set_default_opset(m, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
@@ -271,7 +301,8 @@ def _verify(report: Report, proto, baseline, result, model, opset: int, budget: 
     "Verification")."""
     from .inplace import run_inplace, structural_diff
     t2 = time.perf_counter()
-    report.signatures_checked = verify_records(report.records, opset, memory_budget=budget)
+    report.signatures_checked = verify_records(report.records, opset, memory_budget=budget,
+                                               runtimes=report.verify_on or ("onnxruntime",))
     report.timings["verify_rewrites"] = time.perf_counter() - t2
     if not result.modified:  # nothing replaced: the model is the input (its opset aside)
         return
@@ -343,9 +374,12 @@ def _convert_function(f, target: int, label):
     return out
 
 
-def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None) -> int:
+def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None,
+                   runtimes=("onnxruntime",)) -> int:
     """Check each distinct rewrite once (see verify.py) within ``memory_budget`` bytes (default
-    ``verify.DEFAULT_VERIFY_MEMORY``); returns the number of signatures checked."""
+    ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (runtimes.py); returns the number of
+    signatures checked."""
+    from .runtimes import check_on_runtimes
     from .verify import DEFAULT_VERIFY_MEMORY, CheckCase, check_lowerings, declared_conflict, np_dtype
     groups: dict = {}
     for r in records:
@@ -358,7 +392,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
     for (spec, shape, elem, _), recs in groups.items():
         cases.append(CheckCase(recs[0].lowering, np_dtype(elem), elem, declared_output=recs[0].declared_output,
                                index_types=recs[0].index_types))
-    check_lowerings(cases, opset, memory_budget=memory_budget or DEFAULT_VERIFY_MEMORY)
+    check_on_runtimes(cases, opset, runtimes, memory_budget=memory_budget or DEFAULT_VERIFY_MEMORY)
     for case, recs in zip(cases, groups.values()):
         for r in recs:
             r.check = case.result

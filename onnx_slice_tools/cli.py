@@ -49,7 +49,8 @@ def cmd_convert(args) -> int:
     src, dst = Path(args.input), Path(args.output)
     check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
-                   verify_memory=args.verify_memory, cleanup=not args.no_cleanup)
+                   verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
+                   verify_on=args.verify_on, fix_slices=args.fix_slices)
     from .sources import convert_source, parse_input_shapes, source_files, source_kind
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
@@ -94,7 +95,8 @@ def verdict_text(rep) -> str:
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
         framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
-        return (f"verified ({rep.signatures_checked} distinct rewrites checked in onnxruntime"
+        where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
+        return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
                 + (f"; {framework}" if framework else "") + ")")
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
@@ -251,7 +253,30 @@ def cmd_explain(args) -> int:
 
 # --------------------------------------------------------------------------- inspect
 
+def cmd_inspect_target(args) -> int:
+    """``inspect --target T``: the nodes of any model that break target T's constraints."""
+    from .api import load_ir
+    from .targets import find_violations, get_target
+    target = get_target(args.target)
+    found = find_violations(load_ir(args.model), target)
+    if args.json:
+        print(json.dumps([v.to_json() for v in found], indent=2))
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+        table = Table(title=f"{args.model}: {len(found)} node(s) break target {target.name}")
+        for col in ("node", "op", "graph", "constraint", "detail", "why it matters"):
+            table.add_column(col, overflow="fold")
+        for v in found:
+            table.add_row(*(escape(c) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why)))
+        Console(width=max(160, Console().width)).print(table)
+    return EXIT_OK
+
+
 def cmd_inspect(args) -> int:
+    if args.target:
+        return cmd_inspect_target(args)
     from .api import load_ir
     from .rewrite import StridedSliceRewritePass, _json_shape, default_opset
     m = load_ir(args.model)
@@ -346,7 +371,7 @@ def cmd_batch(args) -> int:
                                flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
                                verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
                                strict=args.strict, verify_memory=args.verify_memory,
-                               cleanup=not args.no_cleanup)
+                               cleanup=not args.no_cleanup, target=args.target)
     finally:
         progress.stop()
     _print_batch_summary(report)
@@ -455,6 +480,14 @@ def _verification_flags(p) -> None:
 
 
 
+def _runtimes(text: str) -> tuple:
+    from .runtimes import parse_runtimes
+    try:
+        return parse_runtimes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _opset(text: str) -> int:
     value = _at_least(1, "opset")(text)
     if value < 11:
@@ -492,6 +525,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")
     _verification_flags(c)
     c.add_argument("--no-cleanup", action="store_true", help="keep the rewrite's nodes as they are (no cleanup passes)")
+    from .targets import TARGETS
+    c.add_argument("--target", choices=list(TARGETS), default="onnxruntime",
+                   help="constraints of the output (default onnxruntime: the minimal lowering; portable: what "
+                        "every runtime agrees on; openvino: what OpenVINO's ONNX reader gets right)")
+    c.add_argument("--verify-on", default=None, type=_runtimes,
+                   help="runtimes of the per-rewrite checks, e.g. onnxruntime,openvino,reference "
+                        "(default: the target's)")
+    c.add_argument("--fix-slices", action="store_true",
+                   help="also rewrite the model's own Slice/Gather nodes that break the target's constraints")
     c.set_defaults(func=cmd_convert)
 
     e = command("explain", "show how a spec is read, planned and lowered")
@@ -527,12 +569,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     _verification_flags(b)
     b.add_argument("--no-cleanup", action="store_true", help="no cleanup passes after the rewrite")
+    b.add_argument("--target", choices=list(TARGETS), default=None,
+                   help="constraints of the outputs (default onnxruntime; see convert --help)")
     b.set_defaults(func=cmd_batch)
 
     i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")
     i.add_argument("model", help="the model to inspect")
     i.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     i.add_argument("--json", action="store_true", help="print JSON (shapes as lists, null for unknown)")
+    i.add_argument("--target", choices=list(TARGETS), default=None,
+                   help="list the nodes (any op, any converter) that break this target's constraints")
     i.set_defaults(func=cmd_inspect)
     return p
 
@@ -642,8 +688,10 @@ def _run(args, where) -> tuple[int, str | None]:
         return args.func(args), None
     except (ModelError, StridedSliceError) as exc:
         return EXIT_INPUT, str(exc)
-    except OnnxSliceToolsError as exc:
-        return EXIT_FAILED, str(exc)
+    except OnnxSliceToolsError as exc:  # a runtime asked for (--verify-on) is not installed: unusable input
+        from .runtimes import RuntimeUnavailable
+        code = EXIT_INPUT if isinstance(exc, RuntimeUnavailable) else EXIT_FAILED
+        return code, (f"{where}: --verify-on: {exc}" if code == EXIT_INPUT and where else str(exc))
     except BrokenPipeError:
         return _broken_pipe(), None
     except OSError as exc:

@@ -66,10 +66,13 @@ class Lowering:
     ops: tuple  # Op (constant arguments) or, for runtime indices, lower_dynamic.DynOp
     notes: tuple[str, ...] = field(default=())
     index_dtype: str = "int64"  # of the Slice/Gather index constants (runtime indices only)
+    target: str = "onnxruntime"  # targets.py: the constraints the ops respect
 
     @property
     def dynamic(self) -> bool:
-        return not self.plan.spec.is_static
+        """True when ``ops`` is a small graph (lower_dynamic.DynOp): runtime indices or a target's
+        constraints."""
+        return not self.plan.spec.is_static or self.target != "onnxruntime"
 
     @property
     def is_identity(self) -> bool:
@@ -178,11 +181,19 @@ def _layout(plan: Plan) -> tuple[list[int], list[int]]:
     return sorted(squeeze, key=lambda ax: (ax < 0, ax)), unsqueeze
 
 
-def lower(plan: Plan, opset: int = 13, index_types: dict | None = None) -> Lowering:
+def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=None) -> Lowering:
     """The minimal op sequence for a plan (see module doc).
 
     Specs with runtime begin/end/strides go to :func:`lower_dynamic.lower_dynamic`
-    (``opset`` and ``index_types`` -- "int32"/"int64"/None per runtime field -- matter there)."""
+    (``opset`` and ``index_types`` -- "int32"/"int64"/None per runtime field -- matter there).
+    ``target`` (a name or targets.Target; default onnxruntime): a target with constraints goes
+    to :func:`lower_dynamic.lower_for_target`, which consults them."""
+    from .targets import get_target
+    target = get_target(target)
+    if not target.minimal:
+        from .lower_dynamic import lower_for_target
+        ops, notes, dtype = lower_for_target(plan, target, opset, index_types)
+        return Lowering(plan, ops, notes, dtype, target=target.name)
     if not plan.spec.is_static:
         from .lower_dynamic import lower_dynamic
         ops, notes, dtype = lower_dynamic(plan, opset, index_types)
@@ -326,7 +337,7 @@ def _emit_dynamic(lowering: Lowering, x, opset: int, consts: ConstantPool, name:
         node_name = f"{name}/{op.op_type}" + (f"_{k}" if k else "")
         inputs = [ref(r) for r in op.inputs]
         attrs = {key: (_ONNX_INT[v] if key == "to" else v) for key, v in op.attrs}
-        if op.op_type == UNSQUEEZE:
+        if op.op_type in (UNSQUEEZE, SQUEEZE):
             if opset >= 13:
                 inputs.append(consts.get(op.axes))
             else:

@@ -55,7 +55,7 @@ class DynOp:
 
     def describe(self) -> str:
         args = [_describe_ref(r) for r in self.inputs]
-        if self.op_type == "Unsqueeze":
+        if self.op_type in ("Unsqueeze", "Squeeze"):
             args.append(f"axes={list(self.axes)}")
         args += [f"{k}={v}" for k, v in self.attrs]
         return f"{self.op_type}({', '.join(args)})"
@@ -127,11 +127,7 @@ def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None):
     shrinks.sort(key=lambda a: (a.axis < 0, -a.axis if a.axis >= 0 else a.axis))
     begins = _shrink_begins(b, plan, shrinks, runtime) if shrinks else None
     for a in shrinks:
-        if begins is not None:
-            index = b.add("Gather", begins, ("scalar", a.index), attrs=(("axis", 0),))
-        else:
-            index = ("scalar", a.begin)
-        cur = b.add("Gather", cur, index, attrs=(("axis", a.axis),))
+        cur = b.add("Gather", cur, _shrink_index(b, a, begins), attrs=(("axis", a.axis),))
 
     inserted = plan.inserted_axes
     if inserted:
@@ -159,6 +155,16 @@ def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict):
         bad = b.add("And", bad, ("bool", positions))
     top = INT32_MAX if b.dtype == "int32" else 2 ** 63 - 1
     return b.add("Where", bad, ("scalar", top), begins)
+
+
+def _shrink_index(b: _Builder, a, begins, scalar: bool = True) -> tuple:
+    """The index a shrink axis takes: its entry of ``begins`` (:func:`_shrink_begins`: runtime or
+    guarded values) or, without such a vector, the constant begin; a scalar, or (``scalar=False``)
+    a 1-element vector."""
+    if begins is not None:
+        at = ("scalar", a.index) if scalar else _const([a.index])
+        return b.add("Gather", begins, at, attrs=(("axis", 0),))
+    return ("scalar", a.begin) if scalar else _const([a.begin])
 
 
 def _vector(b: _Builder, field: str, indices: list[int], n: int) -> tuple:
@@ -259,3 +265,276 @@ def _tf_reverse_begin(b: _Builder, plan: Plan, axes: list, runtime: dict, starts
         below = b.add("And", below, ("bool", tuple(fix)))
     notes.append("TensorFlow reverse begin below -dim: the end is set to 0 (empty) when begin < -dim")
     return b.add("Where", below, ("scalar", 0), ends)
+
+
+# --------------------------------------------------------------------------- target constraints
+#
+# For targets with constraints (targets.py), every plan -- constant or runtime indices -- is
+# lowered here.  Each range axis gets its canonical start and end (the flavour's clamping:
+# known dims fold to constants, unknown ones are computed from ``Shape``), so ``Slice`` never
+# sees a sentinel or a bound that needs clamping.  Ranges with a constant positive step go
+# into one ``Slice``; the others (negative or runtime steps, when the target forbids negative
+# steps) become ``Gather`` of ``Range(start, end, step)`` -- exact for either sign, because
+# the bounds are already clamped.  Shrinks are ``Gather`` of a normalized (non-negative) index:
+# 1-D then one ``Squeeze`` when the target forbids 0-d indices.  New axes are one ``Unsqueeze``,
+# or, where a reshape of a possibly empty tensor is forbidden, a ``Reshape`` (allowzero) to a
+# shape read from ``Shape``.
+
+
+def _fold(b: _Builder, op_type: str, fn, *refs) -> tuple:
+    """``op_type`` of ``refs``, computed here when every input is a constant vector."""
+    if all(r[0] in ("const", "bool") for r in refs):
+        vals = [r[1] for r in refs]
+        n = max(len(v) for v in vals)
+        cols = zip(*[v * n if len(v) == 1 else v for v in vals])
+        out = tuple(fn(*c) for c in cols)
+        return ("bool", out) if all(isinstance(v, bool) for v in out) else ("const", tuple(int(v) for v in out))
+    return b.add(op_type, *refs)
+
+
+def _less(b, x, y):
+    return _fold(b, "Less", lambda p, q: bool(p < q), x, y)
+
+
+def _add(b, x, y):
+    return _fold(b, "Add", lambda p, q: p + q, x, y)
+
+
+def _where(b, c, x, y):
+    if c[0] == "bool" and len(set(c[1])) == 1:  # the same choice everywhere
+        return x if c[1][0] else y
+    return _fold(b, "Where", lambda k, p, q: p if k else q, c, x, y)
+
+
+def _minmax(b, op: str, x, y):
+    """Min or Max as Less + Where: onnxruntime 1.31's int64 Min/Max of two vectors of 2 or 3
+    entries return the wrong operand for values beyond int32 (Min([0, 2**31], [0, 0]) gives
+    [0, 2**31]); integer Min/Max also need opset 12."""
+    if all(r[0] == "const" for r in (x, y)):
+        return _fold(b, op, min if op == "Min" else max, x, y)
+    first = _less(b, x, y) if op == "Min" else _less(b, y, x)
+    return _where(b, first, x, y)
+
+
+class _Dims:
+    """Input dims (in the index type): constants when known, else read from ``Shape`` once."""
+
+    def __init__(self, b: _Builder, plan: Plan):
+        self.b, self.plan, self._shape, self._rank, self._cache = b, plan, None, None, {}
+
+    def of(self, axes: list) -> tuple:
+        known = [a.dim for a in axes]
+        if all(isinstance(d, int) for d in known):
+            return _const(known)
+        key = tuple(a.axis for a in axes)
+        if key not in self._cache:
+            self._cache[key] = self._read(axes)
+        return self._cache[key]
+
+    def _read(self, axes: list) -> tuple:
+        b = self.b
+        if len(axes) == 1 and b.opset >= 15:  # Shape(start, end): one node
+            ax = axes[0].axis
+            dims = b.add("Shape", X, attrs=(("start", ax),) + ((("end", ax + 1),) if ax != -1 else ()))
+            return dims if b.dtype == "int64" else b.add("Cast", dims, attrs=(("to", b.dtype),))
+        if self._shape is None:
+            self._shape = b.add("Shape", X)
+        idx = ("const64", tuple(a.axis for a in axes))
+        if any(a.axis < 0 for a in axes):  # unknown rank: axis + rank, a non-negative index
+            if self._rank is None:
+                self._rank = b.add("Shape", self._shape)
+            idx = b.add("Add", ("const64", tuple(a.axis for a in axes)),
+                        b.add("Mul", self._rank, ("const64", tuple(int(a.axis < 0) for a in axes))))
+        dims = b.add("Gather", self._shape, idx, attrs=(("axis", 0),))
+        if b.dtype != "int64":
+            dims = b.add("Cast", dims, attrs=(("to", b.dtype),))
+        return dims
+
+
+def _values(b: _Builder, plan: Plan, field: str, axes: list, runtime: dict) -> tuple:
+    if runtime[field]:
+        return _vector(b, field, [a.index for a in axes], plan.spec.n)
+    return _const(getattr(a, {"begin": "begin", "end": "end", "strides": "stride"}[field]) or 0 for a in axes)
+
+
+def _canonical_bounds(b: _Builder, plan: Plan, axes: list, runtime: dict, dims: _Dims):
+    """(starts, ends, steps, negative) of range ``axes``, clamped as the flavour's runtime does:
+    step > 0: both into [0, dim]; step < 0: begin into [-1, dim-1] (TensorFlow) or [0, dim-1]
+    (OpenVINO, -1 on an empty axis), end into [-1, dim-1]."""
+    steps = _values(b, plan, "strides", axes, runtime)
+    neg = _less(b, steps, _const([0]))
+    dim = dims.of(axes)
+    last = _add(b, dim, _const([-1]))
+    hi = _where(b, neg, last, dim)
+    lo = _where(b, neg, _const([-1]), _const([0]))
+    lo_begin = lo if plan.flavor == TF else _const([0])
+
+    def canon(field: str, masked: list, lower) -> tuple:
+        raw = _values(b, plan, field, axes, runtime)
+        fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
+        value = _minmax(b, "Min", _minmax(b, "Max", fwd, lower), hi)
+        if any(masked):
+            fill = _where(b, neg, last, _const([0])) if field == "begin" else _where(b, neg, _const([-1]), dim)
+            value = _where(b, ("bool", tuple(masked)), fill, value)
+        return value
+
+    starts = canon("begin", [a.begin_masked for a in axes], lo_begin)
+    ends = canon("end", [a.end_masked for a in axes], lo)
+    return _full(starts, len(axes)), _full(ends, len(axes)), _full(steps, len(axes)), neg
+
+
+def _full(vec: tuple, n: int) -> tuple:
+    """A folded constant of one entry, repeated to ``n`` (Slice wants equal lengths)."""
+    return (vec[0], vec[1] * n) if vec[0] in ("const", "bool") and len(vec[1]) == 1 else vec
+
+
+def _element(b: _Builder, vec: tuple, j: int, n: int) -> tuple:
+    """Entry ``j`` of a vector of ``n`` entries, as a scalar."""
+    if vec[0] == "const":
+        return ("scalar", vec[1][j if len(vec[1]) > 1 else 0])
+    one = vec if n == 1 else b.add("Gather", vec, _const([j]), attrs=(("axis", 0),))
+    return b.add("Reshape", one, ("const64", ()))
+
+
+def _emit_slices(b: _Builder, cur: tuple, groups: list) -> tuple:
+    """One Slice per group of (starts, ends, axes, steps) vectors; constant groups share one."""
+    const = [g for g in groups if all(r[0] == "const" for r in (g[0], g[1], g[3]))]
+    if const:  # first: on the input itself, whose declared shape shows the dims (targets.find_violations)
+        starts, ends, axes, steps = [], [], [], []
+        for s, e, ax, st in const:
+            n = len(ax)
+            starts += list(s[1]) * (n if len(s[1]) == 1 else 1)
+            ends += list(e[1]) * (n if len(e[1]) == 1 else 1)
+            axes += list(ax)
+            steps += list(st[1]) * (n if len(st[1]) == 1 else 1)
+        order = sorted(range(len(axes)), key=lambda k: (axes[k] < 0, axes[k]))
+        cur = b.add("Slice", cur, *(_const([v[k] for k in order]) for v in (starts, ends, axes, steps)))
+    for g in [g for g in groups if g not in const]:
+        cur = b.add("Slice", cur, g[0], g[1], _const(g[2]), g[3])
+    return cur
+
+
+def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
+    """Remove the shrunk (size-1) axes and insert the new ones: Squeeze + Unsqueeze, or one
+    Reshape (allowzero) to a shape read from ``Shape`` where the target forbids reshaping a
+    possibly empty tensor with dynamic dims (OpenVINO infers those dims from the element count)."""
+    from .plan import NEW
+    from .targets import RESHAPE_EMPTY
+    inserted = plan.inserted_axes
+    out_shape = plan.output_shape
+    if not shrunk and not inserted:
+        return cur
+    static = out_shape is not None and all(isinstance(d, int) for d in out_shape)
+    if target.forbids(RESHAPE_EMPTY) and static and 0 in out_shape and b.opset >= 14:
+        # the plan knows the empty output's shape (OpenVINO may not: runtime bounds)
+        return b.add("Reshape", cur, ("const64", tuple(out_shape)), attrs=(("allowzero", 1),))
+    if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static and b.opset >= 14:
+        src = []
+        for o in plan.outputs:
+            src.append(plan.input_rank if o.kind == NEW else plan.axes[o.source].axis)
+        shape = b.add("Shape", cur)
+        if inserted:  # new axes read an appended 1
+            shape = b.add("Concat", shape, ("const64", (1,)), attrs=(("axis", 0),))
+        shape = b.add("Gather", shape, ("const64", tuple(src)), attrs=(("axis", 0),))
+        return b.add("Reshape", cur, shape, attrs=(("allowzero", 1),))
+    if shrunk:
+        cur = b.add("Squeeze", cur, axes=tuple(sorted(shrunk, key=lambda ax: (ax < 0, ax))))
+    if inserted:
+        cur = b.add("Unsqueeze", cur, axes=tuple(sorted(inserted, key=lambda j: (j < 0, j))))
+    return cur
+
+
+def _slice_step_allowed(a, target) -> bool:
+    """Whether range axis ``a`` may go into ``Slice`` with its step (else Gather of a Range)."""
+    from .targets import NEGATIVE_STEP, NEGATIVE_STEP_MAYBE_EMPTY
+    if a.stride is not None and a.stride > 0:
+        return True
+    if target.forbids(NEGATIVE_STEP):
+        return False
+    # known non-empty, and constant bounds: the Slice then has the plan's (known) size, which
+    # shape inference sees too
+    return not target.forbids(NEGATIVE_STEP_MAYBE_EMPTY) or (
+        a.stride is not None and isinstance(a.dim, int) and a.dim > 0 and isinstance(a.size, int))
+
+
+def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None):
+    """(ops, notes, index dtype) computing ``plan`` within ``target``'s constraints (targets.py).
+
+    Shrinks are ``Slice(i, i + 1)`` of a normalized index and leave the axis for the layout
+    step: no ``Gather`` with a 0-d index (OpenVINO's CPU plugin also crashes on a ``Gather`` of a
+    statically empty tensor)."""
+    spec = plan.spec
+    runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
+    index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
+    b = _Builder(opset, index_types)
+    dims = _Dims(b, plan)
+    notes: list[str] = []
+    groups: list = []  # Slice argument groups: (starts, ends, axes, steps)
+    known_empty = any(d == 0 for d in (plan.input_shape or ()) if isinstance(d, int)) or any(
+        a.size == 0 for a in plan.axes if isinstance(a.size, int))
+
+    ranges = [a for a in plan.axes if a.kind == RANGE and not a.is_identity]
+    ranges.sort(key=lambda a: (a.axis < 0, a.axis))
+    by_slice = [a for a in ranges if _slice_step_allowed(a, target)]
+    by_gather = [a for a in ranges if a not in by_slice]
+    if by_slice:
+        starts, ends, steps, neg = _canonical_bounds(b, plan, by_slice, runtime, dims)
+        if any(a.stride is None or a.stride < 0 for a in by_slice):  # a canonical -1 ("before element 0") is no Slice bound
+            ends = _where(b, _less(b, ends, _const([0])), _const([-(2 ** 63)]), ends)
+            ends = _where(b, _less(b, starts, _const([0])), _const([0]), ends)  # TF: begin before element 0
+            starts = _minmax(b, "Max", starts, _const([0]))
+        groups.append((starts, ends, tuple(a.axis for a in by_slice), steps))
+
+    shrinks = [a for a in plan.axes if a.kind == INDEX]
+    # TF with runtime strides: the guarded vector (an index beyond any axis where a stride is <= 0:
+    # the Slice is empty -- index + 1 wrapping around is empty too -- and the layout fails)
+    begins = _shrink_begins(b, plan, shrinks, runtime) if shrinks else None
+    guarded = begins is not None and not runtime["begin"]
+    for a in shrinks:
+        if a.start is not None and not runtime["begin"] and not guarded:
+            if a.dim != 1:
+                groups.append((_const([a.start]), _const([a.start + 1]), (a.axis,), _const([1])))
+            continue
+        if not runtime["begin"] and a.begin != -1 and not guarded:
+            # a constant index needs no dim: out of range, the Slice is empty and the layout fails
+            groups.append((_const([a.begin]), _const([a.begin + 1]), (a.axis,), _const([1])))
+            continue
+        if not runtime["begin"] and not guarded:  # x[..., -1, ...]: the last element, up to the dim
+            groups.append((_const([-1]), dims.of([a]), (a.axis,), _const([1])))
+            continue
+        # normalized; an index below -dim becomes dim: the Slice is empty and the layout fails
+        raw = _shrink_index(b, a, begins, scalar=False)
+        dim = dims.of([a])
+        fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
+        index = _where(b, _less(b, fwd, _const([0])), dim, fwd)
+        groups.append((index, _add(b, index, _const([1])), (a.axis,), _const([1])))
+    cur = _emit_slices(b, X, groups)
+
+    if by_gather:
+        starts, ends, steps, neg = _canonical_bounds(b, plan, by_gather, runtime, dims)
+        # an end on the wrong side of the start means no element; OpenVINO's Range counts
+        # |end - start| elements there (Range(0, 2, -1) gives [0, -1])
+        if neg[0] == "bool" and len(set(neg[1])) == 1:  # one sign: one of the two
+            ends = _minmax(b, "Min" if neg[1][0] else "Max", ends, starts)
+        else:
+            ends = _where(b, neg, _minmax(b, "Min", ends, starts), _minmax(b, "Max", ends, starts))
+        for j, a in enumerate(by_gather):
+            if starts[0] == ends[0] == steps[0] == "const":
+                idx = tuple(range(starts[1][j], ends[1][j], steps[1][j]))
+                if len(idx) <= 1 or known_empty:
+                    # a Slice: cheaper for one element; OpenVINO drops the axis of an empty Gather
+                    # and crashes on a Gather of a statically empty tensor (only the shape matters)
+                    first = idx[0] if len(idx) == 1 else 0
+                    cur = b.add("Slice", cur, _const([first]), _const([first + len(idx)]), _const([a.axis]),
+                                _const([1]))
+                    continue
+                idx = _const(idx)
+            else:
+                idx = b.add("Range", *(_element(b, v, j, len(by_gather)) for v in (starts, ends, steps)))
+            cur = b.add("Gather", cur, idx, attrs=(("axis", a.axis),))
+        notes.append("reverse or runtime steps: Gather of the computed indices (no negative Slice step)")
+
+    cur = _layout(b, plan, cur, target, [a.axis for a in shrinks])
+    if not b.ops:
+        b.add("Identity", cur)
+    return tuple(b.ops), tuple(notes), b.dtype

@@ -70,6 +70,10 @@ class RewriteRecord:
                              "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
             if c.reference_evaluator != "not run":
                 out["checks"]["reference_evaluator"] = c.reference_evaluator
+            if c.run_time_errors != "not run":
+                out["checks"]["run_time_errors"] = c.run_time_errors
+            if c.runtimes:
+                out["checks"]["runtimes"] = dict(c.runtimes)
             if self.index_types:
                 out["checks"]["tried_runtime_values"] = c.tried_values
                 out["checks"]["rejected_runtime_values_redrawn"] = c.rejected_values
@@ -98,6 +102,15 @@ class RewriteResult:
     modified: bool
     records: list[RewriteRecord] = field(default_factory=list)
     changes: RewriteChanges = field(default_factory=RewriteChanges)
+
+    def merged(self, later: "RewriteResult") -> "RewriteResult":
+        """This result followed by ``later`` (another pass on the same model): records and
+        changes together, for one structural proof."""
+        a, b = self.changes, later.changes
+        changes = RewriteChanges(a.removed_nodes | b.removed_nodes, a.removed_initializers | b.removed_initializers,
+                                 a.added_nodes | b.added_nodes, a.added_initializers | b.added_initializers,
+                                 {**a.renamed, **b.renamed})
+        return RewriteResult(self.model, self.modified or later.modified, self.records + later.records, changes)
 
 
 # --------------------------------------------------------------------------- reading nodes
@@ -277,13 +290,15 @@ class StridedSliceRewritePass:
 
     ``flavor``: None to detect per node from the attribute types, or "tf"/"openvino".
     ``opset``: the default-domain opset the emitted nodes are for (the model's own).
+    ``target``: the constraints of the output (targets.py; default onnxruntime, the minimal lowering).
     """
 
-    def __init__(self, *, flavor: str | None = None, opset: int):
+    def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
         if flavor not in (None, TF, OPENVINO, TFLITE):
             raise ValueError(f"unknown flavor {flavor!r}")
         self.flavor = flavor
         self.opset = opset
+        self.target = target
 
     def __call__(self, model, shapes: dict | None = None) -> RewriteResult:
         """``shapes``: :func:`derive_shapes` of the model (computed here when None)."""
@@ -298,10 +313,10 @@ class StridedSliceRewritePass:
         names = NameAllocator.for_model(model)  # generated names collide with none of the model's
         self._added_inits: list = []
         for graph, label, is_function in _all_graphs(model):
-            targets = [n for n in graph if n.op_type == "StridedSlice"]
+            targets = [n for n in graph if self._selects(n)]
             if not targets:
                 continue
-            pool = ConstantPool(graph, f"sst{len(records)}/", use_nodes=is_function, names=names)
+            pool = ConstantPool(graph, f"{self.prefix}{len(records)}/", use_nodes=is_function, names=names)
             # Names are local to a function (its body and subgraphs): the main graph's derived
             # shapes do not apply there (a function input "x" is not the graph's "x").
             self._scoped = label.startswith("function")
@@ -341,6 +356,16 @@ class StridedSliceRewritePass:
             return None
         return self._shapes.get(value.name, (None, None))[0]
 
+    prefix = "sst"  # of the constants this pass adds
+
+    def _selects(self, node) -> bool:
+        """The nodes this pass rewrites (a hook for fixslices.FixSlicesPass)."""
+        return node.op_type == "StridedSlice"
+
+    def _read(self, node, flavor: str) -> tuple[SliceSpec, dict]:
+        """(spec, runtime index values) of a selected node."""
+        return read_node(node, flavor, self._consts, dims_of=self._dims)
+
     def _rewrite(self, graph, label: str, node, pool: ConstantPool) -> RewriteRecord:
         import onnx_ir as ir
         name = node.name or (node.outputs[0].name if node.outputs else "StridedSlice")
@@ -353,7 +378,7 @@ class StridedSliceRewritePass:
         x = node.inputs[0] if node.inputs else None
         out = node.outputs[0]
         try:
-            spec, runtime = read_node(node, flavor, self._consts, dims_of=self._dims)
+            spec, runtime = self._read(node, flavor)
             rec.spec = spec
             rec.input_shape = self._dims(x)
             declared = value_dims(x)
@@ -365,7 +390,7 @@ class StridedSliceRewritePass:
             key = (spec, rec.input_shape, tuple(sorted(index_types.items())))
             if key not in self._lowerings:
                 plan = make_plan(spec, rec.input_shape)
-                self._lowerings[key] = (plan, lower(plan, self.opset, index_types))
+                self._lowerings[key] = (plan, lower(plan, self.opset, index_types, target=self.target))
             plan, lowering = self._lowerings[key]
         except StridedSliceError as exc:
             rec.error = str(exc)

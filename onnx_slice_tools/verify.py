@@ -24,6 +24,7 @@ the framework rejects are kept as must-fail cases: onnxruntime must fail on them
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from dataclasses import dataclass, field
 
@@ -389,10 +390,12 @@ class CheckResult:
     tried_values: list = field(default_factory=list)  # runtime begin/end/strides tried (dicts)
     rejected_values: int = 0                # runtime values the framework rejects
     must_fail_checked: int = 0              # of those, run in onnxruntime: it failed too
+    run_time_errors: str = NOT_RUN          # the must-fail runs: "passed" | "skipped: <reason>"
+    runtimes: dict = field(default_factory=dict)  # other runtimes checked (runtimes.py): name -> status
 
     @property
     def statuses(self) -> list[str]:
-        return [self.shape_inference, self.onnxruntime, self.reference_evaluator]
+        return [self.shape_inference, self.onnxruntime, self.reference_evaluator, *self.runtimes.values()]
 
     @property
     def ok(self) -> bool:
@@ -565,14 +568,38 @@ class _CaseRun:
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
 
 
+#: The runtime the per-rewrite checks run on: onnxruntime, or another of runtimes.py for the
+#: duration of a ``check_lowerings(..., runtime=...)`` call.
+_RUNTIME = contextvars.ContextVar("onnx_slice_tools_check_runtime", default="onnxruntime")
+
+
+def _check_session(model_bytes: bytes):
+    """A session of the checks' model on the runtime of this ``check_lowerings`` call."""
+    name = _RUNTIME.get()
+    if name == "onnxruntime":
+        return make_session(model_bytes)
+    from .runtimes import make_session as runtime_session
+    return runtime_session(name, model_bytes)
+
+
 def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
-                    memory_budget: int = DEFAULT_VERIFY_MEMORY) -> None:
+                    memory_budget: int = DEFAULT_VERIFY_MEMORY, runtime: str = "onnxruntime") -> None:
     """Run shape inference and onnxruntime checks on all cases; fills ``case.result``.
 
     At most ``memory_budget`` bytes of inputs, outputs and intermediates are held at once
-    (see the module doc)."""
+    (see the module doc).  ``runtime``: run the checks on another runtime of runtimes.py
+    instead (its status then goes into ``result.onnxruntime``; runtimes.check_on_runtimes
+    files it under the runtime's name)."""
     if not cases:
         return
+    token = _RUNTIME.set(runtime)
+    try:
+        _check_lowerings(cases, opset, seed, memory_budget)
+    finally:
+        _RUNTIME.reset(token)
+
+
+def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budget: int) -> None:
     full = _build_model(cases, opset)
     _check_shapes(cases, opset, full)
     rng = np.random.default_rng(seed)
@@ -669,7 +696,7 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
     proto = _any_shape(proto if proto is not None else _build_model(
         [p.case for p in group], opset, [p.index for p in group]))
     try:
-        session = make_session(proto.SerializeToString())
+        session = _check_session(proto.SerializeToString())
     except Exception as exc:
         gaps = [p for p in group if _kernel_gap(p, opset)]
         rest = [p for p in group if p not in gaps]
@@ -678,7 +705,7 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
         if gaps:
             return gaps
         for p in group:
-            p.case.result.onnxruntime = failed(f"onnxruntime could not load the checks: {first_line(exc)}")
+            p.case.result.onnxruntime = failed(f"{_RUNTIME.get()} could not load the checks: {first_line(exc)}")
         return []
     base_total = sum(p.baseline_bytes for p in group)
     for p in group:  # every run: all baselines plus the compared cases' extra bytes
@@ -734,7 +761,7 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
         outs = {}
         for i, (p, _, _) in compared.items():
             try:
-                single = make_session(_any_shape(_build_model([p.case], opset, [i])).SerializeToString())
+                single = _check_session(_any_shape(_build_model([p.case], opset, [i])).SerializeToString())
                 names = [k for k in feeds if k[1:] == str(i)]
                 outs.update(_run(single, {k: feeds[k] for k in names}, [f"y{i}"], elem, {i: p.case.elem_type}))
             except Exception as exc:
@@ -744,7 +771,7 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
         got = outs.get(i)
         if isinstance(got, Exception):
             res.onnxruntime = failed(f"input {shape}{_values_text(p.case, feeds, i)}: "
-                                     f"onnxruntime failed: {first_line(got)}")
+                                     f"{_RUNTIME.get()} failed: {first_line(got)}")
             continue
         problem = _compare_arrays(got, exp, shape)
         res.onnxruntime = failed(problem + _values_text(p.case, feeds, i)) if problem else PASSED
@@ -753,8 +780,8 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
 def _run(session, feeds: dict, names: list[str], elem: dict, out_elem: dict) -> dict:
     """Outputs (numpy, ``ml_dtypes`` where needed) by case index; every input through
     ``OrtValue`` with its ONNX element type, except strings (numpy arrays)."""
-    if any(t == STRING for t in elem.values()):
-        got = session.run(names, feeds)
+    if any(t == STRING for t in elem.values()) or _RUNTIME.get() != "onnxruntime":
+        got = [np.asarray(g) for g in session.run(names, feeds)]
     else:
         values = {k: ort_value(v, elem.get(k, 7 if v.dtype == np.int64 else 6)) for k, v in feeds.items()}
         got = [fetch(v, out_elem[int(n[1:])]) for n, v in zip(names, session.run_with_ort_values(names, values))]
@@ -768,9 +795,15 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     res = p.case.result
     if not p.must_fail or res.onnxruntime.startswith("failed"):
         return
+    if _RUNTIME.get() != "onnxruntime":  # OpenVINO's CPU plugin can abort the process (SIGFPE) on them
+        return
+    if p.case.lowering.target != "onnxruntime":
+        res.run_time_errors = (f"skipped: the {p.case.lowering.target} lowering does not keep every run-time "
+                               "error of the framework (docs/design.md, Targets)")
+        return
     if session is None or group is None or any(q.case.result.onnxruntime.startswith("failed") for q in group):
         group = [p]
-        session = make_session(_any_shape(_build_model([p.case], opset, [p.index])).SerializeToString())
+        session = _check_session(_any_shape(_build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
     base = {}
     for q in group:
@@ -781,6 +814,7 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
             got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
         except Exception:
             res.must_fail_checked += 1
+            res.run_time_errors = PASSED
             continue
         res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)} with {values}: the framework "
                                  f"rejects it ({reason}) but onnxruntime returned shape {list(got.shape)}")

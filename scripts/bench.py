@@ -17,6 +17,7 @@
 6. verification memory (``--memory``): a 1 GiB static activation input [64, 64, 256, 256] float32
    with 20 StridedSlice on it plus 1 GiB of external weights, converted with verification on
    (child process, address space capped so a regression fails instead of swapping).
+7. targets (``--targets``): node count and onnxruntime latency per --target on the models/ samples.
 """
 
 from __future__ import annotations
@@ -120,7 +121,6 @@ def bench_throughput(sizes, repeat: int, tmp: Path) -> list[dict]:
 def bench_tf2onnx(n_slices: int, runs: int) -> dict:
     """Seconds per StridedSlice (tf2onnx's own lowering vs ours on its custom-op export), and
     node counts and onnxruntime latency on the TF samples of models/ (same TF functions)."""
-    import onnxruntime as ort
     import tensorflow as tf
 
     from onnx_slice_tools import convert
@@ -149,8 +149,6 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
 
     samples = []
     specs = _tf_sample_functions(make_models)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
     for name, (fn, sig) in specs.items():
         ours_model = convert(export(fn, sig)).model
         native_model = export(fn, sig, keep_strided_slice=False)
@@ -162,20 +160,52 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
                                 if spec.dtype.is_integer else rng.standard_normal(shape).astype(spec.dtype.as_numpy_dtype))
         row = {"model": name}
         for label, m in (("ours", ours_model), ("tf2onnx", native_model)):
-            sess = ort.InferenceSession(m.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
-            for _ in range(20):
-                sess.run(None, feeds)
-            times = []
-            for _ in range(runs):
-                t = time.perf_counter()
-                sess.run(None, feeds)
-                times.append(time.perf_counter() - t)
             row[f"{label}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
-            row[f"{label}_latency_us"] = float(np.median(times) * 1e6)
+            row[f"{label}_latency_us"] = _latency_us(m, feeds, runs)
         samples.append(row)
         print(f"{name:>22}: nodes ours {row['ours_nodes']:>3} / tf2onnx {row['tf2onnx_nodes']:>3}; "
               f"latency ours {row['ours_latency_us']:.1f} us / tf2onnx {row['tf2onnx_latency_us']:.1f} us", flush=True)
     return {"per_slice": per_slice, "samples": samples}
+
+
+def _latency_us(model, feeds: dict, runs: int) -> float:
+    """Median onnxruntime latency (one thread, default optimizations) of ``model`` on ``feeds``."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    for _ in range(20):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times) * 1e6)
+
+
+def bench_targets(runs: int) -> list[dict]:
+    """Per sample model and --target: nodes added (all graphs) and onnxruntime latency."""
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.rewrite import skeleton
+    from onnx_slice_tools.targets import TARGETS
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_models  # noqa: E402
+    rows = []
+    for path in sorted((ROOT / "models").glob("*.onnx")):
+        row = {"model": path.name}
+        for name in TARGETS:
+            result = convert(path, target=name, verify=False)
+            m = result.model
+            sizes, shapes = choose_sizes(skeleton(m))  # small sizes the model accepts (as the checks)
+            feeds = random_feeds(m, sizes, shapes, np.random.default_rng(0))
+            row[f"{name}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
+            row[f"{name}_latency_us"] = _latency_us(m, feeds, runs)
+        rows.append(row)
+        print(f"{path.name:>32}: " + "; ".join(f"{t} {row[f'{t}_nodes']} nodes {row[f'{t}_latency_us']:.1f} us"
+                                               for t in TARGETS), flush=True)
+    return rows
 
 
 def _tf_sample_functions(make_models):
@@ -444,16 +474,19 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
-    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory"], action="append")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory", "targets"], action="append")
     ap.add_argument("--memory", action="store_true", help="only the memory benchmarks (memory, checks, verify-memory)")
+    ap.add_argument("--targets", action="store_true", help="only the per-target section (same as --only targets)")
     args = ap.parse_args(argv)
+    if args.targets:
+        args.only = (args.only or []) + ["targets"]
     if args.quick:
         args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform(), "command": " ".join(sys.argv)}}
-    only = set(args.only or (["memory", "checks", "verify-memory"] if args.memory else
-                             ["throughput", "tf2onnx", "memory", "checks", "verify-memory"]
+    only = set(args.only or (["memory", "checks", "verify-memory"] if args.memory else ["targets"] if args.targets else
+                             ["throughput", "tf2onnx", "memory", "checks", "verify-memory", "targets"]
                              + ([] if args.quick else ["batch"])))
     activation = (4, 4, 16, 16) if args.quick else (64, 64, 256, 256)
     with tempfile.TemporaryDirectory() as tmp:
@@ -472,6 +505,8 @@ def main(argv=None) -> int:
             results["checks"] = bench_checks(Path(tmp), quick=args.quick)
         if "verify-memory" in only:
             results["verify_memory"] = bench_verify_memory(args.gib, Path(tmp), activation)
+        if "targets" in only:
+            results["targets"] = bench_targets(args.runs)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

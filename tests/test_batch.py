@@ -41,7 +41,8 @@ def test_unchanged_only_when_input_options_and_output_all_match(tmp_path):
     assert set(_statuses(first).values()) == {"converted"}
     entry = first.entries[0]
     assert entry["options"] == {"flavor": None, "opset": None, "verify": True, "strict": False, "verify_memory": None,
-                                "cleanup": True}  # every convert option, defaults spelled out
+                                "cleanup": True, "target": None, "verify_on": None,
+                                "fix_slices": False}  # every convert option, defaults spelled out
     assert entry["output_sha256"] and entry["removed_stale_output"] == []
     assert set(_statuses(batch_convert(src, out, jobs=1)).values()) == {"unchanged"}
     # another option: converted again, and again when it goes back
