@@ -702,6 +702,9 @@ def _dims_reaching(proto, node_name: str | None) -> list:
 
 
 def _check_one(r, got: dict, make_plan, apply_plan) -> str:
+    missing = [name for name in (r.data_name, r.output_name) if name not in got]
+    if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
+        return f"skipped: the in-place run could not expose {', '.join(repr(m) for m in missing)}"
     x = got[r.data_name]
     n = r.spec.n
     # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in

@@ -363,3 +363,21 @@ def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
     assert rep.model_checks["model_run"] == f"skipped: the declared input sizes give invalid shapes (shape inference: {aborted})"
     assert rep.ok and not rep.verified
     assert capfd.readouterr().err == ""
+
+
+def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
+    """A tap the in-place run could not expose (seen on a Swin If branch) is a named skip,
+    never a crash and never a pass."""
+    from types import SimpleNamespace
+
+    from onnx_slice_tools.inplace import _check_one
+    from onnx_slice_tools.plan import make_plan
+    from onnx_slice_tools.reference import apply_plan
+    from onnx_slice_tools.spec import from_index_expr
+    r = SimpleNamespace(data_name="x", output_name="y", index_names={}, spec=from_index_expr("x[1:]"))
+    got = {"x": np.arange(4, dtype=np.float32)}
+    assert _check_one(r, got, make_plan, apply_plan) == "skipped: the in-place run could not expose 'y'"
+    got["y"] = np.arange(1, 4, dtype=np.float32)
+    assert _check_one(r, got, make_plan, apply_plan) == "passed"
+    got["y"] = np.arange(0, 3, dtype=np.float32)
+    assert _check_one(r, got, make_plan, apply_plan).startswith("failed: ")
