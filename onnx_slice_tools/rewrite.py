@@ -651,11 +651,9 @@ def weightless(proto, max_bytes: int | None = None):
 
 
 def _drop_unused_domains(model) -> None:
-    import onnx_ir as ir
     used = set()
-    for graph, _, _ in _all_graphs(model):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
-            used.add(node.domain)
+    for graph, _, _ in _all_graphs(model):  # every graph is listed: no need to recurse
+        used.update(node.domain for node in graph)
     used |= {f.domain for f in model.functions.values()}
     for domain in list(model.opset_imports):
         if domain not in ("", "ai.onnx") and domain not in used:
