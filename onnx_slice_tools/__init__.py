@@ -1,13 +1,22 @@
 """onnx-slice-tools: exact StridedSlice (TensorFlow / OpenVINO) to standard ONNX."""
 
-from .api import ConvertResult, Report, convert
-from .errors import ModelError, OnnxSliceToolsError, StridedSliceError, VerificationError
-from .plan import AxisPlan, OutDim, Plan, make_plan
-from .reference import apply_plan, slice_array, strided_slice
-from .spec import (OPENVINO, TF, TFLITE, SliceSpec, from_index_expr, from_openvino, from_tf,
-                   from_tflite, parse_openvino_mask)
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+#: Public name -> the module defining it.  Imported on first use (PEP 562), so that the command
+#: line's ``--help`` and ``explain`` do not pay for numpy, onnx and the converter at start-up.
+_EXPORTS = {
+    "ConvertResult": "api", "Report": "api", "convert": "api",
+    "ModelError": "errors", "OnnxSliceToolsError": "errors", "StridedSliceError": "errors",
+    "VerificationError": "errors",
+    "AxisPlan": "plan", "OutDim": "plan", "Plan": "plan", "make_plan": "plan",
+    "apply_plan": "reference", "slice_array": "reference", "strided_slice": "reference",
+    "OPENVINO": "spec", "TF": "spec", "TFLITE": "spec", "SliceSpec": "spec", "from_index_expr": "spec",
+    "from_openvino": "spec", "from_tf": "spec", "from_tflite": "spec", "parse_openvino_mask": "spec",
+}
 
 __all__ = [
     "AxisPlan", "ConvertResult", "Report", "convert", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim", "Plan", "SliceSpec",
@@ -15,3 +24,16 @@ __all__ = [
     "from_openvino", "from_tf", "make_plan", "parse_openvino_mask", "slice_array",
     "strided_slice", "TFLITE", "from_tflite", "__version__",
 ]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

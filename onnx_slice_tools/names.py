@@ -20,23 +20,20 @@ class NameAllocator:
     def for_model(cls, model) -> "NameAllocator":
         """An allocator that knows every name of an onnx_ir model (all graphs and functions)."""
         import onnx_ir as ir
+        from .rewrite import _all_graphs
         taken: set[str] = set()
-        containers = [model.graph, *model.functions.values()]
-        for container in containers:
-            values = list(container.inputs) + list(container.outputs)
-            if isinstance(container, ir.Graph):
-                taken.update(container.initializers)
-            for node in ir.traversal.RecursiveGraphIterator(container):
+        values = []
+        for graph, _, _ in _all_graphs(model):  # every subgraph is listed: plain loops suffice
+            values.extend(graph.inputs)
+            values.extend(graph.outputs)
+            if isinstance(graph, ir.Graph):
+                taken.update(graph.initializers)
+            for node in graph:
                 if node.name:
                     taken.add(node.name)
                 values.extend(v for v in node.inputs if v is not None)
                 values.extend(node.outputs)
-                for attr in node.attributes.values():
-                    for g in _subgraphs(attr):
-                        values.extend(g.inputs)
-                        values.extend(g.outputs)
-                        taken.update(g.initializers)
-            taken.update(v.name for v in values if v is not None and v.name)
+        taken.update(v.name for v in values if v is not None and v.name)
         return cls(taken)
 
     def fresh(self, base: str) -> str:
@@ -51,11 +48,3 @@ class NameAllocator:
         self.taken.add(name)
         return name
 
-
-def _subgraphs(attr) -> list:
-    import onnx_ir as ir
-    if attr.type == ir.AttributeType.GRAPH:
-        return [attr.value]
-    if attr.type == ir.AttributeType.GRAPHS:
-        return list(attr.value)
-    return []

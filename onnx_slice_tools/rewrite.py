@@ -263,25 +263,44 @@ def _elem_type(value) -> int | None:
 # --------------------------------------------------------------------------- the pass
 
 def _all_graphs(model):
-    """(graph_or_function, label, is_function) for the main graph, all subgraphs and functions."""
+    """(graph_or_function, label, is_function) for the main graph, all subgraphs and functions.
+
+    Subgraphs are listed in the order a depth-first walk finds them (the order of
+    ``onnx_ir.traversal.RecursiveGraphIterator``); the walk is hand-written because it runs
+    after every cleanup pass and the iterator's per-node generators cost ~6x more."""
     import onnx_ir as ir
+    graph_type, graphs_type, attr_class = ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS, ir.Attr
     out = [(model.graph, "main", False)]
     seen = {id(model.graph)}
-    containers = [(model.graph, "main")] + [(f, f"function {f.domain}::{f.name}") for f in model.functions.values()]
-    for container, label in containers:
-        if container is not model.graph:
-            out.append((container, label, True))
-        for node in ir.traversal.RecursiveGraphIterator(container):
-            for attr in node.attributes.values():
-                graphs = []
-                if attr.type == ir.AttributeType.GRAPH:
+
+    def walk(graph, label):
+        for node in graph:
+            attributes = node.attributes
+            if not attributes:
+                continue
+            subgraphs = []
+            for attr in attributes.values():
+                if not isinstance(attr, attr_class):
+                    continue
+                if attr.type == graph_type:
                     graphs = [attr.value]
-                elif attr.type == ir.AttributeType.GRAPHS:
+                elif attr.type == graphs_type:
                     graphs = list(attr.value)
+                else:
+                    continue
                 for g in graphs:
                     if id(g) not in seen:
                         seen.add(id(g))
                         out.append((g, f"{label} > {node.op_type} {node.name!r}.{attr.name}", False))
+                subgraphs.extend(graphs)
+            for g in subgraphs:
+                walk(g, label)
+
+    walk(model.graph, "main")
+    for f in model.functions.values():
+        label = f"function {f.domain}::{f.name}"
+        out.append((f, label, True))
+        walk(f, label)
     return out
 
 
@@ -662,11 +681,9 @@ def weightless(proto, max_bytes: int | None = None):
 
 
 def _drop_unused_domains(model) -> None:
-    import onnx_ir as ir
     used = set()
-    for graph, _, _ in _all_graphs(model):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
-            used.add(node.domain)
+    for graph, _, _ in _all_graphs(model):  # every graph is listed: no need to recurse
+        used.update(node.domain for node in graph)
     used |= {f.domain for f in model.functions.values()}
     for domain in list(model.opset_imports):
         if domain not in ("", "ai.onnx") and domain not in used:

@@ -89,6 +89,8 @@ class SliceSpec:
 
 
 def _int_tuple(values, field: str) -> tuple[int, ...]:
+    if isinstance(values, (list, tuple)) and all(type(v) is int for v in values):
+        return tuple(values)  # what the numpy path gives for plain ints, without importing numpy
     try:
         import numpy as np
         arr = np.asarray(values)

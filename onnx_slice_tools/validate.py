@@ -325,11 +325,45 @@ def _fields_of(desc):
     return got
 
 
+def _strings_valid(proto) -> bool:
+    """Whether every string field is valid UTF-8: the fast scan (one ``ListFields`` per message)
+    of the common case; :func:`_check_strings` then only walks field by field to name a failure."""
+    kinds_of: dict = {}
+    todo = [proto]
+    while todo:
+        msg = todo.pop()
+        desc = msg.DESCRIPTOR
+        kinds = kinds_of.get(desc)
+        if kinds is None:
+            kinds = kinds_of[desc] = {name: (is_msg, repeated) for name, is_msg, repeated in _fields_of(desc)}
+        for fd, value in msg.ListFields():
+            kind = kinds.get(fd.name)
+            if kind is None:
+                continue
+            for item in value if kind[1] else (value,):
+                if kind[0]:
+                    todo.append(item)
+                elif not isinstance(item, str):
+                    return False
+        if desc.name == "TensorProto" and msg.data_type == _STRING and msg.data_location != 1:
+            for s in msg.string_data:
+                try:
+                    s.decode("utf-8")
+                except UnicodeDecodeError:
+                    return False
+    return True
+
+
 def _check_strings(proto, v: _Validator) -> None:
     """Every string field is valid UTF-8 (upb hands invalid ones over as bytes)."""
-    todo = [(proto, "model")]
+    if _strings_valid(proto):
+        return
+    # An entry is (message, its parent's entry): where a message sits is only spelled out
+    # (by _where) when something in it fails, not for each of the model's messages.
+    todo = [(proto, None)]
     while todo:
-        msg, where = todo.pop()
+        entry = todo.pop()
+        msg = entry[0]
         for name, is_msg, repeated in _fields_of(msg.DESCRIPTOR):
             if repeated:
                 items = getattr(msg, name)
@@ -341,15 +375,27 @@ def _check_strings(proto, v: _Validator) -> None:
                 items = (getattr(msg, name),)
             for item in items:
                 if is_msg:
-                    todo.append((item, _describe(item, where)))
+                    todo.append((item, entry))
                 elif not isinstance(item, str):
-                    v.fail(f"{where}: field {name} is not valid UTF-8 ({_shown(item)})")
+                    v.fail(f"{_where(entry)}: field {name} is not valid UTF-8 ({_shown(item)})")
         if msg.DESCRIPTOR.name == "TensorProto" and msg.data_type == _STRING and msg.data_location != 1:
             for s in msg.string_data:  # bytes by definition: checked because onnx decodes them
                 try:
                     s.decode("utf-8")
                 except UnicodeDecodeError:
-                    v.fail(f"{where}: string_data is not valid UTF-8 ({_shown(s)})")
+                    v.fail(f"{_where(entry)}: string_data is not valid UTF-8 ({_shown(s)})")
+
+
+def _where(entry) -> str:
+    """The location of a :func:`_check_strings` entry: 'model', then each message's description."""
+    chain = []
+    while entry is not None:
+        chain.append(entry[0])
+        entry = entry[1]
+    where = "model"
+    for msg in reversed(chain[:-1]):  # the root is the model itself
+        where = _describe(msg, where)
+    return where
 
 
 def _describe(msg, parent: str) -> str:

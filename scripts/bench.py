@@ -18,6 +18,11 @@
    with 20 StridedSlice on it plus 1 GiB of external weights, converted with verification on
    (child process, address space capped so a regression fails instead of swapping).
 7. targets (``--targets``): node count and onnxruntime latency per --target on the models/ samples.
+8. speed (``--only speed``): whole-process wall times (median of ``--repeat`` runs of fresh
+   processes) of ``convert --no-verify`` and ``convert`` against the I/O floor (a process doing
+   ``onnx.save(onnx.load(...))``) and one onnxruntime session of the converted model, at
+   ``--speed-sizes`` StridedSlice nodes with fan-out 8 and fan-out N (all slices read one
+   tensor); start-up of ``--help`` and ``explain``; ``batch -j 1`` vs ``-j 2`` throughput.
 """
 
 from __future__ import annotations
@@ -354,6 +359,85 @@ def bench_batch_crash(n: int, jobs: int, tmp: Path) -> dict:
     return row
 
 
+def _median_process_s(cmd: list, repeat: int, env=None) -> float:
+    """Median wall seconds of ``repeat`` fresh processes running ``cmd`` (output discarded)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def _tool(*args) -> list:
+    return [sys.executable, "-m", "onnx_slice_tools", *args]
+
+
+def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int) -> dict:
+    """Whole-command ratios (see the module doc, 7.).  Every figure is a whole process: Python
+    start-up and imports included, as a user or a pipeline sees them."""
+    import onnx
+    py = sys.executable
+    floor_cmd = [py, "-c", "import sys, onnx; onnx.save(onnx.load(sys.argv[1]), sys.argv[2])"]
+    session_cmd = [py, "-c", "import sys, onnxruntime as ort; ort.InferenceSession(sys.argv[1], "
+                   "providers=['CPUExecutionProvider'])"]
+    rows = []
+    for n in sizes:
+        for fan_out in (len(PATTERNS), n):
+            path = tmp / f"speed_{n}_{fan_out}.onnx"
+            onnx.save(synthetic_model(n, False, fan_out=fan_out), path)
+            out = tmp / f"speed_{n}_{fan_out}_out.onnx"
+            row = {"nodes": n, "fan_out": fan_out,
+                   "load_save_s": _median_process_s(floor_cmd + [str(path), str(tmp / "ls.onnx")], repeat),
+                   "convert_no_verify_s": _median_process_s(_tool("convert", "--no-verify", str(path),
+                                                                  "-o", str(out)), repeat),
+                   "convert_s": _median_process_s(_tool("convert", str(path), "-o", str(out)), repeat)}
+            row["session_s"] = _median_process_s(session_cmd + [str(out)], repeat)
+            row["no_verify_vs_floor"] = row["convert_no_verify_s"] / row["load_save_s"]
+            row["verify_vs_floor_plus_session"] = row["convert_s"] / (row["load_save_s"] + row["session_s"])
+            row["convert_ms_per_slice"] = 1000 * row["convert_s"] / n
+            rows.append(row)
+            print(f"speed {n:>6} nodes, fan-out {fan_out:>6}: load+save {row['load_save_s']:.2f} s, "
+                  f"session {row['session_s']:.2f} s, convert --no-verify {row['convert_no_verify_s']:.2f} s "
+                  f"({row['no_verify_vs_floor']:.1f}x load+save), convert {row['convert_s']:.2f} s "
+                  f"({row['verify_vs_floor_plus_session']:.2f}x load+save+session; "
+                  f"{row['convert_ms_per_slice']:.3f} ms/slice)", flush=True)
+    startup = {"python_s": _median_process_s([py, "-c", "pass"], repeat),
+               "import_onnx_s": _median_process_s([py, "-c", "import onnx"], repeat),
+               "help_s": _median_process_s(_tool("--help"), repeat),
+               "explain_s": _median_process_s(_tool("explain", "--begin", "0,0,2", "--end", "0,0,-2", "--strides", "1,1,1",
+                                                    "--begin-mask", "1", "--end-mask", "1", "--new-axis-mask", "2",
+                                                    "--shape", "4,16,16,8"), repeat)}
+    print("start-up: " + ", ".join(f"{k[:-2]} {v:.3f} s" for k, v in startup.items()), flush=True)
+    batch = _bench_batch_jobs(batch_models, tmp, repeat)
+    return {"rows": rows, "startup": startup, "batch": batch}
+
+
+def _bench_batch_jobs(n: int, tmp: Path, repeat: int) -> dict:
+    """``batch -j 1`` and ``-j 2`` over ``n`` copies of the models/ TF samples (whole process)."""
+    import shutil
+    src = tmp / "speed_batch_in"
+    src.mkdir(exist_ok=True)
+    samples = sorted(p for p in (ROOT / "models").glob("tf_*.onnx"))
+    for i in range(n):
+        shutil.copy(samples[i % len(samples)], src / f"m{i:04d}_{samples[i % len(samples)].name}")
+    row = {"models": n}
+    for jobs in (1, 2):
+        times = []
+        for r in range(repeat):
+            out = tmp / f"speed_batch_out_{jobs}_{r}"
+            t = time.perf_counter()
+            subprocess.run(_tool("batch", str(src), "-o", str(out), "-j", str(jobs)),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            times.append(time.perf_counter() - t)
+            shutil.rmtree(out, ignore_errors=True)
+        row[f"j{jobs}_s"] = sorted(times)[len(times) // 2]
+    row["speedup"] = row["j1_s"] / row["j2_s"]
+    print(f"batch: {n} models, -j 1 {row['j1_s']:.1f} s, -j 2 {row['j2_s']:.1f} s "
+          f"({row['speedup']:.2f}x)", flush=True)
+    return row
+
+
 #: (name, the measured step, model) of the checks benchmark; models built in _checks_model.
 CHECK_CASES = [
     ("static [64,64,256,256] f32, 20 slices, 1 GiB external weights", "verify_records", "big_static"),
@@ -474,7 +558,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="CI smoke size: small everything")
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
-    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory", "targets"], action="append")
+    ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory",
+                                       "targets", "speed"], action="append")
+    ap.add_argument("--speed-sizes", default="1000,10000,100000",
+                    help="StridedSlice nodes for the whole-process speed ratios (--only speed)")
     ap.add_argument("--memory", action="store_true", help="only the memory benchmarks (memory, checks, verify-memory)")
     ap.add_argument("--targets", action="store_true", help="only the per-target section (same as --only targets)")
     args = ap.parse_args(argv)
@@ -482,6 +569,7 @@ def main(argv=None) -> int:
         args.only = (args.only or []) + ["targets"]
     if args.quick:
         args.sizes, args.repeat, args.slices, args.runs, args.gib = "100", 1, 12, 20, 0.01
+        args.speed_sizes, args.batch_models = "100", 8
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform(), "command": " ".join(sys.argv)}}
@@ -503,6 +591,9 @@ def main(argv=None) -> int:
             results["batch"] = bench_batch_crash(args.batch_models, args.jobs, Path(tmp))
         if "checks" in only:
             results["checks"] = bench_checks(Path(tmp), quick=args.quick)
+        if "speed" in only:
+            results["speed"] = bench_speed([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp),
+                                           args.batch_models)
         if "verify-memory" in only:
             results["verify_memory"] = bench_verify_memory(args.gib, Path(tmp), activation)
         if "targets" in only:
