@@ -415,7 +415,7 @@ def verify_model_file(path) -> dict:
     import onnx
     import onnxruntime as ort
     import onnx_ir as ir
-    from .rewrite import _all_graphs
+    from .graphs import all_graphs as _all_graphs
     from .verify import session_options
     m = load_ir(path)  # readable, external data inside the folder
     checks = {}

@@ -55,7 +55,7 @@ _NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLi
 
 def graphs_of(model) -> list:
     """(graph, is_function_body) for the main graph, every subgraph and every function body."""
-    from .rewrite import _all_graphs
+    from .graphs import all_graphs as _all_graphs
     return [(g.graph if is_function else g, label.startswith("function"))
             for g, label, is_function in _all_graphs(model)]
 

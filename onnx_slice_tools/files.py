@@ -181,7 +181,7 @@ def _ir_tensor_slots(m):
     """(tensor, put) for every tensor of an onnx_ir model: initializers and tensor attributes
     of the main graph, subgraphs and functions; ``put(new)`` puts another tensor in its place."""
     import onnx_ir as ir
-    from .rewrite import _all_graphs
+    from .graphs import all_graphs as _all_graphs
     for graph, _, is_function in _all_graphs(m):
         if not is_function:
             for value in graph.initializers.values():

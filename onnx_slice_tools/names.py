@@ -20,7 +20,7 @@ class NameAllocator:
     def for_model(cls, model) -> "NameAllocator":
         """An allocator that knows every name of an onnx_ir model (all graphs and functions)."""
         import onnx_ir as ir
-        from .rewrite import _all_graphs
+        from .graphs import all_graphs as _all_graphs
         taken: set[str] = set()
         values = []
         for graph, _, _ in _all_graphs(model):  # every subgraph is listed: plain loops suffice

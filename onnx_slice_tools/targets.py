@@ -206,7 +206,7 @@ def find_violations(model, target) -> list[Violation]:
     breaks a constraint of ``target``."""
     import onnx
     import onnx_ir as ir
-    from .rewrite import _all_graphs
+    from .graphs import all_graphs as _all_graphs
     target = get_target(target)
     if isinstance(model, onnx.ModelProto):
         model = ir.from_proto(model)
