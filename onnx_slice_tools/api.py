@@ -6,28 +6,15 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from .checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .errors import ModelError
 from .errors import first_line as _first_line
-from .files import PROTO_LIMIT as _PROTO_LIMIT  # noqa: F401 - re-exported
 from .files import adopt_files, load_ir, load_model_proto, model_weight_bytes, save_model  # noqa: F401
 from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
-from . import verify as _verify_module
-
-
-def check_passed(status: str) -> bool:
-    """A check status that does not fail a conversion: passed or skipped (see checks.kind)."""
-    return kind(status) != "failed"
-
-
-#: Memory the whole-model and per-rewrite checks may use (``--verify-memory``): verify.py's
-#: constant, shared with the per-rewrite checks.
-DEFAULT_VERIFY_MEMORY = getattr(_verify_module, "DEFAULT_VERIFY_MEMORY", 256 * 2 ** 20)
+from .verify import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
 
 
 @dataclass
@@ -380,7 +367,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
     ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (runtimes.py); returns the number of
     signatures checked."""
     from .runtimes import check_on_runtimes
-    from .verify import DEFAULT_VERIFY_MEMORY, CheckCase, check_lowerings, declared_conflict, np_dtype
+    from .verify import CheckCase, declared_conflict, np_dtype
     groups: dict = {}
     for r in records:
         if r.lowering is None:

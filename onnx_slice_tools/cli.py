@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 from .errors import ModelError, OnnxSliceToolsError, StridedSliceError, one_line
-from .files import write_atomically  # noqa: F401 - re-exported
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_PIPE = 0, 1, 2, 141
 
