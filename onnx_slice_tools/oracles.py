@@ -318,6 +318,28 @@ DTYPES = ["float32", "int32", "int64", "float16", "float64", "int8", "uint8", "b
 TFLITE_DTYPES = ["float32", "int32", "int64", "int8", "uint8", "int16", "bool"]
 
 
+def random_lowering_input(src, flavor: str, *, runtime_chance: float, max_rank: int = 6):
+    """A random spec planned for a static, symbolic or unknown-rank input, with each of
+    begin/end/strides a runtime value with probability ``runtime_chance``: (input kind, plan,
+    runtime fields), or None when the framework rejects the spec (the target tests and
+    scripts/target_corpus.py draw their cases here)."""
+    from dataclasses import replace
+
+    from .errors import StridedSliceError
+    from .plan import make_plan
+    x, spec = random_case(src, flavor, max_rank=max_rank)
+    mode = src.choice(["static", "symbolic", "unknown rank"])
+    shape = {"static": x.shape, "symbolic": tuple(f"d{i}" for i in range(x.ndim)), "unknown rank": None}[mode]
+    fields = [f for f in ("begin", "end", "strides") if spec.n and src.chance(runtime_chance)]
+    try:
+        make_plan(spec, x.shape)
+        if fields:
+            spec = replace(spec, runtime_length=spec.n, **{f: None for f in fields})
+        return mode, make_plan(spec, shape), fields
+    except StridedSliceError:
+        return None
+
+
 def random_case(src: RandomSource, flavor: str, max_rank: int = 6) -> tuple[np.ndarray, SliceSpec]:
     """A random input and spec: dims 0..5 (0 and 1 common), values in and out of range,
     negative values, strides +-1..3 (rarely 0), mask bits beyond len(begin).  TFLite: ranks
