@@ -71,13 +71,15 @@ def nested_expected(x: np.ndarray, c: bool) -> np.ndarray:
     return (y1 + 2 * w[8:12] + w[12:16])[::-1]
 
 
-def big_external_model(folder: Path, n: int) -> Path:
-    """Gather(W[n] external in ``weights.bin``, idx) -> TF StridedSlice [:, 0:3]."""
+def big_external_model(folder: Path, n: int, location: str = "weights.bin", begin: int = 0) -> Path:
+    """Gather(W[n] external in ``location``, idx) -> TF StridedSlice [:, begin:3]."""
     folder.mkdir(parents=True, exist_ok=True)
     w = np.arange(n, dtype=np.float32)
-    (folder / "weights.bin").write_bytes(w.tobytes())
-    t = _external("W", 0, "weights.bin", n)
-    inits = [t] + [helper.make_tensor(k, TensorProto.INT64, [2], v) for k, v in (("b", [0, 0]), ("e", [0, 3]), ("s", [1, 1]))]
+    (folder / location).parent.mkdir(parents=True, exist_ok=True)
+    (folder / location).write_bytes(w.tobytes())
+    t = _external("W", 0, location, n)
+    inits = [t] + [helper.make_tensor(k, TensorProto.INT64, [2], v)
+                   for k, v in (("b", [0, begin]), ("e", [0, 3]), ("s", [1, 1]))]
     nodes = [helper.make_node("Gather", ["W", "idx"], ["g"]),
              helper.make_node("StridedSlice", ["g", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN,
                               begin_mask=1, end_mask=1)]

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.batch import batch_convert
@@ -112,26 +111,9 @@ def test_verify_reports_strided_slice_left_and_mismatch(tmp_path, capsys):
 # --------------------------------------------------------------------------- external data
 
 def _external_model(folder: Path, location: str = "weights.bin", n: int = 300_000) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    w = np.arange(n, dtype=np.float32)
-    data_path = (folder / location)
-    data_path.parent.mkdir(parents=True, exist_ok=True)
-    data_path.write_bytes(w.tobytes())
-    t = onnx.TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[n], data_location=TensorProto.EXTERNAL)
-    for k, v in (("location", location), ("offset", "0"), ("length", str(w.nbytes))):
-        e = t.external_data.add()
-        e.key, e.value = k, v
-    inits = [t] + [helper.make_tensor(k, TensorProto.INT64, [2], v) for k, v in (("b", [0, 1]), ("e", [0, 3]), ("s", [1, 1]))]
-    nodes = [helper.make_node("Gather", ["W", "idx"], ["g"]),
-             helper.make_node("StridedSlice", ["g", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN,
-                              begin_mask=1, end_mask=1)]
-    graph = helper.make_graph(nodes, "ext", [helper.make_tensor_value_info("idx", TensorProto.INT64, ["N", 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
-    model.ir_version = 8
-    path = folder / "model.onnx"
-    path.write_bytes(model.SerializeToString())
-    return path
+    """x[:, 1:3] of Gather(W, idx), W external (tests/models_ext.py)."""
+    from models_ext import big_external_model
+    return big_external_model(folder, n, location, begin=1)
 
 
 def test_external_data_in_and_out(tmp_path):
