@@ -13,6 +13,7 @@ from .files import adopt_files, load_ir, load_model_proto, model_weight_bytes, s
 from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
+from .runtimes import NOT_ASKED
 from .spec import FLAVORS
 from .verify import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
 
@@ -111,8 +112,12 @@ def _rewrite_status(check) -> str:
         return "skipped: not checked"
     if not check.ok:
         return f"failed: shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
-    if kind(check.onnxruntime) == "skipped":
-        return check.onnxruntime if check.onnxruntime.startswith("skipped") else "skipped: not run"
+    values = [check.onnxruntime]
+    if check.onnxruntime == NOT_ASKED and check.runtimes:  # --verify-on without onnxruntime: the others'
+        values = list(check.runtimes.values())
+    for status in values:
+        if kind(status) == "skipped":
+            return status if status.startswith("skipped") else "skipped: not run"
     if check.run_time_errors.startswith("skipped"):
         return check.run_time_errors
     return "passed"

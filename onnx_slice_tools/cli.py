@@ -184,10 +184,12 @@ def _spec_from_args(args):
     return from_openvino(*ints, strides, **{m: getattr(args, m) or "" for m in MASK_NAMES})
 
 
-def explain_text(spec, shape) -> str:
-    from .describe import encodings
+def explain_text(spec, shape, target=None) -> str:
+    from .describe import encodings, target_lines
     from .lower import lower
     from .plan import make_plan
+    from .targets import get_target
+    target = get_target(target)
     plan = make_plan(spec, shape)  # validates the spec (lengths, masks, strides) first
     enc = encodings(spec)
     lines = [f"spec ({spec.flavor}): {spec.index_notation()}",
@@ -226,7 +228,8 @@ def explain_text(spec, shape) -> str:
     for j in plan.inserted_axes:
         lines.append(f"  output axis {j}: new axis of size 1")
     runtime = [f for f in ("begin", "end", "strides") if getattr(spec, f) is None]
-    low = lower(plan, 17, {f: "int64" for f in runtime})
+    low = lower(plan, 17, {f: "int64" for f in runtime}, target=target)
+    lines += target_lines(target)
     lines.append(("ONNX nodes" + (f" (opset 17, {', '.join(runtime)} as int64 graph inputs)" if runtime else "")
                   + ":") if not low.is_identity else "ONNX nodes: none (identity)")
     for op in low.ops:
@@ -246,7 +249,7 @@ def _fmt_shape(shape) -> str:
 
 def cmd_explain(args) -> int:
     spec = _spec_from_args(args)
-    print(explain_text(spec, _parse_shape(args.shape)))
+    print(explain_text(spec, _parse_shape(args.shape), args.target))
     return EXIT_OK
 
 
@@ -255,9 +258,10 @@ def cmd_explain(args) -> int:
 def cmd_inspect_target(args) -> int:
     """``inspect --target T``: the nodes of any model that break target T's constraints."""
     from .api import load_ir
+    from .fixslices import fix_note
     from .targets import find_violations, get_target
     target = get_target(args.target)
-    found = find_violations(load_ir(args.model), target)
+    found = find_violations(load_ir(args.model), target, note=fix_note)
     if args.json:
         print(json.dumps([v.to_json() for v in found], indent=2))
     else:
@@ -265,10 +269,10 @@ def cmd_inspect_target(args) -> int:
         from rich.markup import escape
         from rich.table import Table
         table = Table(title=f"{args.model}: {len(found)} node(s) break target {target.name}")
-        for col in ("node", "op", "graph", "constraint", "detail", "why it matters"):
+        for col in ("node", "op", "graph", "constraint", "detail", "why it matters", "--fix-slices"):
             table.add_column(col, overflow="fold")
         for v in found:
-            table.add_row(*(escape(c) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why)))
+            table.add_row(*(escape(c) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why, v.fix)))
         Console(width=max(160, Console().width)).print(table)
     return EXIT_OK
 
@@ -542,6 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
     for f in ("begin", "end", "strides"):
         e.add_argument(f"--{f}", help=f"{f} as comma-separated integers, e.g. 0,-1 (instead of SPEC)")
     e.add_argument("--offset", action="store_true", help="TFLite STRIDED_SLICE offset option (end = begin + end)")
+    e.add_argument("--target", choices=list(TARGETS), default=None,
+                   help="lower for this target (default onnxruntime: the minimal lowering) and list its constraints")
     from .spec import MASK_NAMES
     for m in MASK_NAMES:
         e.add_argument("--" + m.replace("_", "-"), dest=m,

@@ -42,3 +42,14 @@ def encodings(spec: SliceSpec) -> dict:
         "openvino": {m: spec.mask_list(m, max(length, n) if length else 0)
                      for m, length in zip(MASK_NAMES, lengths)},
     }
+
+
+def target_lines(target) -> list[str]:
+    """explain's lines about a target (targets.Target): nothing for the minimal lowering, else
+    each constraint the lowering keeps to."""
+    if target.minimal:
+        return []
+    from .targets import CONSTRAINTS
+    lines = [f"target {target.name}: {target.summary}; verified on {', '.join(target.verify_on)} by default"]
+    lines += [f"  avoids {name}: {CONSTRAINTS[name].rule}" for name in sorted(target.forbidden)]
+    return lines

@@ -275,10 +275,12 @@ def _tf_reverse_begin(b: _Builder, plan: Plan, axes: list, runtime: dict, starts
 # sees a sentinel or a bound that needs clamping.  Ranges with a constant positive step go
 # into one ``Slice``; the others (negative or runtime steps, when the target forbids negative
 # steps) become ``Gather`` of ``Range(start, end, step)`` -- exact for either sign, because
-# the bounds are already clamped.  Shrinks are ``Gather`` of a normalized (non-negative) index:
-# 1-D then one ``Squeeze`` when the target forbids 0-d indices.  New axes are one ``Unsqueeze``,
-# or, where a reshape of a possibly empty tensor is forbidden, a ``Reshape`` (allowzero) to a
-# shape read from ``Shape``.
+# the bounds are already clamped.  Shrinks keep their axis until the layout step: ``Slice(i, i+1)``
+# where the index was checked at conversion, else ``Gather`` of a 1-D non-negative index that
+# is out of range exactly where the framework raises (and, for runtime values, goes through
+# :func:`_guard`), so the run fails as the framework's does.  The shrunk axes are then removed
+# and new axes inserted by ``Squeeze``/``Unsqueeze`` or, where a reshape of a possibly empty
+# tensor is forbidden, one ``Reshape`` (allowzero) to a shape read from ``Shape``.
 
 
 def _fold(b: _Builder, op_type: str, fn, *refs) -> tuple:
@@ -370,6 +372,8 @@ def _canonical_bounds(b: _Builder, plan: Plan, axes: list, runtime: dict, dims: 
     lo_begin = lo if plan.flavor == TF else _const([0])
 
     def canon(field: str, masked: list, lower) -> tuple:
+        if all(masked):  # no value to clamp (computing it would leave dead nodes)
+            return _where(b, neg, last, _const([0])) if field == "begin" else _where(b, neg, _const([-1]), dim)
         raw = _values(b, plan, field, axes, runtime)
         fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
         value = _minmax(b, "Min", _minmax(b, "Max", fwd, lower), hi)
@@ -428,6 +432,10 @@ def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     if target.forbids(RESHAPE_EMPTY) and static and 0 in out_shape and b.opset >= 14:
         # the plan knows the empty output's shape (OpenVINO may not: runtime bounds)
         return b.add("Reshape", cur, ("const64", tuple(out_shape)), attrs=(("allowzero", 1),))
+    if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static:
+        copied = _copy_shape(plan, out_shape)
+        if copied is not None:  # every dynamic dim stays in place: a constant shape, 0 copies it
+            return b.add("Reshape", cur, ("const64", copied))
     if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static and b.opset >= 14:
         src = []
         for o in plan.outputs:
@@ -444,6 +452,22 @@ def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     return cur
 
 
+def _copy_shape(plan: Plan, out_shape) -> tuple | None:
+    """A Reshape shape (allowzero 0) for the layout step when every dynamic output dim sits at
+    the position of its input axis: 0 there (copy the dim, exact for a size of 0 too), the
+    known sizes elsewhere; None otherwise."""
+    from .plan import NEW
+    shape = []
+    for j, (o, d) in enumerate(zip(plan.outputs, out_shape)):
+        if isinstance(d, int) and d > 0:
+            shape.append(d)
+        elif o.kind != NEW and plan.axes[o.source].axis == j and not isinstance(d, int):
+            shape.append(0)
+        else:
+            return None
+    return tuple(shape)
+
+
 def _slice_step_allowed(a, target) -> bool:
     """Whether range axis ``a`` may go into ``Slice`` with its step (else Gather of a Range)."""
     from .targets import NEGATIVE_STEP, NEGATIVE_STEP_MAYBE_EMPTY
@@ -457,12 +481,40 @@ def _slice_step_allowed(a, target) -> bool:
         a.stride is not None and isinstance(a.dim, int) and a.dim > 0 and isinstance(a.size, int))
 
 
+def _checked_shrink_index(b: _Builder, a, begins, runtime: dict, dims: _Dims) -> tuple:
+    """The 1-D, non-negative index a shrink axis takes, at or beyond the dim exactly where the
+    framework raises (index out of range; TF: a stride <= 0, via the guarded ``begins``): a
+    ``Gather`` of it then fails at run time in onnxruntime and onnx's reference, as the
+    framework does (OpenVINO raises no run-time error: docs/design.md, Targets)."""
+    if begins is None and not runtime["begin"]:
+        if a.begin >= 0:  # a constant index needs no dim
+            return _const([a.begin])
+        if a.begin == -1:  # dim - 1, or 1 (out of range) on an empty axis: Abs, one node
+            return _fold(b, "Abs", abs, _add(b, dims.of([a]), _const([-1])))
+    raw = _shrink_index(b, a, begins, scalar=False)
+    dim = dims.of([a])
+    fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
+    return _where(b, _less(b, fwd, _const([0])), dim, fwd)  # below -dim: dim, out of range
+
+
+def _guard(b: _Builder, index: tuple, dim: tuple) -> tuple:
+    """``index`` plus a zero read by a ``Gather`` of a constant ``[0]`` at an index out of range
+    when ``index`` is not below ``dim``: it fails at run time in onnxruntime and onnx's reference
+    even on an empty tensor (where a ``Slice`` is empty and onnx's reference ``Gather`` reads
+    no index)."""
+    probe = _where(b, _less(b, index, dim), _const([0]), _const([1]))
+    if probe[0] == "const":  # known at conversion (in range: out of range is rejected there)
+        return index
+    return _add(b, index, b.add("Gather", _const([0]), probe, attrs=(("axis", 0),)))
+
+
 def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None):
     """(ops, notes, index dtype) computing ``plan`` within ``target``'s constraints (targets.py).
 
-    Shrinks are ``Slice(i, i + 1)`` of a normalized index and leave the axis for the layout
-    step: no ``Gather`` with a 0-d index (OpenVINO's CPU plugin also crashes on a ``Gather`` of a
-    statically empty tensor)."""
+    Shrinks leave the axis for the layout step: ``Slice(i, i + 1)`` where the index is checked at
+    conversion, else ``Gather`` of a 1-D non-negative index that is out of range exactly where the
+    framework raises (no 0-d index; on a statically empty tensor, where OpenVINO's CPU plugin
+    crashes on a ``Gather``, a ``Slice`` whose index goes through :func:`_guard`)."""
     spec = plan.spec
     runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
     index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
@@ -486,35 +538,34 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
         groups.append((starts, ends, tuple(a.axis for a in by_slice), steps))
 
     shrinks = [a for a in plan.axes if a.kind == INDEX]
-    # TF with runtime strides: the guarded vector (an index beyond any axis where a stride is <= 0:
-    # the Slice is empty -- index + 1 wrapping around is empty too -- and the layout fails)
+    # TF with runtime strides: the guarded vector (an index beyond any axis where a stride is <= 0)
     begins = _shrink_begins(b, plan, shrinks, runtime) if shrinks else None
     guarded = begins is not None and not runtime["begin"]
+    picks = []  # (axis, index) of shrinks whose validity shows only at run time
     for a in shrinks:
-        if a.start is not None and not runtime["begin"] and not guarded:
+        if a.start is not None and not runtime["begin"] and not guarded:  # checked at conversion
             if a.dim != 1:
                 groups.append((_const([a.start]), _const([a.start + 1]), (a.axis,), _const([1])))
             continue
-        if not runtime["begin"] and a.begin != -1 and not guarded:
-            # a constant index needs no dim: out of range, the Slice is empty and the layout fails
-            groups.append((_const([a.begin]), _const([a.begin + 1]), (a.axis,), _const([1])))
-            continue
-        if not runtime["begin"] and not guarded:  # x[..., -1, ...]: the last element, up to the dim
-            groups.append((_const([-1]), dims.of([a]), (a.axis,), _const([1])))
-            continue
-        # normalized; an index below -dim becomes dim: the Slice is empty and the layout fails
-        raw = _shrink_index(b, a, begins, scalar=False)
-        dim = dims.of([a])
-        fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
-        index = _where(b, _less(b, fwd, _const([0])), dim, fwd)
-        groups.append((index, _add(b, index, _const([1])), (a.axis,), _const([1])))
+        index = _checked_shrink_index(b, a, begins, runtime, dims)
+        if begins is not None or known_empty:
+            # runtime values: through the guard (onnx's reference reads no index of an empty tensor)
+            index = _guard(b, index, dims.of([a]))
+        if known_empty:  # OpenVINO's CPU plugin crashes on a Gather of a statically empty tensor
+            groups.append((index, _add(b, index, _const([1])), (a.axis,), _const([1])))
+        else:
+            picks.append((a.axis, index))
     cur = _emit_slices(b, X, groups)
+    for axis, index in picks:  # Gather fails where the framework does: an index out of range
+        cur = b.add("Gather", cur, index, attrs=(("axis", axis),))
 
     if by_gather:
         starts, ends, steps, neg = _canonical_bounds(b, plan, by_gather, runtime, dims)
         # an end on the wrong side of the start means no element; OpenVINO's Range counts
         # |end - start| elements there (Range(0, 2, -1) gives [0, -1])
-        if neg[0] == "bool" and len(set(neg[1])) == 1:  # one sign: one of the two
+        if neg[0] == "bool" and set(neg[1]) == {True} and ends[0] == "const" and set(ends[1]) == {-1}:
+            pass  # "before element 0": never beyond a (clamped) start
+        elif neg[0] == "bool" and len(set(neg[1])) == 1:  # one sign: one of the two
             ends = _minmax(b, "Min" if neg[1][0] else "Max", ends, starts)
         else:
             ends = _where(b, neg, _minmax(b, "Min", ends, starts), _minmax(b, "Max", ends, starts))

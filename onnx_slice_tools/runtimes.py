@@ -14,6 +14,8 @@ import numpy as np
 from .errors import OnnxSliceToolsError
 
 ONNXRUNTIME, OPENVINO, REFERENCE = "onnxruntime", "openvino", "reference"
+#: onnxruntime's status when ``--verify-on`` leaves it out (the other runtimes' statuses then count)
+NOT_ASKED = "skipped: not asked for (--verify-on)"
 RUNTIMES = (ONNXRUNTIME, OPENVINO, REFERENCE)
 
 
@@ -145,6 +147,8 @@ def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: in
         require(name)
     if ONNXRUNTIME in runtimes or not runtimes:
         check_lowerings(cases, opset, seed, memory_budget=budget)
+        for case in cases:
+            _add_run_time_errors(case.result, ONNXRUNTIME, case.result.run_time_errors)
     for name in runtimes:
         if name == ONNXRUNTIME:
             continue
@@ -157,6 +161,7 @@ def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: in
                     check_lowerings([case], opset, seed, memory_budget=budget, runtime=name)
         for case, copy in zip(cases, copies):
             case.result.runtimes[name] = copy.result.onnxruntime
+            _add_run_time_errors(case.result, name, copy.result.run_time_errors)
             if case.result.shape_inference == "not run":
                 case.result.shape_inference = copy.result.shape_inference
                 case.result.inferred_shape = copy.result.inferred_shape
@@ -164,7 +169,23 @@ def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: in
                 case.result.tried_values = copy.result.tried_values
     if ONNXRUNTIME not in runtimes:
         for case in cases:
-            case.result.onnxruntime = "skipped: not asked for (--verify-on)"
+            case.result.onnxruntime = NOT_ASKED
+
+
+def _add_run_time_errors(result, runtime: str, status: str) -> None:
+    """File one runtime's must-fail status in ``result.run_time_errors_on`` and set
+    ``result.run_time_errors`` to their summary: a skip on any runtime names it (and where they
+    passed); else "passed"."""
+    if status == "not run":
+        return
+    result.run_time_errors_on[runtime] = status
+    runs = result.run_time_errors_on
+    skipped = [v.removeprefix("skipped: ") for v in runs.values() if v.startswith("skipped")]
+    passed = [k for k, v in runs.items() if v == "passed"]
+    if not skipped:
+        result.run_time_errors = "passed"
+        return
+    result.run_time_errors = f"skipped: {'; '.join(skipped)}" + (f" (passed on {', '.join(passed)})" if passed else "")
 
 
 def _batches(cases: list, runtime: str) -> list:

@@ -8,9 +8,7 @@ converter's) against a target and is used by ``inspect --target`` and by the tes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
+from dataclasses import dataclass, replace
 
 # constraint names
 NEGATIVE_STEP = "negative_slice_step"
@@ -108,18 +106,23 @@ class Violation:
     graph: str
     constraint: str
     detail: str
+    fix: str = ""   # what --fix-slices does with the node (find_violations' ``note``)
 
     @property
     def why(self) -> str:
         return CONSTRAINTS[self.constraint].why
 
     def to_json(self) -> dict:
-        return {"node": self.node, "op_type": self.op_type, "graph": self.graph, "constraint": self.constraint,
-                "detail": self.detail, "why": self.why}
+        out = {"node": self.node, "op_type": self.op_type, "graph": self.graph, "constraint": self.constraint,
+               "detail": self.detail, "why": self.why}
+        if self.fix:
+            out["fix_slices"] = self.fix
+        return out
 
 
 def constant_of(value):
     """The numpy array of an onnx-ir value that is an initializer or a Constant node's output."""
+    import numpy as np  # not at import: explain (lower -> get_target) stays free of numpy
     if value is None:
         return None
     if value.const_value is not None:
@@ -184,6 +187,7 @@ def node_violations(node, target: Target, graph_label: str = "main graph") -> li
 
 def _slice_dim_checks(node, starts, ends, steps, add) -> None:
     """Constraints that depend on the dims of the sliced axes (known only when declared)."""
+    import numpy as np
     if starts is None or ends is None:
         return
     axes_v = node.inputs[3] if len(node.inputs) > 3 else None
@@ -201,9 +205,9 @@ def _slice_dim_checks(node, starts, ends, steps, add) -> None:
             add(NEGATIVE_STEP_MAYBE_EMPTY, f"axis {int(ax)}: step {int(st)} on a dim not known non-empty")
 
 
-def find_violations(model, target) -> list[Violation]:
+def find_violations(model, target, note=None) -> list[Violation]:
     """Every node of an onnx-ir model or ModelProto (subgraphs and functions included) that
-    breaks a constraint of ``target``."""
+    breaks a constraint of ``target``; ``note(node) -> str`` fills each one's ``fix``."""
     import onnx
     import onnx_ir as ir
     from .graphs import all_graphs as _all_graphs
@@ -213,5 +217,9 @@ def find_violations(model, target) -> list[Violation]:
     out = []
     for graph, label, _ in _all_graphs(model):
         for node in ir.traversal.RecursiveGraphIterator(graph):
-            out += node_violations(node, target, label)
+            found = node_violations(node, target, label)
+            if found and note is not None:
+                fix = note(node)
+                found = [replace(v, fix=fix) for v in found]
+            out += found
     return out

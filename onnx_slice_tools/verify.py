@@ -391,6 +391,7 @@ class CheckResult:
     rejected_values: int = 0                # runtime values the framework rejects
     must_fail_checked: int = 0              # of those, run in onnxruntime: it failed too
     run_time_errors: str = NOT_RUN          # the must-fail runs: "passed" | "skipped: <reason>"
+    run_time_errors_on: dict = field(default_factory=dict)  # runtimes.check_on_runtimes: runtime -> status
     runtimes: dict = field(default_factory=dict)  # other runtimes checked (runtimes.py): name -> status
 
     @property
@@ -788,6 +789,14 @@ def _run(session, feeds: dict, names: list[str], elem: dict, out_elem: dict) -> 
     return {int(n[1:]): g for n, g in zip(names, got)}
 
 
+#: Why the must-fail runs are not run on OpenVINO (measured on 2026.4's CPU plugin): no
+#: construction raises there -- out-of-range Gather indices read zeros or stale memory, Reshape,
+#: Squeeze, Expand, Concat and Add of mismatching shapes return data, its own StridedSlice
+#: returns data for an out-of-range shrink, and a step of 0 (Range, StridedSlice) kills the process.
+OPENVINO_NO_ERRORS = ("skipped: openvino: OpenVINO raises no run-time error (out-of-range indices read zeros or "
+                      "stale memory; a step of 0 kills the process)")
+
+
 def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None, session=None) -> None:
     """Runtime values the framework rejects: onnxruntime must fail on them too.  Run in the
     group's session with every other case fed its baseline (known to run) when no case of the
@@ -795,12 +804,11 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     res = p.case.result
     if not p.must_fail or res.onnxruntime.startswith("failed"):
         return
-    if _RUNTIME.get() != "onnxruntime":  # OpenVINO's CPU plugin can abort the process (SIGFPE) on them
+    if _RUNTIME.get() == "openvino":
+        res.run_time_errors = OPENVINO_NO_ERRORS
         return
-    if p.case.lowering.target != "onnxruntime":
-        res.run_time_errors = (f"skipped: the {p.case.lowering.target} lowering does not keep every run-time "
-                               "error of the framework (docs/design.md, Targets)")
-        return
+    if _RUNTIME.get() != "onnxruntime" and p.case.lowering.target == "onnxruntime":
+        return  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
     if session is None or group is None or any(q.case.result.onnxruntime.startswith("failed") for q in group):
         group = [p]
         session = _check_session(_any_shape(_build_model([p.case], opset, [p.index])).SerializeToString())
@@ -817,7 +825,7 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
             res.run_time_errors = PASSED
             continue
         res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)} with {values}: the framework "
-                                 f"rejects it ({reason}) but onnxruntime returned shape {list(got.shape)}")
+                                 f"rejects it ({reason}) but {_RUNTIME.get()} returned shape {list(got.shape)}")
         return
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
@@ -32,7 +32,7 @@ from onnx_slice_tools.runtimes import RUNTIMES, check_on_runtimes, make_session
 from onnx_slice_tools.spec import from_index_expr
 from onnx_slice_tools.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
                                       SENTINEL, TARGETS, find_violations, get_target)
-from onnx_slice_tools.verify import CheckCase, _build_model, random_input
+from onnx_slice_tools.verify import OPENVINO_NO_ERRORS, CheckCase, _build_model, random_input
 
 from test_differential import HypothesisSource
 
@@ -47,9 +47,6 @@ def _case(data, target):
     if drawn is None:
         return None
     _, plan, fields = drawn
-    # Known OpenVINO limitation (docs/design.md): a zero dim known at conversion time (declared,
-    # or an axis the spec empties) next to dims that depend on runtime indices (~3 in 1,000).
-    assume(not (fields and (0 in (plan.input_shape or ()) or any(a.size == 0 for a in plan.axes))))
     dtype = src.choice(["int32", "int64"])
     types = {f: dtype for f in fields}
     return CheckCase(lower(plan, 17, types, target=target), np.dtype(np.float32), 1, index_types=types)
@@ -64,6 +61,10 @@ def _assert_exact_everywhere(case, target):
     assert r.shape_inference == "passed", (spec, case.lowering.plan.input_shape, r.shape_inference)
     for name, status in {"onnxruntime": r.onnxruntime, **r.runtimes}.items():
         assert status == "passed" or status.startswith("skipped"), (spec, case.lowering.plan.input_shape, name, status)
+    # runtime values the framework rejects: the run fails in onnxruntime and onnx's reference too
+    # (a failure to fail is a "failed" status above); OpenVINO raises none (OPENVINO_NO_ERRORS)
+    for name, status in r.run_time_errors_on.items():
+        assert status == (OPENVINO_NO_ERRORS if name == "openvino" else "passed"), (spec, name, status)
 
 
 @pytest.mark.parametrize("target", ["portable", "openvino"])
@@ -124,6 +125,87 @@ def test_runtime_shrink_default_uses_scalar_gather_portable_does_not():
                      index_types={"begin": "int64"})
     _assert_exact_everywhere(case, "portable")
     assert case.result.tried_values  # runtime index values were drawn and compared
+
+
+# Runtime values TensorFlow / OpenVINO reject, each on an input where a Slice of it would be
+# empty anyway (a 0 dim elsewhere), so only a construction that fails by itself can keep the error.
+_REJECTED = [
+    ("x[:, i]", "tf", (0, 4), {"begin": [0, 4]}),              # shrink index out of range
+    ("x[:, i]", "tf", (0, 4), {"begin": [0, -5]}),             # below -dim
+    ("x[:, i]", "openvino", (2, 0), {"begin": [0, 0]}),        # any index of an empty axis
+    ("x[1:, i]", "tf", (0, 3), {"strides": [1, -1]}),         # TF: a shrink's stride must be positive
+    ("x[1:, i]", "tf", (0, 3), {"strides": [1, 0]}),
+    ("x[1:, 2:]", "tf", (0, 3), {"strides": [1, 0]}),          # a range's stride of 0
+    ("x[1:, 2:]", "openvino", (3, 0), {"strides": [0, 1]}),
+]
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", "portable", "openvino"])
+@pytest.mark.parametrize("expr, flavor, shape, values", _REJECTED)
+def test_lowerings_fail_at_run_time_where_the_framework_does(target, expr, flavor, shape, values):
+    """The framework rejects these runtime values; the lowering for each target makes
+    onnxruntime and onnx's reference fail on them too (before this, the portable and openvino
+    lowerings returned an empty result for most of them)."""
+    base = from_index_expr(expr, flavor=flavor)
+    full = replace(base, **values)
+    with pytest.raises(StridedSliceError):
+        make_plan(full, shape)
+    fields = list(values)
+    spec = replace(base, runtime_length=base.n, **{f: None for f in fields})
+    types = {f: "int64" for f in fields}
+    case = CheckCase(lower(make_plan(spec, ("N", "M")), 17, types, target=target), np.dtype(np.float32), 1,
+                     index_types=types)
+    proto = _build_model([case], 17)
+    assert find_violations(proto, target) == []
+    feed = {"x0": np.zeros(shape, np.float32), **{f"{f[0]}0": np.array(v, np.int64) for f, v in values.items()}}
+    # (the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference)
+    for name in ("onnxruntime",) + (("reference",) if target != "onnxruntime" else ()):
+        session = make_session(name, proto.SerializeToString())
+        with pytest.raises(Exception):
+            got = session.run(["y0"], feed)
+            pytest.fail(f"{name} returned {np.asarray(got[0]).shape} for {expr} with {values}")
+
+
+def test_openvino_raises_no_run_time_error():
+    """Why the must-fail runs are skipped on OpenVINO (verify.OPENVINO_NO_ERRORS): its CPU plugin
+    returns data for a Gather index out of range (on an empty tensor too).  If this test fails,
+    OpenVINO started raising and the must-fail runs can be enabled there."""
+    nodes = [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"]),
+                                           helper.make_tensor_value_info("i", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    session = make_session("openvino", model.SerializeToString())
+    for n in (3, 0):
+        got = session.run(["y"], {"x": np.zeros(n, np.float32), "i": np.array([5])})[0]
+        assert got.shape == (1,)
+    with pytest.raises(Exception):
+        make_session("onnxruntime", model.SerializeToString()).run(["y"], {"x": np.zeros(3, np.float32),
+                                                                           "i": np.array([5])})
+
+
+def test_run_time_errors_are_checked_for_every_target():
+    """The per-rewrite checks run the must-fail draws for constrained targets too: passed on
+    onnxruntime and onnx's reference, an honest skip (with the reason) on OpenVINO."""
+    spec = replace(from_index_expr("x[:, i]"), begin=None, runtime_length=2)
+    for target in ("portable", "openvino"):
+        case = CheckCase(lower(make_plan(spec, ("N", "M")), 17, {"begin": "int64"}, target=target),
+                         np.dtype(np.float32), 1, index_types={"begin": "int64"})
+        check_on_runtimes([case], 17, RUNTIMES)
+        r = case.result
+        assert r.must_fail_checked > 0 and r.run_time_errors_on == {
+            "onnxruntime": "passed", "openvino": OPENVINO_NO_ERRORS, "reference": "passed"}, r.run_time_errors_on
+        assert r.run_time_errors.startswith("skipped: openvino: ") and "passed on onnxruntime, reference" in \
+            r.run_time_errors
+        check_on_runtimes([replace(case, result=type(r)())], 17, ("onnxruntime", "reference"))
+
+
+def test_openvino_target_is_verified_in_openvino_alone(tmp_path):
+    """--target openvino checks on OpenVINO only; a constant spec is then "verified" (not
+    "unverified" because onnxruntime was not asked)."""
+    result = convert(ROOT / "models" / "openvino_channel_flip.onnx", target="openvino")
+    assert result.report.verdict == "verified", result.report.verdict
 
 
 def test_targets_are_documented_data():
