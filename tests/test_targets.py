@@ -264,6 +264,54 @@ def test_fix_slices_rewrites_foreign_nodes_exactly():
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), name
 
 
+def _foreign_model_2():
+    """Nodes --fix-slices used to leave: a Slice with runtime starts/ends/steps, 1-D Gathers with
+    negative indices (one index; an even step) -- and one it cannot fix (uneven indices)."""
+    g = helper.make_node
+    nodes = [g("Slice", ["x", "s", "e", "", "st"], ["y1"], name="runtime_slice"),
+             g("Gather", ["x", "last"], ["y2"], name="keep_last", axis=1),
+             g("Gather", ["x", "every2"], ["y3"], name="every_other", axis=2),
+             g("Gather", ["x", "uneven"], ["y4"], name="uneven", axis=2)]
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in ("s", "e", "st")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "M", 5]),
+                                           *ints],
+                              [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in (1, 2, 3, 4)], [
+        helper.make_tensor("last", TensorProto.INT64, [1], [-1]),
+        helper.make_tensor("every2", TensorProto.INT64, [2], [-1, -3]),
+        helper.make_tensor("uneven", TensorProto.INT64, [3], [-1, 0, -1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_fix_slices_runtime_slices_and_1d_gathers():
+    model = _foreign_model_2()
+    from onnx_slice_tools.fixslices import fix_note
+    notes = {v.node: v.fix for v in find_violations(model, "portable", note=fix_note)}
+    assert notes["uneven"].startswith("not fixed: indices [-1, 0, -1] do not step evenly"), notes
+    assert {k for k, v in notes.items() if v == "fixed by --fix-slices"} == {"runtime_slice", "keep_last",
+                                                                              "every_other"}, notes
+    result = convert(model, target="portable", fix_slices=True)
+    assert result.ok, result.report.to_json()
+    assert {v.node for v in find_violations(result.model, "portable")} == {"uneven"}
+    x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    # (runtime values within int32: OpenVINO's CPU plugin computes int64 as int32 -- INT64_MIN reads as 0)
+    for s_, e_, st in ([-1], [-(2 ** 31)], [-2]), ([0], [9], [2]), ([5], [-9], [-1]):
+        feed = {"x": x, "s": np.array(s_), "e": np.array(e_), "st": np.array(st)}
+        want = make_session("onnxruntime", model.SerializeToString()).run(None, feed)
+        assert want[0].tobytes() == x[slice(s_[0], None if e_[0] < -3 else e_[0], st[0])].tobytes()
+        for name in RUNTIMES:
+            got = make_session(name, result.model.SerializeToString()).run(None, feed)
+            for w, g_ in zip(want, got):
+                assert g_.shape == w.shape and g_.tobytes() == w.tobytes(), (name, s_, e_, st)
+    # a Gather of one index out of range still fails at run time (as the original node does)
+    bad = {"x": x[:, :0], "s": np.array([0]), "e": np.array([1]), "st": np.array([1])}
+    for name in ("onnxruntime", "reference"):
+        with pytest.raises(Exception):
+            make_session(name, result.model.SerializeToString()).run(["y2"], bad)
+            pytest.fail(name)
+
+
 def _cli(*args, env=None, cwd=None):
     return subprocess.run([sys.executable, "-m", "onnx_slice_tools", *map(str, args)], capture_output=True,
                           text=True, env=env, cwd=cwd)
@@ -283,6 +331,23 @@ def test_cli_inspect_target_and_fix_slices(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "onnxruntime, openvino, reference" in out.stdout
     assert json.loads(_cli("inspect", "--target", "portable", dst, "--json").stdout) == []
+
+
+def test_cli_explain_target_shows_the_constrained_lowering_and_stays_light():
+    code = ("import sys\nfrom onnx_slice_tools.cli import main\n"
+            "rc = main(['explain', 'x[::-1, 1, None]', '--shape', 'N,3', '--target', 'portable'])\n"
+            "heavy = [m for m in ('onnxruntime', 'onnx_ir', 'onnx', 'numpy') if m in sys.modules]\n"
+            "print('HEAVY', heavy)\nsys.exit(rc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert "HEAVY []" in out.stdout
+    assert "target portable:" in out.stdout and "avoids negative_slice_step" in out.stdout
+    nodes = out.stdout.split("ONNX nodes:")[1]
+    assert "Gather(" in nodes and "Range(" in nodes
+    steps = [line.rsplit("[", 1)[1] for line in nodes.splitlines() if line.strip().startswith("Slice(")]
+    assert steps and not any("-" in st for st in steps), nodes
+    default = _cli("explain", "x[::-1, 1, None]", "--shape", "N,3")
+    assert "steps=[-1, 1]" in default.stdout and "target" not in default.stdout
 
 
 def test_cli_verify_on_errors_are_one_line(tmp_path):
