@@ -40,7 +40,7 @@ CONSTRAINTS = {c.name: c for c in (
                "(otherwise Gather of computed indices)",
                "OpenVINO 2026.4's CPU plugin reads elements out of an empty axis with a negative step: "
                "Slice(0, 0, -2) on a dim of 0 gave 2 elements"),
-    Constraint(SCALAR_GATHER, "no Gather with 0-d (scalar) indices (1-D index + Squeeze)",
+    Constraint(SCALAR_GATHER, "no Gather with 0-d (scalar) indices (a 1-D index; the layout step removes the axis)",
                "rejected by onnxruntime's NNAPI and VSINPU execution providers (#16279, #24603); needed a "
                "special transformation in OpenVINO"),
     Constraint(NEGATIVE_GATHER, "no negative Gather indices (the dim is added, from Shape when unknown)",
@@ -52,8 +52,8 @@ CONSTRAINTS = {c.name: c for c in (
                "positive step and one sign (else canonical bounds computed from Shape)",
                "OpenVINO 2026.4's ONNX reader decides a Slice is empty from its raw bounds (start == end) on a "
                "dynamic dim: Slice(-2, -2, step -1) on a dim of 1 fails to run, where ONNX gives 1 element"),
-    Constraint(RESHAPE_EMPTY, "no Squeeze/Unsqueeze on a tensor with dynamic dims that may be empty (shrinks "
-               "by Gather, new axes by Reshape to a shape from Shape with allowzero)",
+    Constraint(RESHAPE_EMPTY, "no Squeeze/Unsqueeze on a tensor with dynamic dims that may be empty (one "
+               "Reshape: dynamic dims copied in place, or a shape from Shape with allowzero)",
                "OpenVINO 2026.4 runs them as a reshape that infers dynamic dims from the element count: a "
                "(1, 0, ?) result comes out (1, 0, 0) -- the 2 disagreements in ~700 random converted specs"),
 )}

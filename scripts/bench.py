@@ -17,7 +17,8 @@
 6. verification memory (``--memory``): a 1 GiB static activation input [64, 64, 256, 256] float32
    with 20 StridedSlice on it plus 1 GiB of external weights, converted with verification on
    (child process, address space capped so a regression fails instead of swapping).
-7. targets (``--targets``): node count and onnxruntime latency per --target on the models/ samples.
+7. targets (``--targets``): node count and onnxruntime latency per --target on the models/ samples
+   and each benchmark pattern (static and symbolic batch).
 8. speed (``--only speed``): whole-process wall times (median of ``--repeat`` runs of fresh
    processes) of ``convert --no-verify`` and ``convert`` against the I/O floor (a process doing
    ``onnx.save(onnx.load(...))``) and one onnxruntime session of the converted model, at
@@ -189,8 +190,27 @@ def _latency_us(model, feeds: dict, runs: int) -> float:
     return float(np.median(times) * 1e6)
 
 
+def _pattern_models():
+    """(label, model) per benchmark pattern (PATTERNS) on [4, 16, 16, 8] and [N, 16, 16, 8]: the
+    synthetic model cut down to that pattern's one node."""
+    for symbolic in (False, True):
+        for k, (label, *_rest) in enumerate(PATTERNS):
+            model = synthetic_model(len(PATTERNS), symbolic)
+            keep = model.graph.node[k]
+            del model.graph.node[:]
+            model.graph.node.append(keep)
+            used = [t for t in model.graph.initializer if t.name in keep.input]
+            del model.graph.initializer[:]
+            model.graph.initializer.extend(used)
+            out = [o for o in model.graph.output if o.name == keep.output[0]]
+            del model.graph.output[:]
+            model.graph.output.extend(out)
+            yield f"{label} ({'N' if symbolic else '4'}x16x16x8)", model
+
+
 def bench_targets(runs: int) -> list[dict]:
-    """Per sample model and --target: nodes added (all graphs) and onnxruntime latency."""
+    """Per sample model and benchmark pattern, per --target: nodes added (all graphs) and
+    onnxruntime latency."""
     from onnx_slice_tools import convert
     from onnx_slice_tools.inplace import choose_sizes, random_feeds
     from onnx_slice_tools.rewrite import skeleton
@@ -198,8 +218,9 @@ def bench_targets(runs: int) -> list[dict]:
     sys.path.insert(0, str(ROOT / "scripts"))
     import make_models  # noqa: E402
     rows = []
-    for path in sorted((ROOT / "models").glob("*.onnx")):
-        row = {"model": path.name}
+    samples = [(p.name, p) for p in sorted((ROOT / "models").glob("*.onnx"))]
+    for label, path in samples + list(_pattern_models()):
+        row = {"model": label}
         for name in TARGETS:
             result = convert(path, target=name, verify=False)
             m = result.model
@@ -208,7 +229,7 @@ def bench_targets(runs: int) -> list[dict]:
             row[f"{name}_nodes"] = sum(n.op_type not in ("Constant", "Identity") for n in make_models._all_nodes(m))
             row[f"{name}_latency_us"] = _latency_us(m, feeds, runs)
         rows.append(row)
-        print(f"{path.name:>32}: " + "; ".join(f"{t} {row[f'{t}_nodes']} nodes {row[f'{t}_latency_us']:.1f} us"
+        print(f"{label:>44}: " + "; ".join(f"{t} {row[f'{t}_nodes']} nodes {row[f'{t}_latency_us']:.1f} us"
                                                for t in TARGETS), flush=True)
     return rows
 

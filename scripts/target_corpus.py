@@ -2,11 +2,14 @@
 
     python scripts/target_corpus.py --target portable --cases 2000 --seed 1
 
-Random specs of both flavours (oracles.random_case) on static, symbolic and unknown-rank
-inputs, a third of them with runtime begin/end/strides; each lowering is checked by
+Random specs of the three flavours (TF, OpenVINO, TFLite; oracles.random_case) on static,
+symbolic and unknown-rank inputs, a fifth of them with runtime begin/end/strides; each lowering is checked by
 verify.py's per-rewrite checks (shape, dtype, bytes against the flavour's reference, several
 sizes and index values) on each runtime, and the check model is audited for the target's
-forbidden constructs (targets.find_violations).  Prints the counts.
+forbidden constructs (targets.find_violations).  Runtime values the framework rejects are
+must-fail runs (onnxruntime and onnx's reference must fail; OpenVINO raises no run-time error).
+``--frameworks N`` also compares N static specs with TensorFlow / OpenVINO / TFLite themselves.
+Prints the counts.
 """
 
 from __future__ import annotations
@@ -22,11 +25,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from onnx import helper  # noqa: E402
+
+from onnx_slice_tools.errors import StridedSliceError  # noqa: E402
 from onnx_slice_tools.lower import lower  # noqa: E402
-from onnx_slice_tools.oracles import RandomSource, random_lowering_input  # noqa: E402
-from onnx_slice_tools.runtimes import check_on_runtimes, parse_runtimes  # noqa: E402
+from onnx_slice_tools.oracles import (Outcome, RandomSource, compare, random_case,  # noqa: E402
+                                      random_lowering_input, run_oracle)
+from onnx_slice_tools.plan import make_plan  # noqa: E402
+from onnx_slice_tools.runtimes import check_on_runtimes, make_session, parse_runtimes  # noqa: E402
 from onnx_slice_tools.targets import find_violations, get_target  # noqa: E402
 from onnx_slice_tools.verify import CheckCase, _build_model  # noqa: E402
+
+FLAVORS = ("tf", "openvino", "tflite")
 
 
 def static_zero(plan) -> bool:
@@ -34,12 +44,12 @@ def static_zero(plan) -> bool:
     return 0 in (plan.input_shape or ()) or any(a.size == 0 for a in plan.axes)
 
 
-def corpus_cases(n: int, seed: int, target, opset: int = 17) -> tuple[list, Counter]:
+def corpus_cases(n: int, seed: int, target, flavors=FLAVORS, opset: int = 17) -> tuple[list, Counter]:
     """``n`` random check cases lowered for ``target``, and what kinds they are."""
     src = RandomSource(random.Random(seed))
     cases, kinds = [], Counter()
     while len(cases) < n:
-        drawn = random_lowering_input(src, src.choice(["tf", "openvino"]), runtime_chance=0.2)
+        drawn = random_lowering_input(src, src.choice(flavors), runtime_chance=0.2)
         if drawn is None:
             continue
         mode, plan, fields = drawn
@@ -49,8 +59,41 @@ def corpus_cases(n: int, seed: int, target, opset: int = 17) -> tuple[list, Coun
                                index_types={f: dtype for f in fields}))
         kinds[mode] += 1
         kinds["runtime indices" if fields else "constant indices"] += 1
-        kinds[spec.flavor] += 1
+        kinds[(plan.source or spec).flavor] += 1
+        kinds["zero dim known + runtime indices"] += bool(fields and static_zero(plan))
     return cases, kinds
+
+
+def against_frameworks(n: int, seed: int, target, runtimes) -> tuple[int, Counter, list]:
+    """``n`` static specs (static or symbolic input) whose lowering for ``target``, run in each
+    runtime, is compared with TensorFlow / OpenVINO / TFLite themselves (oracles.run_oracle):
+    (compared, mismatches per runtime, first problems)."""
+    src = RandomSource(random.Random(seed + 1))
+    compared, bad, shown = 0, Counter(), []
+    while compared < n:
+        x, spec = random_case(src, src.choice(FLAVORS), max_rank=4)
+        oracle = run_oracle(x, spec)
+        if not oracle.ok:
+            continue
+        shape = x.shape if src.chance(0.5) else tuple(f"d{i}" for i in range(x.ndim))
+        try:
+            plan = make_plan(spec, shape)
+        except StridedSliceError:
+            continue
+        elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+        proto = _build_model([CheckCase(lower(plan, 17, target=target), x.dtype, elem)], 17)
+        compared += 1
+        for name in runtimes:
+            try:
+                got = np.asarray(make_session(name, proto.SerializeToString()).run(["y0"], {"x0": x})[0])
+                problem = compare(Outcome(True, got, got.shape), oracle)
+            except Exception as exc:  # noqa: BLE001 - counted, shown
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem:
+                bad[name] += 1
+                if len(shown) < 5:
+                    shown.append(f"{name}: {spec.index_notation()} on {x.shape}: {problem}")
+    return compared, bad, shown
 
 
 def main(argv=None) -> int:
@@ -60,6 +103,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runtimes", default=None, help="default: the target's")
     ap.add_argument("--chunk", type=int, default=250, help="cases per check model")
+    ap.add_argument("--frameworks", type=int, default=0,
+                    help="also compare this many static specs with TensorFlow / OpenVINO / TFLite themselves")
     args = ap.parse_args(argv)
     target = get_target(args.target)
     runtimes = parse_runtimes(args.runtimes) if args.runtimes else target.verify_on
@@ -71,27 +116,34 @@ def main(argv=None) -> int:
         violations += len(find_violations(_build_model(chunk, 17), target))
         check_on_runtimes(chunk, 17, runtimes, seed=args.seed)
         print(f"  {i + len(chunk)}/{len(cases)} checked", flush=True)
-    failed, known = Counter(), Counter()
+    failed, errors = Counter(), Counter()
     shown = 0
     for c in cases:
         statuses = {"shape_inference": c.result.shape_inference, "onnxruntime": c.result.onnxruntime,
                     **c.result.runtimes}
         bad = {k: v for k, v in statuses.items() if not (v == "passed" or v.startswith("skipped"))}
-        if "openvino" in bad and static_zero(c.lowering.plan) and c.runtime_fields:
-            known["openvino"] += 1  # the known limitation (docs/design.md): counted apart
-            bad.pop("openvino")
         for k in bad:
             failed[k] += 1
+        for k, v in c.result.run_time_errors_on.items():
+            errors[f"{k} {v.split(':')[0]}"] += 1
         if bad and shown < 10:
             shown += 1
             print(f"FAIL {c.lowering.plan.spec.index_notation()} on {c.lowering.plan.input_shape}: {bad}")
     nodes = sum(op.op_type != "Identity" for c in cases for op in c.lowering.ops)
     print(f"target {target.name}: {len(cases)} cases ({', '.join(f'{v} {k}' for k, v in sorted(kinds.items()))}), "
           f"seed {args.seed}, runtimes {','.join(runtimes)}")
-    print(f"  failures: {dict(failed) or 0}; known OpenVINO limitation (a zero dim known at conversion "
-          f"+ runtime indices): {known['openvino']}; forbidden constructs in the output: {violations}; "
+    print(f"  failures: {dict(failed) or 0}; must-fail runs (cases with rejected runtime values): "
+          f"{dict(errors) or 0}; forbidden constructs in the output: {violations}; "
           f"nodes: {nodes} ({nodes / len(cases):.2f} per spec); {time.perf_counter() - t0:.1f} s")
-    return 1 if failed or violations else 0
+    mismatches = Counter()
+    if args.frameworks:
+        t1 = time.perf_counter()
+        compared, mismatches, problems = against_frameworks(args.frameworks, args.seed, target, runtimes)
+        for line in problems:
+            print(f"FRAMEWORK MISMATCH {line}")
+        print(f"  against the frameworks themselves: {compared} static specs, mismatches {dict(mismatches) or 0}; "
+              f"{time.perf_counter() - t1:.1f} s")
+    return 1 if failed or violations or mismatches else 0
 
 
 if __name__ == "__main__":
