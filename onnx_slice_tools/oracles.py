@@ -340,6 +340,43 @@ def random_lowering_input(src, flavor: str, *, runtime_chance: float, max_rank: 
         return None
 
 
+def target_against_framework(src, flavor: str, target, runtimes, max_rank: int = 4):
+    """One random static spec (static or symbolic input) lowered for ``target`` and run on each of
+    ``runtimes``, compared with the framework itself (:func:`run_oracle`): {runtime: problem or
+    None}, or None when the framework rejects the spec (tests/test_targets.py and
+    scripts/target_corpus.py draw here)."""
+    from onnx import helper
+
+    from .errors import StridedSliceError
+    from .lower import lower
+    from .plan import make_plan
+    from .runtimes import make_session
+    from .targets import find_violations
+    from .verify import CheckCase, _build_model
+    x, spec = random_case(src, flavor, max_rank=max_rank)
+    oracle = run_oracle(x, spec)
+    if not oracle.ok:
+        return None
+    shape = x.shape if src.chance(0.5) else tuple(f"d{i}" for i in range(x.ndim))
+    try:
+        plan = make_plan(spec, shape)
+    except StridedSliceError:
+        return None
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    proto = _build_model([CheckCase(lower(plan, 17, target=target), x.dtype, elem)], 17)
+    where = f"{spec.index_notation()} ({spec.flavor}) on {shape}"
+    broken = find_violations(proto, target)
+    out = {"constraints": f"{where}: {[v.constraint for v in broken]}" if broken else None}
+    for name in runtimes:
+        try:
+            got = np.asarray(make_session(name, proto.SerializeToString()).run(["y0"], {"x0": x})[0])
+            problem = compare(Outcome(True, got, got.shape), oracle)
+        except Exception as exc:  # noqa: BLE001 - reported as the problem
+            problem = f"{type(exc).__name__}: {exc}"
+        out[name] = f"{where}: {problem}" if problem else None
+    return out
+
+
 def random_case(src: RandomSource, flavor: str, max_rank: int = 6) -> tuple[np.ndarray, SliceSpec]:
     """A random input and spec: dims 0..5 (0 and 1 common), values in and out of range,
     negative values, strides +-1..3 (rarely 0), mask bits beyond len(begin).  TFLite: ranks
