@@ -86,6 +86,50 @@ def test_cli_convert_saved_model_with_input_shape_and_output_names(tmp_path, cap
     assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [3, 5]
 
 
+def test_saved_model_outputs_named_by_signature_keys_and_opset_applies():
+    model = load_source(MODELS / "saved_model_slices", opset=15)
+    assert [o.name for o in model.graph.output] == ["head", "tail_rev"]
+    assert {o.version for o in model.opset_import if o.domain in ("", "ai.onnx")} == {15}
+    result = convert(model, source="saved_model_slices")
+    assert result.ok and {o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx")} == {15}
+
+
+def test_cli_signature_selects_a_saved_model_signature(tmp_path, capfd):
+    dst = tmp_path / "last.onnx"
+    assert cli_main(["convert", str(MODELS / "saved_model_slices"), "-o", str(dst), "--signature", "last",
+                     "--opset", "13"]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "bitwise against TensorFlow" in out
+    m = onnx.load(str(dst))
+    assert [o.name for o in m.graph.output] == ["last_two"]
+    assert [op.version for op in m.opset_import if op.domain in ("", "ai.onnx")] == [13]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--signature", "nope"], ["no signature 'nope'", "last, serving_default"]),
+    (["--outputs", "a"], ["1 output names given", "2 outputs"]),
+    (["--inputs", "x:3,5,7"], ["could not convert"]),
+])
+def test_cli_bad_source_options_are_exit_2_one_line(tmp_path, capfd, argv, words):
+    dst = tmp_path / "out.onnx"
+    assert cli_main(["convert", str(MODELS / "saved_model_slices"), "-o", str(dst)] + argv) == 2
+    out, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and all(w in err for w in words), err
+    assert not dst.exists()
+
+
+@pytest.mark.parametrize("src, argv, words", [
+    ("tf_channel_flip.onnx", ["--signature", "x"], "--signature apply to framework inputs"),
+    ("tf_channel_flip.onnx", ["--inputs", "x:1"], "--inputs apply to framework inputs"),
+    ("tflite_masks.tflite", ["--signature", "x"], "applies to SavedModel directories"),
+    ("tflite_masks.tflite", ["--inputs", "x:1"], "does not apply to a .tflite input"),
+])
+def test_source_options_refused_where_they_do_not_apply(tmp_path, capfd, src, argv, words):
+    assert cli_main(["convert", str(MODELS / src), "-o", str(tmp_path / "o.onnx")] + argv) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and words in err, err
+
+
 def test_undefined_tflite_spec_is_exit_2_naming_the_node(tmp_path, capfd):
     src = tmp_path / "bad.tflite"
     src.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([4], [5], [1], shrink_axis_mask=1)))
