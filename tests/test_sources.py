@@ -130,6 +130,36 @@ def test_source_options_refused_where_they_do_not_apply(tmp_path, capfd, src, ar
     assert len(err.strip().splitlines()) == 1 and words in err, err
 
 
+def test_framework_compare_bitwise_close_or_differs():
+    """The framework check's float tolerance is relative to the output's largest magnitude (a
+    MatMul's rounding grows with its sums), NaN/inf must sit at the same places."""
+    from onnx_slice_tools.sources import _compare
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 1000)).astype(np.float32) @ rng.standard_normal((1000, 8)).astype(np.float32)
+    near = a.copy()
+    near[0, 0] += np.float32(1e-5) * np.abs(a).max() * 0.5  # an entry near 0 moved by a rounding-size step
+    assert _compare(a, a.copy()) == "bitwise"
+    assert _compare(a, near).startswith("close (max abs diff")
+    far = a.copy()
+    far[0, 0] += np.float32(1e-3) * np.abs(a).max()
+    assert _compare(a, far).startswith("values differ (max abs diff")
+    nan = a.copy()
+    nan[1, 1] = np.nan
+    assert "NaN" in _compare(a, nan)
+    assert _compare(a.astype(np.int32), a.astype(np.int32) + 1) == "values differ"
+    assert _compare(a, a[:2]).startswith("shape")
+
+
+def test_framework_status_says_why_it_did_not_run(tmp_path):
+    from onnx_slice_tools.sources import convert_source
+    result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
+    assert result.report.model_checks["framework"].startswith("skipped: verification is off")
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
+    result = convert_source(bad)
+    assert not result.ok and result.report.model_checks["framework"].startswith("skipped: the conversion failed")
+
+
 def test_undefined_tflite_spec_is_exit_2_naming_the_node(tmp_path, capfd):
     src = tmp_path / "bad.tflite"
     src.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([4], [5], [1], shrink_axis_mask=1)))
