@@ -22,7 +22,9 @@ undefined.  The lowering then yields what the loop visits.
 
 from __future__ import annotations
 
-from .lower_dynamic import X, _add, _Builder, _const, _full, _less, _minmax, _where
+from types import SimpleNamespace
+
+from .lower_dynamic import _add, _Builder, _const, _Dims, _full, _less, _minmax, _where
 from .plan import Plan
 from .plan_tflite import ITEM, NEW, dense_entries, runtime_prelude
 
@@ -84,11 +86,6 @@ def _neg(b: _Builder, v: tuple) -> tuple:
 def _dims(b: _Builder, plan: Plan, entries) -> tuple:
     """The dim of each effective dim (1 for a new axis): constants, or read from ``Shape``."""
     shape = plan.input_shape
-    known = [1 if e.kind == NEW else shape[e.axis] for e in entries]
-    if all(isinstance(d, int) for d in known):
-        return _const(known)
-    dims = b.add("Gather", b.add("Shape", X), ("const64", tuple(e.axis or 0 for e in entries)),
-                 attrs=(("axis", 0),))
-    if b.dtype != "int64":
-        dims = b.add("Cast", dims, attrs=(("to", b.dtype),))
+    axes = [SimpleNamespace(axis=e.axis or 0, dim=1 if e.kind == NEW else shape[e.axis]) for e in entries]
+    dims = _Dims(b, plan).of(axes)
     return _where(b, ("bool", tuple(e.kind == NEW for e in entries)), _const([1] * len(entries)), dims)

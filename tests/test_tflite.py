@@ -525,6 +525,26 @@ def test_runtime_begin_offset_matches_the_interpreter(isolated):
     assert seen["compared"] == 40 and seen["undefined"] >= 5, seen
 
 
+def test_runtime_begin_offset_on_a_symbolic_dim():
+    """The canonical indices read unknown dims from ``Shape``: one converted model, exact on
+    several batch sizes and begins (the undefined ones -- loop off the range -- not compared)."""
+    end, strides = [2, -2], [1, -1]
+    result = convert(_tflite_onnx_model(("N", 5), from_tflite([1, 2], end, strides, offset=True),
+                                        runtime=("begin",)))
+    assert result.ok and "Shape(x)" in result.report.to_json()["rewrites"][0]["emitted"]
+    session = make_session(result.model.SerializeToString())
+    compared = 0
+    for n in (3, 4, 6):
+        x = np.arange(n * 5, dtype=np.float32).reshape(n, 5)
+        for b in ([1, 2], [0, 4], [n - 2, 3], [-1, 3]):
+            ours = our_outcome(x, from_tflite(b, end, strides, offset=True))
+            if ours.ok:
+                (got,) = session.run(None, {"x": x, "b": np.array(b, np.int32)})
+                assert got.shape == ours.values.shape and got.tobytes() == ours.values.tobytes(), (n, b)
+                compared += 1
+    assert compared == 9
+
+
 def test_offset_with_runtime_end_and_constant_strides_is_refused():
     """TFLite sizes an offset slice's output in Prepare from the end tensor, before a run-time end
     holds its values (the interpreter then reads stale memory or crashes): refused as undefined."""
