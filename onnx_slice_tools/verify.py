@@ -34,8 +34,8 @@ from .errors import StridedSliceError
 from .errors import first_line
 from .lower import RESHAPE, ConstantPool, Lowering, emit
 from .plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
-from .spec import SliceSpec
 from .reference import apply_plan
+from .spec import SliceSpec
 
 #: Bytes the per-rewrite checks may hold at once (inputs, outputs and intermediates of a run).
 DEFAULT_VERIFY_MEMORY = 256 * 2 ** 20
