@@ -54,8 +54,12 @@ def cmd_convert(args) -> int:
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
         result = convert_source(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
-                                **options)
+                                signature=args.signature, **options)
     else:
+        given = [f"--{k}" for k in ("inputs", "outputs", "signature") if getattr(args, k)]
+        if given:
+            raise ModelError(f"{', '.join(given)} apply to framework inputs (.tflite, SavedModel, Keras) only",
+                             path=str(src))
         result = convert(src, **options)
     rep = result.report
     inputs = input_files(result.ir_model)  # the model and every data file it reads
@@ -522,7 +526,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
                    help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
-    c.add_argument("--outputs", nargs="+", metavar="NAME", help="names for the ONNX outputs (framework inputs)")
+    c.add_argument("--outputs", nargs="+", metavar="NAME",
+                   help="names for the ONNX outputs, in order (framework inputs; default for a SavedModel: "
+                        "the signature's output keys, sorted)")
+    c.add_argument("--signature", metavar="KEY", help="the SavedModel signature to convert (default serving_default)")
     c.add_argument("--opset", type=_opset, default=None, help=opset_help)
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
     c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")

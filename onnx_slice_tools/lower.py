@@ -190,13 +190,16 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
     to :func:`lower_dynamic.lower_for_target`, which consults them."""
     from .targets import get_target
     target = get_target(target)
+    prelude = None
+    if plan.source is not None and plan.source.flavor == "tflite" and not plan.spec.is_static:
+        from .lower_tflite import seed_indices as prelude  # TFLite's indices, computed in the graph
     if not target.minimal:
         from .lower_dynamic import lower_for_target
-        ops, notes, dtype = lower_for_target(plan, target, opset, index_types)
+        ops, notes, dtype = lower_for_target(plan, target, opset, index_types, prelude=prelude)
         return Lowering(plan, ops, notes, dtype, target=target.name)
     if not plan.spec.is_static:
         from .lower_dynamic import lower_dynamic
-        ops, notes, dtype = lower_dynamic(plan, opset, index_types)
+        ops, notes, dtype = lower_dynamic(plan, opset, index_types, prelude=prelude)
         return Lowering(plan, ops, notes, dtype)
     pre, main, notes = [], [], []
     for a in plan.axes:

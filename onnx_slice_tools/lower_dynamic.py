@@ -105,14 +105,17 @@ def _const(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
-def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None):
+def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude=None):
     """(ops, notes, index dtype) computing ``plan`` whose spec has runtime begin/end/strides.
 
-    ``index_types``: "int32"/"int64"/None (unknown) for each runtime field."""
+    ``index_types``: "int32"/"int64"/None (unknown) for each runtime field.  ``prelude(builder,
+    plan)``: computes run-time vectors first (lower_tflite.seed_indices)."""
     spec = plan.spec
     runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
     index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
     b = _Builder(opset, index_types)
+    if prelude is not None:
+        prelude(b, plan)
     notes: list[str] = []
     cur = X
 
@@ -508,7 +511,7 @@ def _guard(b: _Builder, index: tuple, dim: tuple) -> tuple:
     return _add(b, index, b.add("Gather", _const([0]), probe, attrs=(("axis", 0),)))
 
 
-def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None):
+def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None, prelude=None):
     """(ops, notes, index dtype) computing ``plan`` within ``target``'s constraints (targets.py).
 
     Shrinks leave the axis for the layout step: ``Slice(i, i + 1)`` where the index is checked at
@@ -519,6 +522,8 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
     index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
     b = _Builder(opset, index_types)
+    if prelude is not None:
+        prelude(b, plan)
     dims = _Dims(b, plan)
     notes: list[str] = []
     groups: list = []  # Slice argument groups: (starts, ends, axes, steps)

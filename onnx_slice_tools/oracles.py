@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -164,7 +164,14 @@ def openvino_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
 # --------------------------------------------------------------------------- TFLite
 
 _TFLITE_TYPES = {"float32": "FLOAT32", "float16": "FLOAT16", "float64": "FLOAT64", "int32": "INT32",
-                 "int64": "INT64", "int8": "INT8", "uint8": "UINT8", "int16": "INT16", "bool": "BOOL"}
+                 "int64": "INT64", "int8": "INT8", "uint8": "UINT8", "int16": "INT16", "uint32": "UINT32",
+                 "bool": "BOOL"}
+
+
+def _tflite_type(dtype) -> str | None:
+    """TFLite's TensorType name for a numpy dtype (byte strings: STRING), or None."""
+    dtype = np.dtype(dtype)
+    return "STRING" if dtype.kind in "SO" else _TFLITE_TYPES.get(dtype.name)
 
 
 def tflite_schema():
@@ -174,10 +181,12 @@ def tflite_schema():
     return schema_py_generated
 
 
-def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | None = None) -> bytes:
-    """A one-op ``.tflite`` model: input ``x`` -> STRIDED_SLICE (constant int32 begin/end/strides,
-    the spec's five masks and ``offset``) -> output ``y``.  Built directly in the flatbuffer, so
-    every option the schema has (``offset`` included) can be set."""
+def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | None = None,
+                               runtime: Sequence[str] = ()) -> bytes:
+    """A one-op ``.tflite`` model: input ``x`` -> STRIDED_SLICE (int32 begin/end/strides, the
+    spec's five masks and ``offset``) -> output ``y``.  Built directly in the flatbuffer, so
+    every option the schema has (``offset`` included) can be set.  ``runtime``: the index
+    tensors ("begin", "end", "strides") that are graph inputs after ``x`` instead of constants."""
     import flatbuffers  # noqa: PLC0415 - optional dependency (TensorFlow's)
     s = tflite_schema()
     model = s.ModelT()
@@ -198,12 +207,13 @@ def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | 
             t.buffer = len(buffers) - 1
         return t
 
-    ttype = getattr(s.TensorType, _TFLITE_TYPES[np.dtype(dtype).name])
+    ttype = getattr(s.TensorType, _tflite_type(dtype))
     n = spec.n
     graph = s.SubGraphT()
     graph.name = "main"
     graph.tensors = [tensor("x", shape, ttype)] + [
-        tensor(name, [n], s.TensorType.INT32, getattr(spec, name)) for name in ("begin", "end", "strides")
+        tensor(name, [n], s.TensorType.INT32, None if name in runtime else getattr(spec, name))
+        for name in ("begin", "end", "strides")
     ] + [tensor("y", [], ttype)]
     op = s.OperatorT()
     op.opcodeIndex, op.inputs, op.outputs = 0, [0, 1, 2, 3], [4]
@@ -214,7 +224,8 @@ def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | 
     opts.shrinkAxisMask, opts.offset = _int32(spec.shrink_axis_mask), bool(spec.offset)
     op.builtinOptions = opts
     graph.operators = [op]
-    graph.inputs, graph.outputs = [0], [4]
+    graph.inputs = [0] + [k for k, name in enumerate(("begin", "end", "strides"), 1) if name in runtime]
+    graph.outputs = [4]
     model.subgraphs, model.buffers = [graph], buffers
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
@@ -242,46 +253,76 @@ def tflite_interpreter(model: bytes):
                            experimental_op_resolver_type=resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
 
 
-def tflite_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
+def tflite_strided_slice(x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
     """TFLite's STRIDED_SLICE kernel (TF's ``tf.lite.Interpreter``) on x.
 
-    The model is built in the flatbuffer (begin/end/strides constant); errors are the
-    interpreter's Prepare/Invoke failures.  Where the kernel is undefined (see
-    plan_tflite) the values are whatever memory held: compare only where ours accepts."""
-    if x.dtype.name not in _TFLITE_TYPES:
+    The model is built in the flatbuffer (begin/end/strides constant, or graph inputs fed
+    with the spec's values for the fields in ``runtime``); errors are the interpreter's
+    Prepare/Invoke failures.  Where the kernel is undefined (see plan_tflite) the values
+    are whatever memory held: compare only where ours accepts."""
+    if _tflite_type(x.dtype) is None:
         raise ValueError(f"dtype {x.dtype} has no TFLite tensor type here")
     try:
-        interp = tflite_interpreter(strided_slice_tflite_model(x.shape, x.dtype, spec))
+        interp = tflite_interpreter(strided_slice_tflite_model(x.shape, x.dtype, spec, runtime=runtime))
         interp.allocate_tensors()
-        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        details = interp.get_input_details()
+        if x.size:  # an empty input is left as allocated (setting one fails: "Invalid tensor size")
+            interp.set_tensor(details[0]["index"], x)
+        for d, name in zip(details[1:], [f for f in ("begin", "end", "strides") if f in runtime]):
+            interp.set_tensor(d["index"], np.asarray(getattr(spec, name), np.int32))
         interp.invoke()
-        arr = np.array(interp.get_tensor(interp.get_output_details()[0]["index"]), copy=True)
+        arr = _output(interp)
     except (RuntimeError, ValueError) as exc:
         return Outcome(False, error=str(exc).strip().splitlines()[0])
     return Outcome(True, arr, tuple(arr.shape))
 
 
+def _output(interp) -> np.ndarray:
+    """The interpreter's output; an empty dynamic output has no buffer ("Invalid tensor size"
+    from ``get_tensor``), so its shape comes from the tensor details."""
+    out = interp.get_output_details()[0]
+    try:
+        return np.array(interp.get_tensor(out["index"]), copy=True)
+    except ValueError:
+        details = interp._get_tensor_details(out["index"], 0)  # noqa: SLF001 - the resized shape
+        shape = tuple(int(d) for d in details["shape"])
+        if 0 not in shape:
+            raise
+        return np.empty(shape, details["dtype"])
+
+
 CRASHED = "the TFLite interpreter crashed"
+
+
+def tflite_outcomes(cases) -> list[Outcome]:
+    """:func:`tflite_strided_slice` on each ``(x, spec, runtime)`` of ``cases`` (one process trip)."""
+    return [tflite_strided_slice(x, spec, runtime) for x, spec, runtime in cases]
 
 
 class IsolatedTFLite:
     """:func:`tflite_strided_slice` in a child process: on specs where the kernel is undefined
-    the interpreter may crash (segfault); that is reported as an Outcome, not a dead test run."""
+    the interpreter may crash (segfault); that is reported as an Outcome, not a dead test run.
+    :meth:`many` sends a batch in one trip (a crash is then narrowed down case by case)."""
 
     def __init__(self):
         self._pool = None
 
-    def __call__(self, x: np.ndarray, spec: SliceSpec) -> Outcome:
+    def __call__(self, x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
+        return self.many([(x, spec, tuple(runtime))])[0]
+
+    def many(self, cases: list) -> list[Outcome]:
         from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
         from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
         from multiprocessing import get_context  # noqa: PLC0415
         if self._pool is None:
             self._pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
         try:
-            return self._pool.submit(tflite_strided_slice, x, spec).result(timeout=120)
+            return self._pool.submit(tflite_outcomes, cases).result(timeout=600)
         except BrokenProcessPool:
             self._pool = None
-            return Outcome(False, error=CRASHED)
+            if len(cases) == 1:
+                return [Outcome(False, error=CRASHED)]
+            return [out for case in cases for out in self.many([case])]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -460,10 +501,17 @@ def compare_tflite(ours: Outcome, theirs: Outcome) -> str | None:
     return compare(ours, theirs)
 
 
-def our_outcome(x: np.ndarray, spec: SliceSpec) -> Outcome:
+def our_outcome(x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
+    """Our reference on x; ``runtime``: the index fields given at run time, whose plan may be
+    refused (e.g. TFLite's offset with a run-time end) where the constant spec is not."""
+    from dataclasses import replace
+
     from .errors import StridedSliceError
+    from .plan import make_plan
     from .reference import slice_array
     try:
+        if runtime:
+            make_plan(replace(spec, runtime_length=spec.n, **{f: None for f in runtime}), x.shape)
         arr = slice_array(spec, x)
     except StridedSliceError as exc:
         return Outcome(False, error=str(exc))

@@ -112,7 +112,7 @@ def _start(begin: int, stride: int, masked: bool, dim: int) -> int:
 def _offset_end(raw_end: int, start: int, stride: int, masked: bool, dim: int) -> int:
     if masked:
         return dim if stride > 0 else -1
-    e = raw_end + start
+    e = (raw_end + start + 2 ** 31) % 2 ** 32 - 2 ** 31  # the kernel's int32 sum wraps
     e = e + dim if e < 0 else e
     return min(max(e, 0), dim) if stride > 0 else min(max(e, -1), dim - 1)
 
@@ -181,7 +181,7 @@ def tflite_as_tf(spec: SliceSpec, shape: Sequence | None) -> tuple[SliceSpec, li
         notes.append(f"TFLite ignores index {', '.join(map(str, dropped))}: its ellipsis covers at least one "
                      "dim and items past the last dim are dropped")
     if not spec.is_static:
-        return _runtime_spec(spec, entries, n), notes
+        return _runtime_spec(spec, entries, n, shape), notes
     if spec.offset:
         return _offset_spec(spec, entries, shape), notes
     b = _Builder()
@@ -269,20 +269,60 @@ def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec
     return b.spec()
 
 
-def _runtime_spec(spec: SliceSpec, entries: list[DenseEntry], n: int) -> SliceSpec:
-    """Run-time begin/end/strides: supported when the dense spec is the written one
-    (no ellipsis, no dropped items), which TensorFlow then reads the same way."""
-    if spec.offset:
-        raise StridedSliceError("offset=True with begin/end/strides computed at run time is not supported",
-                                field="offset")
-    if spec.ellipsis_mask or len(entries) < n:
-        raise StridedSliceError("TFLite flavour: an ellipsis or dropped items with begin/end/strides "
-                                "computed at run time is not supported", field="ellipsis_mask")
+def runtime_prelude(spec: SliceSpec, rank: int) -> bool:
+    """True when a spec with run-time begin/end/strides needs TFLite's indices computed in the
+    graph (lower_tflite): an ``offset`` (the end depends on the run-time begin), a shrink
+    index (TFLite honours begin_mask there, clamps below -dim, is undefined past the dim or
+    with a negative stride -- TensorFlow's rules differ), an ellipsis, or items TFLite drops:
+    anything where TensorFlow, reading the written vectors, would pick other elements."""
+    if spec.is_static:
+        return False
+    mask = (1 << spec.n) - 1
+    used = {e.index for e in dense_entries(spec, rank) if e.kind == ITEM}
+    dropped = any(i not in used and not spec.bit("new_axis_mask", i) for i in range(spec.n))
+    shrinks = spec.shrink_axis_mask & ~spec.new_axis_mask & mask  # clamped at -dim, undefined past dim
+    return bool(spec.offset or spec.ellipsis_mask & mask or dropped or shrinks)
+
+
+def _runtime_spec(spec: SliceSpec, entries: list[DenseEntry], n: int, shape) -> SliceSpec:
+    """Run-time begin/end/strides.  When TensorFlow reads the written vectors as TFLite does
+    (no ellipsis, offset, dropped item, begin_mask on a shrink) the spec is passed on as it
+    is.  Otherwise the TensorFlow spec is TFLite's dense one -- one item per effective dim,
+    begin and end given at run time as the *canonical* indices that lower_tflite computes
+    in the graph with TFLite's rules (begin_mask, offset, clamping), their masks cleared."""
+    if spec.offset and spec.end is None and spec.strides is not None:
+        raise _undefined("offset with end computed at run time and constant strides: TFLite sizes the "
+                         "output from the end tensor before it holds its run-time values", None, "end")
     mask = (1 << n) - 1
-    if spec.begin_mask & spec.shrink_axis_mask & ~spec.new_axis_mask & mask:
-        raise StridedSliceError("TFLite flavour: begin_mask on a shrink index with a run-time begin is "
-                                "not supported", field="begin_mask")
-    return from_tf(spec.begin, spec.end, spec.strides, runtime_length=spec.runtime_length,
-                   begin_mask=spec.begin_mask & mask, end_mask=spec.end_mask & mask,
-                   new_axis_mask=spec.new_axis_mask & mask,
-                   shrink_axis_mask=spec.shrink_axis_mask & ~spec.new_axis_mask & mask)
+    if not runtime_prelude(spec, len([e for e in entries if e.kind != NEW])):
+        return from_tf(spec.begin, spec.end, spec.strides, runtime_length=spec.runtime_length,
+                       begin_mask=spec.begin_mask & mask, end_mask=spec.end_mask & mask,
+                       new_axis_mask=spec.new_axis_mask & mask,
+                       shrink_axis_mask=spec.shrink_axis_mask & ~spec.new_axis_mask & mask)
+    b = _Builder()
+    if not any(e.kind == ITEM for e in entries):  # every dim whole or new: the values are not read
+        for entry in entries:
+            b.new() if entry.kind == NEW else b.full()
+        return b.spec()
+    for entry in entries:
+        if entry.kind == FULL:
+            b.full()
+        elif entry.kind == NEW:
+            b.new()
+        else:
+            i = entry.index
+            stride = 1 if spec.strides is None else spec.strides[i]  # run-time strides: read there
+            shrink = spec.bit("shrink_axis_mask", i)
+            _check_stride(stride, i, shrink)
+            dim = shape[entry.axis]
+            if shrink and spec.begin is not None and isinstance(dim, int):
+                masked = spec.bit("begin_mask", i)
+                if _start(0 if masked else spec.begin[i], 1, False, dim) >= dim:
+                    raise _undefined(f"shrink index {spec.begin[i]} is out of range for dimension "
+                                     f"{entry.axis} of size {dim}", i, "begin")
+            b.add(0, 0, stride, False, False, "shrink" if spec.bit("shrink_axis_mask", i) else "range")
+    dense = b.spec()
+    strides = None if spec.strides is None else dense.strides
+    return from_tf(None, None, strides, runtime_length=len(entries), begin_mask=dense.begin_mask,
+                   end_mask=dense.end_mask, new_axis_mask=dense.new_axis_mask,
+                   shrink_axis_mask=dense.shrink_axis_mask)

@@ -9,7 +9,8 @@
   built in the flatbuffer (no converter emits it here), and a begin_mask on a shrink index:
   tf2onnx's native lowering ignores offset and reads the shrink index the TF way;
 * keras_slices.keras: a tiny Keras model, Dense then Cropping1D (a strided slice);
-* saved_model_slices/: a tiny SavedModel whose serving_default slices its input.
+* saved_model_slices/: a tiny SavedModel whose serving_default slices its input, and a
+  second signature ``last`` (for --signature).
 """
 
 from __future__ import annotations
@@ -57,8 +58,12 @@ def saved_model(path: Path) -> None:
         @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="x")])
         def serve(self, x):
             return {"head": x[:, :2], "tail_rev": x[:, -1:-4:-1]}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="x")])
+        def last(self, x):
+            return {"last_two": x[-1, 3:]}
     m = M()
-    tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve})
+    tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve, "last": m.last})
 
 
 def main() -> int:

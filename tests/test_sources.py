@@ -86,6 +86,80 @@ def test_cli_convert_saved_model_with_input_shape_and_output_names(tmp_path, cap
     assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [3, 5]
 
 
+def test_saved_model_outputs_named_by_signature_keys_and_opset_applies():
+    model = load_source(MODELS / "saved_model_slices", opset=15)
+    assert [o.name for o in model.graph.output] == ["head", "tail_rev"]
+    assert {o.version for o in model.opset_import if o.domain in ("", "ai.onnx")} == {15}
+    result = convert(model, source="saved_model_slices")
+    assert result.ok and {o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx")} == {15}
+
+
+def test_cli_signature_selects_a_saved_model_signature(tmp_path, capfd):
+    dst = tmp_path / "last.onnx"
+    assert cli_main(["convert", str(MODELS / "saved_model_slices"), "-o", str(dst), "--signature", "last",
+                     "--opset", "13"]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "bitwise against TensorFlow" in out
+    m = onnx.load(str(dst))
+    assert [o.name for o in m.graph.output] == ["last_two"]
+    assert [op.version for op in m.opset_import if op.domain in ("", "ai.onnx")] == [13]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--signature", "nope"], ["no signature 'nope'", "last, serving_default"]),
+    (["--outputs", "a"], ["1 output names given", "2 outputs"]),
+    (["--inputs", "x:3,5,7"], ["could not convert"]),
+])
+def test_cli_bad_source_options_are_exit_2_one_line(tmp_path, capfd, argv, words):
+    dst = tmp_path / "out.onnx"
+    assert cli_main(["convert", str(MODELS / "saved_model_slices"), "-o", str(dst)] + argv) == 2
+    out, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and all(w in err for w in words), err
+    assert not dst.exists()
+
+
+@pytest.mark.parametrize("src, argv, words", [
+    ("tf_channel_flip.onnx", ["--signature", "x"], "--signature apply to framework inputs"),
+    ("tf_channel_flip.onnx", ["--inputs", "x:1"], "--inputs apply to framework inputs"),
+    ("tflite_masks.tflite", ["--signature", "x"], "applies to SavedModel directories"),
+    ("tflite_masks.tflite", ["--inputs", "x:1"], "does not apply to a .tflite input"),
+])
+def test_source_options_refused_where_they_do_not_apply(tmp_path, capfd, src, argv, words):
+    assert cli_main(["convert", str(MODELS / src), "-o", str(tmp_path / "o.onnx")] + argv) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and words in err, err
+
+
+def test_framework_compare_bitwise_close_or_differs():
+    """The framework check's float tolerance is relative to the output's largest magnitude (a
+    MatMul's rounding grows with its sums), NaN/inf must sit at the same places."""
+    from onnx_slice_tools.sources import _compare
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 1000)).astype(np.float32) @ rng.standard_normal((1000, 8)).astype(np.float32)
+    near = a.copy()
+    near[0, 0] += np.float32(1e-5) * np.abs(a).max() * 0.5  # an entry near 0 moved by a rounding-size step
+    assert _compare(a, a.copy()) == "bitwise"
+    assert _compare(a, near).startswith("close (max abs diff")
+    far = a.copy()
+    far[0, 0] += np.float32(1e-3) * np.abs(a).max()
+    assert _compare(a, far).startswith("values differ (max abs diff")
+    nan = a.copy()
+    nan[1, 1] = np.nan
+    assert "NaN" in _compare(a, nan)
+    assert _compare(a.astype(np.int32), a.astype(np.int32) + 1) == "values differ"
+    assert _compare(a, a[:2]).startswith("shape")
+
+
+def test_framework_status_says_why_it_did_not_run(tmp_path):
+    from onnx_slice_tools.sources import convert_source
+    result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
+    assert result.report.model_checks["framework"].startswith("skipped: verification is off")
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
+    result = convert_source(bad)
+    assert not result.ok and result.report.model_checks["framework"].startswith("skipped: the conversion failed")
+
+
 def test_undefined_tflite_spec_is_exit_2_naming_the_node(tmp_path, capfd):
     src = tmp_path / "bad.tflite"
     src.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([4], [5], [1], shrink_axis_mask=1)))
