@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -15,6 +17,24 @@ from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .spec import FLAVORS
 from .verify import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
+
+
+def _gc_paused(fn):
+    """Run ``fn`` with Python's cyclic garbage collector paused (re-enabled after, collecting
+    later as usual).  onnx-ir builds millions of objects for a big model, and each full
+    collection rescans them all: at 30,000 StridedSlice nodes the collector was half of
+    ``convert --no-verify`` (24.5 s -> 11.1 s without it), for ~9 % more peak memory (the
+    replaced nodes' reference cycles wait for the next collection)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+    return run
 
 
 @dataclass
@@ -128,6 +148,7 @@ class ConvertResult:
     def ok(self) -> bool:
         return self.report.ok
 
+    @_gc_paused
     def save(self, path, *, external_data: bool | None = None, protect=()):
         """Write the converted model atomically (see files.save_model): never over an input
         file, weights the input kept in external data streamed to ``<path>.data``.
@@ -136,6 +157,7 @@ class ConvertResult:
                           external_data=external_data, protect=protect)
 
 
+@_gc_paused
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,
