@@ -47,3 +47,25 @@ def test_unknown_onnx_ir_version_imports_plainly():
              "[sys.modules.pop(k) for k in ('sympy', 'onnx_ir._symbolic_shapes') if k in sys.modules]; "
              "l.KNOWN = frozenset(); assert not l.install()")
     assert _run(setup) == "True"
+
+
+def test_cleanup_that_changes_nothing_leaves_the_model_as_rewritten(tmp_path):
+    """A cleanup with nothing to clean keeps the rewritten model (no re-read): the saved bytes,
+    ``result.model`` and ``result.ir_model`` serialized are the model without cleanup -- none of
+    the shapes the cleanup's inference found leaks into it."""
+    import onnx_ir as ir
+
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.files import save_model
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import synthetic_model
+    model = synthetic_model(24, False)
+    plain = convert(model, verify=False, cleanup=False)
+    cleaned = convert(model, verify=False)
+    assert cleaned.report.cleanup["changed"] is False
+    want = plain.model.SerializeToString()
+    assert cleaned.model.SerializeToString() == want
+    assert ir.to_proto(cleaned.ir_model).SerializeToString() == want
+    cleaned.save(tmp_path / "a.onnx")
+    save_model(plain.ir_model, tmp_path / "b.onnx")
+    assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes() == want
