@@ -26,8 +26,13 @@ KNOWN = frozenset({"1.1.0"})
 
 class _Deferred(types.ModuleType):
     """A placeholder in ``sys.modules``: the real module is imported on the first attribute the
-    placeholder lacks (an ``import`` statement only reads ``__spec__``, which it has: None), and
-    from then on the placeholder holds the real module's attributes."""
+    placeholder lacks (an ``import`` statement only reads ``__spec__``, which it has: the real
+    module's spec, so ``importlib.util.find_spec`` answers as before), and from then on the
+    placeholder holds the real module's attributes."""
+
+    def __init__(self, name: str, spec) -> None:
+        super().__init__(name)
+        self.__spec__ = spec
 
     def __getattr__(self, attr: str):
         name = self.__name__
@@ -54,15 +59,18 @@ def install() -> bool:
         return False
     try:
         ir_spec = importlib.util.find_spec("onnx_ir")
-        if ir_spec is None or not ir_spec.submodule_search_locations or importlib.util.find_spec("sympy") is None:
+        sympy_spec = importlib.util.find_spec("sympy")
+        if ir_spec is None or not ir_spec.submodule_search_locations or sympy_spec is None:
             return False
         folder = list(ir_spec.submodule_search_locations)[0]
         with open(os.path.join(folder, "__init__.py"), encoding="utf-8") as f:
             found = re.search(r'^__version__ = "([^"]+)"', f.read(), re.M)
-        if found is None or found.group(1) not in KNOWN:
+        shapes_spec = importlib.util.spec_from_file_location("onnx_ir._symbolic_shapes",
+                                                             os.path.join(folder, "_symbolic_shapes.py"))
+        if found is None or found.group(1) not in KNOWN or shapes_spec is None:
             return False
     except Exception:  # noqa: BLE001 - a start-up optimisation only: plain imports then
         return False
-    sys.modules["sympy"] = _Deferred("sympy")
-    sys.modules["onnx_ir._symbolic_shapes"] = _Deferred("onnx_ir._symbolic_shapes")
+    sys.modules["sympy"] = _Deferred("sympy", sympy_spec)
+    sys.modules["onnx_ir._symbolic_shapes"] = _Deferred("onnx_ir._symbolic_shapes", shapes_spec)
     return True
