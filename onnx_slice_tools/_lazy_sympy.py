@@ -3,13 +3,14 @@ only for arithmetic on symbolic dims, which the rewrite never does.
 
 In onnx-ir 1.1.0 sympy is touched at import time only by ``onnx_ir/_symbolic_shapes.py``
 (its module-level ``_ALLOWED_FUNCTIONS = {"max": sympy.Max, ...}``); ``_core.py`` does
-``import sympy`` at module level but uses it only inside functions.  :func:`install` puts a
-lazy ``sympy`` and a lazy ``onnx_ir._symbolic_shapes`` in ``sys.modules`` (the standard
-``importlib.util.LazyLoader``): each loads for real on its first attribute access, e.g. when
-``SymbolicDim("N") + 1`` parses its expression.  Only for the onnx-ir versions checked by
-hand (:data:`KNOWN`); any other version, an already imported sympy or onnx-ir, or anything
+``import sympy`` at module level but uses it only inside functions.  :func:`install` puts
+placeholders for ``sympy`` and ``onnx_ir._symbolic_shapes`` in ``sys.modules``: each imports
+the real module on the first attribute it lacks, e.g. when ``SymbolicDim("N") + 1`` parses its
+expression (``importlib.util.LazyLoader`` cannot do this: the ``import`` statement's read of
+``__spec__`` already triggers its load).  Only for the onnx-ir versions checked by hand
+(:data:`KNOWN`); any other version, an already imported sympy or onnx-ir, or anything
 unexpected leaves the imports as they are.  The upstream fix is described in docs/design.md
-("Start-up")."""
+("Speed workarounds")."""
 
 from __future__ import annotations
 
