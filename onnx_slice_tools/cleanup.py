@@ -818,20 +818,29 @@ def _remove_dead_in_bulk(model) -> None:
 # --------------------------------------------------------------------------- pipeline
 
 
-def infer_shapes(model) -> None:
+def infer_shapes(model, proto=None) -> list:
     """ONNX shape inference on a weightless copy (initializers above 1 KiB become typed inputs,
     external data is never read); shapes found for values that have none -- main graph and
-    subgraphs -- are set on them.  A failure leaves the model as it is (the passes then do less)."""
+    subgraphs -- are set on them.  A failure leaves the model as it is (the passes then do less).
+    ``proto``: ``model`` serialized, when the caller has it (not modified; saves a serialization).
+    Returns the undo list: (value, its type, its shape) before."""
+    import onnx
+
     from .rewrite import infer_isolated, weightless
+    undo: list = []
     in_memory = sum(v.const_value.nbytes for v in model.graph.initializers.values()
                     if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
     if in_memory > _INFER_MAX_BYTES:
-        return
+        return undo
     try:
-        proto = weightless(ir.to_proto(model), max_bytes=1024)
-        inferred = infer_isolated(proto)  # a forked child: onnx aborts the process on some models
+        if proto is None:
+            proto = ir.to_proto(model)
+        else:
+            proto, given = onnx.ModelProto(), proto
+            proto.CopyFrom(given)
+        inferred = infer_isolated(weightless(proto, max_bytes=1024))  # a forked child: onnx aborts on some models
     except Exception:  # noqa: BLE001 - shapes only let the passes do more
-        return
+        return undo
     found = {}
 
     def collect(g):
@@ -853,11 +862,13 @@ def infer_shapes(model) -> None:
                 if vi is None or v.shape is not None or not vi.type.HasField("tensor_type"):
                     continue
                 tt = vi.type.tensor_type
+                undo.append((v, v.type, v.shape))
                 if v.type is None and tt.elem_type:
                     v.type = ir.TensorType(ir.DataType(tt.elem_type))
                 if tt.HasField("shape"):
                     v.shape = ir.Shape([d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                                         for d in tt.shape.dim])
+    return undo
 
 
 def default_passes() -> list:
@@ -865,11 +876,14 @@ def default_passes() -> list:
             MergeSlicesPass(), CommonSubexpressionPass()]
 
 
-def cleanup(model, passes=None, max_rounds: int = 6) -> dict:
+def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
     """Run the passes in rounds until none changes the model (in place).  Returns the report:
-    nodes before and after, and per pass the nodes it removed and added by op type."""
+    nodes before and after, and per pass the nodes it removed and added by op type.  When no
+    pass changed anything, the shapes inference set are taken back (onnx-ir's dead-node pass
+    may still have trimmed trailing empty inputs).  ``proto``: the model serialized, if the
+    caller has it (see :func:`infer_shapes`)."""
     passes = passes if passes is not None else default_passes()
-    infer_shapes(model)
+    inferred = infer_shapes(model, proto)
     before_all = after = op_counts(model)
     per_pass: dict = {}
     dead = RemoveDeadPass()
@@ -900,6 +914,9 @@ def cleanup(model, passes=None, max_rounds: int = 6) -> dict:
         if not changed:
             break
     after_all = after
+    if not any_change:
+        for value, type_, shape in reversed(inferred):
+            value.type, value.shape = type_, shape
     return {
         "changed": any_change,
         "nodes_before": sum(before_all.values()), "nodes_after": sum(after_all.values()),

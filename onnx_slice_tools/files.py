@@ -637,13 +637,14 @@ def _externalize(m, data_file: Path, data_name: str, move_inline: bool) -> list:
     return undo
 
 
-def save_model(model, path, *, external_data: bool | None = None, protect=()) -> SavedModel:
+def save_model(model, path, *, external_data: bool | None = None, protect=(), proto=None) -> SavedModel:
     """Save a ModelProto or an onnx_ir.Model to ``path`` (see the module doc).
 
     A model with external weights (or above ~1.8 GB) is written as ``path`` plus
     ``path.data`` (streamed from the input's files, never all in memory); ``external_data``
     forces either layout.  ``protect``: more input files never to write over (a loaded
-    model's own are always protected)."""
+    model's own are always protected).  ``proto``: the onnx_ir model already serialized
+    (``ir.to_proto(model)``), written as it is when no tensor moves (saves a serialization)."""
     import onnx
     import onnx_ir as ir
     path = Path(path)
@@ -672,7 +673,8 @@ def save_model(model, path, *, external_data: bool | None = None, protect=()) ->
                         if isinstance(t, ir.ExternalTensor):
                             put(ir.Tensor(t.numpy(), name=t.name, doc_string=t.doc_string))
                             undo.append((put, t))
-                blob = ir.to_proto(m).SerializeToString()
+                blob = (proto if proto is not None and not undo and not use_external
+                        else ir.to_proto(m)).SerializeToString()
             finally:
                 for put, old in reversed(undo):
                     put(old)

@@ -220,9 +220,8 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
                 masks[m] = a.value
         if strides is None and "strides" not in runtime:
             raise StridedSliceError("StridedSlice needs a strides input in this flavour", field="strides")
-        if flavor == TFLITE:
-            return from_tflite(begin, end, strides, runtime_length=runtime_length, **masks), runtime
-        return from_tf(begin, end, strides, runtime_length=runtime_length, **masks), runtime
+        make = from_tflite if flavor == TFLITE else from_tf
+        return _parsed(cache, make, begin, end, strides, runtime_length, masks), runtime
     masks = {}
     for m in MASK_NAMES:
         a = attrs.get(m)
@@ -236,7 +235,20 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
             raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
     if strides is None and "strides" not in runtime and runtime:
         strides = (1,) * runtime_length  # the optional 4th input defaults to ones
-    return from_openvino(begin, end, strides, runtime_length=runtime_length, **masks), runtime
+    return _parsed(cache, from_openvino, begin, end, strides, runtime_length, masks), runtime
+
+
+def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks: dict) -> SliceSpec:
+    """``make(begin, end, strides, runtime_length=..., **masks)``, once per distinct call in a
+    pass (``cache``): models repeat a few patterns thousands of times.  Errors are not cached."""
+    if cache is None:
+        return make(begin, end, strides, runtime_length=runtime_length, **masks)
+    key = ("spec", make, begin, end, strides, runtime_length,
+           tuple((m, tuple(v) if isinstance(v, list) else v) for m, v in sorted(masks.items())))
+    spec = cache.get(key)
+    if spec is None:
+        spec = cache[key] = make(begin, end, strides, runtime_length=runtime_length, **masks)
+    return spec
 
 
 def value_dims(value) -> tuple | None:

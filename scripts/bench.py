@@ -380,13 +380,22 @@ def bench_batch_crash(n: int, jobs: int, tmp: Path) -> dict:
     return row
 
 
-def _median_process_s(cmd: list, repeat: int, env=None) -> float:
-    """Median wall seconds of ``repeat`` fresh processes running ``cmd`` (output discarded)."""
-    times = []
+def _median_process_s(cmd: list, repeat: int, env=None, cpu: list | None = None) -> float:
+    """Median wall seconds of ``repeat`` fresh processes running ``cmd`` (output discarded).
+    ``cpu``: a list that gets the median CPU seconds (user + system, the process and what it
+    waited for), steadier than wall time on a shared machine."""
+    times, cpus = [], []
     for _ in range(repeat):
         t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
         times.append(time.perf_counter() - t)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, cmd)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+    if cpu is not None:
+        cpu.append(sorted(cpus)[len(cpus) // 2])
     return sorted(times)[len(times) // 2]
 
 
@@ -394,9 +403,10 @@ def _tool(*args) -> list:
     return [sys.executable, "-m", "onnx_slice_tools", *args]
 
 
-def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int) -> dict:
+def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only: bool = False) -> dict:
     """Whole-command ratios (see the module doc, 7.).  Every figure is a whole process: Python
-    start-up and imports included, as a user or a pipeline sees them."""
+    start-up and imports included, as a user or a pipeline sees them.  ``no_verify_only``: the
+    rewrite path alone (``--speed-no-verify``: no verified convert, session, start-up or batch)."""
     import onnx
     py = sys.executable
     floor_cmd = [py, "-c", "import sys, onnx; onnx.save(onnx.load(sys.argv[1]), sys.argv[2])"]
@@ -408,21 +418,31 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int) -> dict:
             path = tmp / f"speed_{n}_{fan_out}.onnx"
             onnx.save(synthetic_model(n, False, fan_out=fan_out), path)
             out = tmp / f"speed_{n}_{fan_out}_out.onnx"
+            cpu: list = []
             row = {"nodes": n, "fan_out": fan_out,
-                   "load_save_s": _median_process_s(floor_cmd + [str(path), str(tmp / "ls.onnx")], repeat),
+                   "load_save_s": _median_process_s(floor_cmd + [str(path), str(tmp / "ls.onnx")], repeat, cpu=cpu),
                    "convert_no_verify_s": _median_process_s(_tool("convert", "--no-verify", str(path),
-                                                                  "-o", str(out)), repeat),
-                   "convert_s": _median_process_s(_tool("convert", str(path), "-o", str(out)), repeat)}
-            row["session_s"] = _median_process_s(session_cmd + [str(out)], repeat)
+                                                                  "-o", str(out)), repeat, cpu=cpu)}
+            row["load_save_cpu_s"], row["convert_no_verify_cpu_s"] = cpu
+            row["no_verify_vs_floor_cpu"] = cpu[1] / cpu[0]
+            if not no_verify_only:
+                row["convert_s"] = _median_process_s(_tool("convert", str(path), "-o", str(out)), repeat)
             row["no_verify_vs_floor"] = row["convert_no_verify_s"] / row["load_save_s"]
-            row["verify_vs_floor_plus_session"] = row["convert_s"] / (row["load_save_s"] + row["session_s"])
-            row["convert_ms_per_slice"] = 1000 * row["convert_s"] / n
+            row["no_verify_ms_per_slice"] = 1000 * row["convert_no_verify_s"] / n
+            line = (f"speed {n:>6} nodes, fan-out {fan_out:>6}: load+save {row['load_save_s']:.2f} s "
+                    f"(CPU {cpu[0]:.2f} s), convert --no-verify {row['convert_no_verify_s']:.2f} s (CPU {cpu[1]:.2f} s; "
+                    f"{row['no_verify_vs_floor']:.1f}x load+save, CPU {row['no_verify_vs_floor_cpu']:.1f}x)")
+            if not no_verify_only:
+                row["session_s"] = _median_process_s(session_cmd + [str(out)], repeat)
+                row["verify_vs_floor_plus_session"] = row["convert_s"] / (row["load_save_s"] + row["session_s"])
+                row["convert_ms_per_slice"] = 1000 * row["convert_s"] / n
+                line += (f", session {row['session_s']:.2f} s, convert {row['convert_s']:.2f} s "
+                         f"({row['verify_vs_floor_plus_session']:.2f}x load+save+session; "
+                         f"{row['convert_ms_per_slice']:.3f} ms/slice)")
             rows.append(row)
-            print(f"speed {n:>6} nodes, fan-out {fan_out:>6}: load+save {row['load_save_s']:.2f} s, "
-                  f"session {row['session_s']:.2f} s, convert --no-verify {row['convert_no_verify_s']:.2f} s "
-                  f"({row['no_verify_vs_floor']:.1f}x load+save), convert {row['convert_s']:.2f} s "
-                  f"({row['verify_vs_floor_plus_session']:.2f}x load+save+session; "
-                  f"{row['convert_ms_per_slice']:.3f} ms/slice)", flush=True)
+            print(line, flush=True)
+    if no_verify_only:
+        return {"rows": rows}
     startup = {"python_s": _median_process_s([py, "-c", "pass"], repeat),
                "import_onnx_s": _median_process_s([py, "-c", "import onnx"], repeat),
                "help_s": _median_process_s(_tool("--help"), repeat),
@@ -583,6 +603,8 @@ def main(argv=None) -> int:
                                        "targets", "speed"], action="append")
     ap.add_argument("--speed-sizes", default="1000,10000,100000",
                     help="StridedSlice nodes for the whole-process speed ratios (--only speed)")
+    ap.add_argument("--speed-no-verify", action="store_true",
+                    help="--only speed: the rewrite path (convert --no-verify vs load+save) alone")
     ap.add_argument("--memory", action="store_true", help="only the memory benchmarks (memory, checks, verify-memory)")
     ap.add_argument("--targets", action="store_true", help="only the per-target section (same as --only targets)")
     args = ap.parse_args(argv)
@@ -614,7 +636,7 @@ def main(argv=None) -> int:
             results["checks"] = bench_checks(Path(tmp), quick=args.quick)
         if "speed" in only:
             results["speed"] = bench_speed([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp),
-                                           args.batch_models)
+                                           args.batch_models, no_verify_only=args.speed_no_verify)
         if "verify-memory" in only:
             results["verify_memory"] = bench_verify_memory(args.gib, Path(tmp), activation)
         if "targets" in only:

@@ -462,7 +462,7 @@ def test_cleanup_failure_is_reported_not_raised(heads_export, monkeypatch):
     from onnx_slice_tools import cleanup as cleanup_module
     from onnx_slice_tools import convert
 
-    def broken(model, passes=None):
+    def broken(model, passes=None, **_):
         raise RuntimeError("boom")
     monkeypatch.setattr(cleanup_module, "cleanup", broken)
     result = convert(heads_export[0])
