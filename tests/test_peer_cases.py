@@ -1,0 +1,319 @@
+"""The peers' own StridedSlice tests (TensorFlow, tf2onnx, OpenVINO), run through everything.
+
+Every case of tests/data/peer_cases.json (written by scripts/peer_cases.py, provenance in each
+case) goes through:
+
+* the framework's runtime (TF eager ``tf.strided_slice`` -- and TF's own ``Tensor.__getitem__``
+  for index expressions -- or OpenVINO's shape inference + reference evaluator), which must
+  agree with what the source test expects (shape, values, error), except the differences
+  listed in ``RUNTIME_DIFFERS`` (the runtime wins; docs/semantics.md);
+* our reference (``strided_slice``), which must equal the runtime exactly: accept/reject,
+  shape, dtype, bits;
+* the lowered ONNX model in onnxruntime: all accepted cases as StridedSlice nodes of one
+  model, converted by ``convert`` once with constant begin/end/strides and once with them as
+  graph inputs fed at run time; every output must equal the runtime's.  Specs the runtime
+  rejects are refused at conversion (constant indices) and, with runtime indices, refused at
+  conversion or failing in onnxruntime.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from onnx_slice_tools import convert
+from onnx_slice_tools.errors import StridedSliceError
+from onnx_slice_tools.oracles import Outcome, compare, our_outcome, run_oracle, tf_strided_slice
+from onnx_slice_tools.rewrite import TF_DOMAIN
+from onnx_slice_tools.spec import (MASK_NAMES, OPENVINO, RuntimeIndex, from_index_items, from_openvino, from_tf,
+                                   parse_index_items)
+from onnx_slice_tools.verify import make_session
+
+DATA = Path(__file__).resolve().parent / "data" / "peer_cases.json"
+CASES = json.loads(DATA.read_text())["cases"]
+OV_DOMAIN = "org.openvinotoolkit"
+
+#: Cases whose source test expects something the runtime does not do (the runtime wins).
+RUNTIME_DIFFERS: dict[str, str] = {}
+
+
+def make_input(case) -> np.ndarray:
+    inp, dtype = case["input"], case["dtype"]
+    shape = tuple(inp["shape"])
+    size = int(np.prod(shape)) if shape else 1
+    if "values" in inp:
+        raw = np.array(inp["values"], dtype=np.int64).reshape(shape)
+    else:
+        start = inp.get("start", 0)
+        raw = np.arange(start, start + size, dtype=np.int64).reshape(shape)
+    return np.asarray((raw % 3).astype(np.bool_) if dtype == "bool" else raw.astype(dtype))
+
+
+def index_items(case) -> list:
+    """The case's index expression as items, runtime names replaced by the values used."""
+    values = case.get("runtime_values", {})
+
+    def bind(v):
+        if isinstance(v, RuntimeIndex):
+            name = v.name.lstrip("-")
+            return -values[name] if v.name.startswith("-") else values[name]
+        return v
+    return [slice(bind(i.start), bind(i.stop), bind(i.step)) if isinstance(i, slice) else bind(i)
+            for i in parse_index_items(case["expr"])]
+
+
+def spec_of(case):
+    if "expr" in case:
+        return from_index_items(index_items(case), case["flavor"])
+    strides = case["strides"]
+    if case["flavor"] == OPENVINO:
+        return from_openvino(case["begin"], case["end"], strides, **case["masks"])
+    return from_tf(case["begin"], case["end"], strides, **case["masks"])
+
+
+def _tf_getitem(x: np.ndarray, case):
+    """TensorFlow's own ``Tensor.__getitem__`` (its encoding of the expression), or its error."""
+    import tensorflow as tf
+    try:
+        return np.asarray(tf.constant(x)[tuple(index_items(case))].numpy())
+    except (tf.errors.InvalidArgumentError, ValueError) as exc:
+        return exc
+
+
+def _within(shape, interval) -> bool:
+    if len(shape) != len(interval):
+        return False
+    for d, want in zip(shape, interval):
+        if want is None:
+            continue
+        lo, hi = (want, want) if isinstance(want, int) else want
+        if not lo <= d <= hi:
+            return False
+    return True
+
+
+def _expectation_problem(case, theirs) -> str | None:
+    """How the runtime's outcome differs from what the source test expects (None: it agrees)."""
+    if "expected_error" in case:
+        if theirs.ok:
+            return f"the test expects an error ({case['expected_error']}), the runtime gives {theirs.shape}"
+        return None
+    if not theirs.ok:
+        return f"the test expects a result, the runtime rejects: {theirs.error}"
+    shape = tuple(theirs.shape)
+    if "expected_shape" in case and shape != tuple(case["expected_shape"]):
+        return f"shape {shape}, the test expects {tuple(case['expected_shape'])}"
+    if "shape_inference" in case and not _within(shape, case["shape_inference"]):
+        return f"shape {shape} outside the test's inferred shape {case['shape_inference']}"
+    if case.get("interval") and not _within(shape, case["interval"]):
+        return f"shape {shape} outside the test's interval {case['interval']}"
+    if "expected_values" in case and theirs.values is not None:
+        got = theirs.values.astype(np.int64).ravel().tolist()
+        if got != case["expected_values"]:
+            return f"values {got[:8]}..., the test expects {case['expected_values'][:8]}..."
+    return None
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    """(case, input, spec, runtime outcome, our outcome) for every case, the oracles run once."""
+    rows = []
+    for case in CASES:
+        x = make_input(case)
+        try:
+            spec = spec_of(case)
+        except StridedSliceError as exc:  # not even a spec (an OpenVINO mask value of 2)
+            rows.append((case, x, None, _openvino_raw(x, case), Outcome(False, error=str(exc))))
+            continue
+        rows.append((case, x, spec, run_oracle(x, spec), our_outcome(x, spec)))
+    return rows
+
+
+def _openvino_raw(x: np.ndarray, case) -> Outcome:
+    """OpenVINO's shape inference on the case's raw mask lists (values our spec type cannot hold)."""
+    import openvino as ov
+    import openvino.opset1 as ops
+    try:
+        node = ops.strided_slice(ops.parameter(list(x.shape), ov.Type(x.dtype)), np.array(case["begin"]),
+                                 np.array(case["end"]), np.ones(len(case["begin"]), np.int64), **case["masks"])
+    except Exception as exc:
+        return Outcome(False, error=str(exc).strip().splitlines()[0])
+    return Outcome(True, shape=tuple(node.get_output_partial_shape(0).to_shape()))
+
+
+def test_case_counts():
+    """Hundreds of cases, from each peer, accepted and rejected ones."""
+    by_source: dict = {}
+    for c in CASES:
+        by_source[c["source"]] = by_source.get(c["source"], 0) + 1
+    assert sum(by_source.values()) >= 400 and set(by_source) == {"tensorflow", "tf2onnx", "openvino"}, by_source
+    assert sum("expected_error" in c for c in CASES) >= 10
+
+
+def test_runtimes_do_what_the_peer_tests_expect(outcomes):
+    """The real runtime agrees with each source test, except the recorded differences."""
+    problems, seen = [], set()
+    for case, _, _, theirs, _ in outcomes:
+        problem = _expectation_problem(case, theirs)
+        if case["id"] in RUNTIME_DIFFERS:
+            seen.add(case["id"])
+            assert problem, f"{case['id']}: recorded as differing, but the runtime does what the test expects"
+        elif problem:
+            problems.append(f"{case['id']}: {problem}")
+    assert not problems, "\n".join(problems)
+    assert seen == set(RUNTIME_DIFFERS)
+
+
+def test_reference_matches_the_runtime(outcomes):
+    """Our reference equals the runtime on every case: accept/reject, shape, dtype, bits."""
+    problems = []
+    for case, x, spec, theirs, ours in outcomes:
+        problem = compare(ours, theirs)
+        if problem:
+            problems.append(f"{case['id']} {spec.index_notation() if spec else case['masks']}: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+def test_index_expressions_encode_as_tensorflow_does(outcomes):
+    """For the tests written as ``x[...]``: TensorFlow's own ``__getitem__`` gives what our
+    encoding of the expression gives through ``tf.strided_slice`` (and our reference)."""
+    problems = []
+    for case, x, spec, theirs, ours in outcomes:
+        if case["flavor"] != "tf" or "expr" not in case:
+            continue
+        got = _tf_getitem(x, case)
+        if isinstance(got, Exception):
+            if theirs.ok:
+                problems.append(f"{case['id']}: __getitem__ raised {got}, tf.strided_slice accepted")
+        elif not theirs.ok or got.shape != theirs.values.shape or got.tobytes() != theirs.values.tobytes():
+            problems.append(f"{case['id']}: __getitem__ {got.shape}, tf.strided_slice {theirs.shape or theirs.error}")
+    assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- lowered ONNX
+
+_ELEM = {np.dtype(k): v for k, v in [("float32", TensorProto.FLOAT), ("float64", TensorProto.DOUBLE),
+                                     ("float16", TensorProto.FLOAT16), ("int8", TensorProto.INT8),
+                                     ("int16", TensorProto.INT16), ("int32", TensorProto.INT32),
+                                     ("int64", TensorProto.INT64), ("uint8", TensorProto.UINT8),
+                                     ("uint16", TensorProto.UINT16), ("uint32", TensorProto.UINT32),
+                                     ("uint64", TensorProto.UINT64), ("bool", TensorProto.BOOL)]}
+
+
+def _index_type(case, spec):
+    if spec is None or case.get("index_dtype") == "int64" or case["flavor"] == OPENVINO:
+        return TensorProto.INT64, np.int64
+    values = list(spec.begin) + list(spec.end) + list(spec.strides)
+    if any(not -(2 ** 31) <= v < 2 ** 31 for v in values):
+        return TensorProto.INT64, np.int64
+    return TensorProto.INT32, np.int32  # TF's default index type (int16 ones read as int32 here)
+
+
+def _declared_shape(case, x, dims: str = "declared"):
+    """The input shape declared in the model: as the case says (static, some dims symbolic or
+    unknown rank), every dim symbolic, or unknown rank."""
+    if case.get("unknown_rank") or dims == "unknown rank":
+        return None
+    symbolic = set(range(x.ndim)) if dims == "symbolic" else set(case.get("symbolic_dims", ()))
+    return [f"d{k}" if k in symbolic else d for k, d in enumerate(x.shape)]
+
+
+def slice_model(rows, runtime: bool, dims: str = "declared"):
+    """One model with a StridedSlice node per case (inputs ``x<i>``, ``b<i>``/``e<i>``/``s<i>`` when
+    ``runtime``, output ``y<i>``; ``dims``: see _declared_shape) and the feeds that run it."""
+    nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
+    for i, (case, x, spec) in enumerate(rows):
+        elem, idx = _ELEM[x.dtype], _index_type(case, spec)
+        vectors = (spec.begin, spec.end, spec.strides) if spec else (case["begin"], case["end"], case["strides"])
+        inputs.append(helper.make_tensor_value_info(f"x{i}", elem, _declared_shape(case, x, dims)))
+        feeds[f"x{i}"] = x
+        names = []
+        for field, vals in zip(("begin", "end", "strides"), vectors):
+            if field == "strides" and case["flavor"] == OPENVINO and case.get("strides") is None:
+                continue  # OpenVINO's optional 4th input left out, as the source test does
+            name = f"{field[0]}{i}"
+            names.append(name)
+            if runtime:
+                inputs.append(helper.make_tensor_value_info(name, idx[0], [len(vals)]))
+                feeds[name] = np.array(vals, dtype=idx[1])
+            else:
+                inits.append(helper.make_tensor(name, idx[0], [len(vals)], list(vals)))
+        if case["flavor"] == OPENVINO:
+            attrs = {}
+            for m in MASK_NAMES:
+                bits = case["masks"][m]
+                attrs[m] = helper.make_attribute(m, bits, attr_type=onnx.AttributeProto.INTS) if bits else \
+                    helper.make_attribute(m, "")
+            node = helper.make_node("StridedSlice", [f"x{i}", *names], [f"y{i}"], name=f"ss{i}", domain=OV_DOMAIN)
+            node.attribute.extend(attrs.values())
+        else:
+            node = helper.make_node("StridedSlice", [f"x{i}", *names], [f"y{i}"], name=f"ss{i}", domain=TF_DOMAIN,
+                                    **{m: getattr(spec, m) - (2 ** 32 if getattr(spec, m) >= 2 ** 31 else 0)
+                                       for m in MASK_NAMES})
+        nodes.append(node)
+        outputs.append(helper.make_tensor_value_info(f"y{i}", elem, None))
+    graph = helper.make_graph(nodes, "peer_cases", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1),
+                                                    helper.make_opsetid(OV_DOMAIN, 1)])
+    model.ir_version = 8
+    return model, feeds
+
+
+@pytest.mark.parametrize("runtime, dims", [(False, "declared"), (True, "declared"), (False, "symbolic"),
+                                           (True, "symbolic"), (False, "unknown rank"), (True, "unknown rank")])
+def test_lowered_onnx_matches_the_runtime(outcomes, runtime, dims):
+    """All accepted cases in one converted model: onnxruntime's outputs equal the framework's,
+    with constant or runtime begin/end/strides, on inputs declared with their shape, with every
+    dim symbolic, or of unknown rank."""
+    rows = [(c, x, s) for c, x, s, theirs, _ in outcomes if theirs.ok]
+    model, feeds = slice_model(rows, runtime, dims)
+    result = convert(model, verify=False)
+    errors = [f"{r.node}: {r.error}" for r in result.report.records if r.error]
+    assert not errors, "\n".join(errors)
+    assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
+    session = make_session(result.model.SerializeToString())
+    got = session.run(None, feeds)
+    names = [o.name for o in session.get_outputs()]
+    by_name = dict(zip(names, got))
+    problems = []
+    for i, (case, x, spec) in enumerate(rows):
+        theirs = next(t for c, _, _, t, _ in outcomes if c is case)
+        y = by_name[f"y{i}"]
+        if tuple(y.shape) != tuple(theirs.shape) or y.dtype != x.dtype:
+            problems.append(f"{case['id']}: onnxruntime {y.dtype}{y.shape}, runtime {theirs.shape}")
+        elif theirs.values is not None and y.tobytes() != theirs.values.tobytes():
+            problems.append(f"{case['id']}: values differ")
+    assert not problems, "\n".join(problems)
+
+
+def test_rejected_specs_are_rejected_at_conversion_or_fail_at_run_time(outcomes):
+    """A spec the framework rejects: refused by convert with constant indices; with runtime
+    indices refused by convert (structure) or failing in onnxruntime (values)."""
+    rows = [(c, x, s) for c, x, s, theirs, _ in outcomes if not theirs.ok]
+    assert rows
+    model, _ = slice_model(rows, runtime=False)
+    result = convert(model, verify=False)
+    refused = {r.node for r in result.report.records if r.error and r.error_kind == "invalid"}
+    assert refused == {f"ss{i}" for i in range(len(rows))}, refused
+    for case, x, spec in rows:
+        model, feeds = slice_model([(case, x, spec)], runtime=True)
+        result = convert(model, verify=False)
+        if result.report.records[0].error:
+            continue
+        session = make_session(result.model.SerializeToString())
+        with pytest.raises(Exception):
+            session.run(None, feeds)
+            pytest.fail(f"{case['id']}: onnxruntime accepted a spec the framework rejects")
+
+
+def test_tf_index_dtypes_do_not_change_the_result(outcomes):
+    """Cases the source runs with int64 (or int16) indices give TensorFlow's int32 result."""
+    for case, x, spec, theirs, _ in outcomes:
+        if case["flavor"] == "tf" and case.get("index_dtype") == "int64" and theirs.ok:
+            wide = tf_strided_slice(x, spec, index_dtype=np.int64)
+            assert compare(wide, theirs) is None, case["id"]
