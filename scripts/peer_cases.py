@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 OUT = ROOT / "tests" / "data" / "peer_cases.json"
 
 TF_REPO, TF2ONNX_REPO, OV_REPO = "tensorflow/tensorflow", "onnx/tensorflow-onnx", "openvinotoolkit/openvino"
@@ -47,8 +48,13 @@ BACKEND = "tests/test_backend.py"
 OV_REF = "src/plugins/template/tests/functional/op_reference/strided_slice.cpp"
 OV_TYPE_PROP = "src/core/tests/type_prop/strided_slice.cpp"
 OV_GPU = "src/plugins/intel_gpu/tests/functional/shared_tests_instances/single_layer_tests/strided_slice.cpp"
-OV_CPU = "src/plugins/intel_cpu/tests/functional/shared_tests_instances/single_layer_tests/strided_slice.cpp"
-OV_CROP = "src/plugins/intel_cpu/tests/functional/single_layer_tests/crop.cpp"
+OV_CPU = "inference-engine/tests/functional/plugin/cpu/shared_tests_instances/single_layer_tests/strided_slice.cpp"
+OV_CROP = "inference-engine/tests/functional/plugin/cpu/single_layer_tests/crop.cpp"
+OV_SHAPE_INFER = "src/plugins/intel_cpu/tests/unit/shape_inference_test/strided_slice_shape_inference_test.cpp"
+OV_TF_LAYER = "tests/layer_tests/tensorflow_tests/test_tf_StridedSlice.py"
+TF_ARRAY_OPS_CC = "tensorflow/core/ops/array_ops_test.cc"
+XLA_SLICE = "tensorflow/compiler/tests/slice_ops_test.py"
+NGRAPH_REPO, NGRAPH_SLICE = "tensorflow/ngraph-bridge", "test/python/test_slice.py"
 
 MAX_VALUES = 512
 
@@ -63,7 +69,8 @@ STRIDED_SLICE_TYPES = ["int32", "int64", "int16", "int8", "uint8", "float32", "f
 
 def make_input(inp: dict, dtype: str) -> np.ndarray:
     """The input a case describes: explicit values, or ``arange(start, start + size)``.
-    Booleans as TensorFlow's StridedSliceChecker makes them (``x % 3``)."""
+    Booleans and complex numbers as TensorFlow's StridedSliceChecker makes them (``x % 3``;
+    ``x - 1j * x``)."""
     shape = tuple(inp["shape"])
     size = int(np.prod(shape)) if shape else 1
     if "values" in inp:
@@ -71,8 +78,34 @@ def make_input(inp: dict, dtype: str) -> np.ndarray:
     else:
         raw = np.arange(inp.get("start", 0), inp.get("start", 0) + size, dtype=np.int64).reshape(shape)
     if dtype == "bool":
-        return (raw % 3).astype(np.bool_)
-    return raw.astype(dtype)
+        return np.asarray((raw % 3).astype(np.bool_))
+    if np.dtype(dtype).kind == "c":
+        return np.asarray((raw - 1j * raw).astype(dtype))
+    return np.asarray(raw.astype(dtype))
+
+
+def index_items(case: dict) -> list:
+    """A case's index expression as items (our parser), runtime names bound to the values used."""
+    from onnx_slice_tools.spec import RuntimeIndex, parse_index_items
+    values = case.get("runtime_values", {})
+
+    def bind(v):
+        if isinstance(v, RuntimeIndex):
+            name = v.name.lstrip("-")
+            return -values[name] if v.name.startswith("-") else values[name]
+        return v
+    return [slice(bind(i.start), bind(i.stop), bind(i.step)) if isinstance(i, slice) else bind(i)
+            for i in parse_index_items(case["expr"])]
+
+
+def spec_of(case: dict):
+    """The case's spec with every value known (raises StridedSliceError where it is not a spec)."""
+    from onnx_slice_tools.spec import OPENVINO, from_index_items, from_openvino, from_tf
+    if "expr" in case:
+        return from_index_items(index_items(case), case["flavor"])
+    if case["flavor"] == OPENVINO:
+        return from_openvino(case["begin"], case["end"], case["strides"], **case["masks"])
+    return from_tf(case["begin"], case["end"], case["strides"], **case["masks"])
 
 
 class _NewAxis:
@@ -256,6 +289,55 @@ def tensorflow_cases():
     tf_raw("ValidateStridedSliceOpTest.NullBeginEndWithShrinkAxis", {"shape": [10, 10, 1], "start": 0},
            [0, 0, 0], [0, 0, 0], [2, -2, 1], masks=(3, 3, 0, 0, 4), expected_shape=[5, 5],
            note="begin and end are null in the C++ test (masks cover them); zeros here")
+
+    # tensorflow/core/ops/array_ops_test.cc, StridedSlice_ShapeFn: shrink_axis_mask=1, strides [1],
+    # begin/end unknown to the shape function
+    for shape, want in (([2, 3, 4, 5], [3, 4, 5]), ([2, 0, 3, 4], [0, 3, 4])):
+        tf_raw("ArrayOpsTest.StridedSlice_ShapeFn", {"shape": shape, "start": 0}, [1], [2], [1], path=TF_ARRAY_OPS_CC,
+               masks=(0, 0, 0, 0, 1), expected_shape=want, runtime_in_source=["begin", "end"],
+               note="begin/end unknown in the test; [1], [2] here")
+
+    # tensorflow/compiler/tests/slice_ops_test.py, StridedSliceTest (XLA; run for every numeric type)
+    v3 = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 5, 3, 1, 7, 9, 2, 4, 6, 8, 0,
+          5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 8, 7, 6, 5, 4, 3, 2, 1, 8, 7,
+          7, 5, 7, 5, 7, 5, 7, 5, 7, 5, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 9, 8, 7, 9, 8, 7, 9, 8, 7, 9]
+    v4 = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 5, 3, 1, 7, 9, 2, 4, 6, 8, 0,
+          4, 5, 2, 4, 3, 7, 6, 8, 9, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 3, 4, 5, 7, 6, 5, 3, 4, 5,
+          8, 7, 6, 5, 4, 3, 2, 1, 8, 7, 7, 1, 7, 1, 8, 1, 8, 1, 3, 1, 7, 5, 7, 5, 7, 5, 7, 5, 7, 5,
+          1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 9, 8, 7, 9, 8, 7, 9, 8, 7, 9, 9, 9, 5, 5, 6, 6, 3, 3, 6, 6]
+    xla = [("test1D", {"shape": [10], "start": 0}, [2], [6], [2], [2], [2, 4], None),
+           ("test1DDynamic", {"shape": [10], "start": 0}, [0], [1], [1], [1], [0], ["begin", "end"]),
+           ("test1DNegativeStride", {"shape": [10], "start": 0}, [6], [2], [-2], [2], [6, 4], None),
+           ("test2DDegenerate", {"shape": [2, 3], "start": 0}, [-1, 0], [0, 3], [1, 1], [0, 3], None, None),
+           ("test2DDegenerateNegativeStride", {"shape": [2, 3], "start": 0}, [0, 0], [-1, 3], [-1, 1], [0, 3], None,
+            None),
+           ("test2DFullSlice", {"shape": [2, 4], "start": 0}, [1, 1], [2, 2], [1, 1], [1, 1], [5], ["begin", "end"]),
+           ("test3D", {"shape": [3, 3, 10], "values": v3}, [0, 2, 2], [2, 3, 6], [1, 1, 2], [2, 1, 2], [1, 9, 6, 4],
+            None),
+           ("test3DNegativeStride", {"shape": [3, 4, 10], "values": v4}, [2, 2, 6], [0, 0, 2], [-1, -1, -2],
+            [2, 2, 2], [9, 8, 1, 1, 2, 4, 5, 7], None)]
+    for dt in ("float32", "int32", "int64", "uint8"):
+        for test, inp, b, e, st, shape, values, runtime in xla:
+            case = tf_raw(f"StridedSliceTest.{test}", inp, b, e, st, path=XLA_SLICE, dtype=dt, expected_shape=shape,
+                          runtime_in_source=runtime or [])
+            if values is not None:
+                case["expected_values"] = values
+            if test == "test2DDegenerate":
+                case["note"] = "strides omitted in the test (ones)"
+
+    # nGraph's TensorFlow bridge (a TF -> nGraph converter), test/python/test_slice.py; expected: numpy's
+    def ngraph(test, inp, exprs, **kw):
+        tf_getitem(test, inp, exprs, path=NGRAPH_SLICE, source="ngraph-bridge", repo=NGRAPH_REPO, **kw)
+    ngraph("TestSliceOperations.test_strided_slice", {"shape": [4, 5], "start": 0},
+           ["x[:]", "x[:, :]", "x[1:, :-2]", "x[::2, :-2]", "x[1, :]", "x[:, 1]", "x[1, 1]", "x[0]", "x[-1]",
+            "x[::, ::]", "x[::1, ::1]", "x[::-1, :]", "x[:, ::-1]", "x[-2::-1, ::1]", "x[0:-1:-1, :]", "x[-1:0, :]",
+            "x[-1:0, 2:3:-1]", "x[2:2, 2:3:-1]", "x[1:3:7, :]", "x[:, tf.newaxis]", "x[...]", "x[1:2, ...]"],
+           note="x[0][1] (two slices) left out")
+    ngraph("TestSliceOperations.test_strided_slice_2", {"shape": [3, 2, 3], "start": 0}, ["x[-1:0, 2:2, 2:3:-1]"])
+    ngraph("TestSliceOperations.test_strided_slice_zerodim", {"shape": [4, 0, 5], "start": 0},
+           ["x[1:2, 2:2, 1:2]", "x[1:2, 1:2, 1:2]"])
+    ngraph("TestSliceOperations.test_incorrect_strided_slice", {"shape": [], "values": [0]}, ["x[1:1]"],
+           numpy_expected=False, expected_error="", note="the test expects nGraph's own error text")
 
     # tf2onnx tests/test_backend.py (TF flavour; expected: TensorFlow's result, numpy's here)
     def t2o(test, inp, exprs, **kw):
@@ -547,6 +629,48 @@ def openvino_cases():
         n = len(b)
         ov(f"CropLayerCPUTest.{name}", OV_CROP, shape, b, e, [1] * n, [0] * n, [0] * n, [], [], [])
 
+    # CPU plugin's static shape inference unit tests (begin/end/strides given as values)
+    si = [("reverse_stride_begin_end_clip_to_dimension", [3, 4, 5], [100] * 3, [-100] * 3, [-1] * 3, [0] * 4, [0] * 4,
+           [3, 4, 5]),
+          ("use_begin_end", [3, 2, 3], [1, 0, 0], [2, 1, 3], [1, 1, 1], [0] * 4, [0] * 4, [1, 1, 3]),
+          ("use_begin_end", [3, 2, 3], [1, 0, 0], [2, 2, 3], [1, 1, 1], [0] * 4, [0] * 4, [1, 2, 3]),
+          ("use_begin_end", [3, 2, 3], [2, 0, 0], [3, 2, 3], [1, 1, 2], [0] * 4, [0] * 4, [1, 2, 2]),
+          ("ignore_begin_end", [3, 2, 3], [1, 0, 0], [0, 0, 0], [1, 1, 1], [0, 1, 1], [1, 1, 1], [2, 2, 3]),
+          ("ignore_begin_end_stride_by_two_last_dim", [3, 2, 3], [0, 1, 0], [2, 0, 0], [1, 1, 2], [1, 0, 1],
+           [0, 1, 1], [2, 1, 2]),
+          ("use_reverse_stride_on_last_dimension", [3, 2, 3], [0, 0, 0], [1, 0, 0], [1, 1, -1], [0, 1, 1], [0, 1, 1],
+           [1, 2, 3]),
+          ("default_stride", [3, 2, 3], [0, 0, 0], [1, 0, 2], None, [0, 1, 0], [0, 1, 0], [1, 2, 2])]
+    for name, shape, b, e, st, bm, em, want in si:
+        ov(f"StridedSliceStaticShapeInferenceTest.{name}", OV_SHAPE_INFER, shape, b, e, st, bm, em, [], [], [],
+           expected_shape=want)
+
+    # OpenVINO's TensorFlow frontend layer tests: tf.raw_ops.StridedSlice (TF flavour), real and complex
+    basic = [([2, 5, 4, 3], [1, 0, 2, 0], [2, 5, 4, 2], [1, 2, 1, 1], 0, 0, 0, 0, 1),
+             ([1, 5, 5, 3], [0, 0, 0, 0], [1, 5, 5, 3], [1, 2, 3, 1], 0, 0, 0, 8, 0),
+             ([3, 4, 5, 7], [2, 0, 3], [3, 0, 6], [1, 1, 1], 6, 6, 2, 0, 1),
+             ([1, 4, 7, 2], [0, 0, 0], [0, 6, 0], [1, 1, 1], 6, 4, 1, 0, 0),
+             ([1, 4, 7, 2], [0, 0, 0], [0, 6, 0], [1, 1, 1], 6, 4, 1, 8, 0)]
+    squeeze = [([1, 5], 1), ([5, 1], 2), ([1, 5, 3], 1), ([1, 1, 3], 2), ([1, 5, 1], 4), ([1, 1, 5, 3], 2),
+               ([1, 5, 1, 3], 4), ([1, 5, 5, 1], 8), ([1, 1, 5, 5, 3], 3), ([1, 5, 1, 5, 3], 5), ([1, 5, 1, 5, 1], 21)]
+    unsqueeze = [([1, 5], 1), ([1, 5], 3), ([1, 5, 3], 3), ([1, 5, 3], 4), ([1, 5, 3], 5), ([1, 5, 5, 3], 4),
+                 ([1, 5, 5, 3], 2)]
+
+    def tf_layer(test, shape, b, e, st, bm, em, ell, new, shrink, dtype):
+        # (its dicts name the masks begin, end, ellipsis, new_axis, shrink)
+        tf_raw(test, {"shape": shape, "start": 0}, b, e, st, path=OV_TF_LAYER, source="openvino", repo=OV_REPO,
+               dtype=dtype, masks=(bm, em, ell, new, shrink))
+    for dtype, test in (("float32", "TestStridedSlice"), ("complex64", "TestComplexStridedSlice")):
+        rows = basic[:4] + [([1, 4, 7, 2] if dtype == "float32" else [1, 3, 7, 2], *basic[4][1:])]
+        for shape, b, e, st, bm, em, ell, new, shrink in rows:
+            tf_layer(f"{test}.basic", shape, b, e, st, bm, em, ell, new, shrink, dtype)
+        for shape, shrink in squeeze:
+            tf_layer(f"{test}.squeeze", shape, [0] * len(shape), [1, 5, 1, 1] if shrink == 8 else shape,
+                     [1] * len(shape), 0, 0, 0, 0, shrink, dtype)
+        for shape, new in unsqueeze:
+            tf_layer(f"{test}.unsqueeze", shape, [0] * len(shape), shape, [1] * len(shape), 0, 0, 0, new, 0, dtype)
+        tf_layer(f"{test}.unsqueeze", [16, 4, 64], [0] * 4, [0] * 4, [1] * 4, 19, 19, 0, 12, 0, dtype)
+
 
 def build() -> list[dict]:
     CASES.clear()
@@ -558,6 +682,8 @@ def build() -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tf2onnx", action="store_true", help="also count where tf2onnx's native lowering is wrong")
+    ap.add_argument("--summary", action="store_true",
+                    help="also run the runtimes and our reference and count agreement per source")
     args = ap.parse_args(argv)
     cases = build()
     OUT.parent.mkdir(parents=True, exist_ok=True)
@@ -567,11 +693,134 @@ def main(argv=None) -> int:
     for c in cases:
         counts[c["source"]] = counts.get(c["source"], 0) + 1
     print(f"{len(cases)} cases -> {OUT.relative_to(ROOT)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if args.summary:
+        print(summary(cases))
     if args.tf2onnx:
-        sys.path.insert(0, str(ROOT))
-        from tests_peer_tf2onnx import run_tf2onnx  # noqa: PLC0415 - see below
-        return run_tf2onnx(cases)
+        for runtime in (False, True):
+            print(tf2onnx_native(cases, runtime))
     return 0
+
+
+def summary(cases) -> str:
+    """Per source: cases, what the runtime accepted/rejected, values compared bitwise, and
+    disagreements between our reference and the runtime."""
+    from onnx_slice_tools.errors import StridedSliceError
+    from onnx_slice_tools.oracles import compare, our_outcome, run_oracle
+    table: dict = {}
+    for case in cases:
+        row = table.setdefault((case["source"], case["flavor"]), dict(cases=0, accepted=0, rejected=0,
+                                                                      values_compared=0, disagreements=0))
+        x = make_input(case["input"], case["dtype"])
+        row["cases"] += 1
+        try:
+            spec = spec_of(case)
+        except StridedSliceError:
+            row["rejected"] += 1  # not a spec at all (an OpenVINO mask value of 2); the runtime rejects it too
+            continue
+        theirs = run_oracle(x, spec)
+        row["accepted" if theirs.ok else "rejected"] += 1
+        row["values_compared"] += theirs.values is not None
+        row["disagreements"] += compare(our_outcome(x, spec), theirs) is not None
+    lines = ["| source | flavour | cases | runtime accepted | runtime rejected | values compared bitwise | disagreements |",
+             "|---|---|---|---|---|---|---|"]
+    for (source, flavor), r in table.items():
+        lines.append(f"| {source} | {flavor} | " + " | ".join(str(v) for v in r.values()) + " |")
+    return "\n".join(lines)
+
+
+def _tf2onnx_model(rows, runtime: bool):
+    """tf2onnx's native lowering of one tf.function holding every case's tf.strided_slice
+    (begin/end/strides constants, or int32/int64 inputs when ``runtime``)."""
+    import tensorflow as tf
+
+    from onnx_slice_tools.spec import MASK_NAMES
+    from onnx_slice_tools.tfexport import export
+
+    def signed(m):
+        return m - 2 ** 32 if m >= 2 ** 31 else m
+    sig, fields = [], []
+    for i, (case, x, spec) in enumerate(rows):
+        sig.append(tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"x{i}"))
+        wide = any(not -(2 ** 31) <= v < 2 ** 31 for v in spec.begin + spec.end + spec.strides)
+        dt = tf.int64 if wide else tf.int32
+        if runtime:
+            sig += [tf.TensorSpec([spec.n], dt, name=f"{f}{i}") for f in "bes"]
+        fields.append(dt)
+
+    def fn(*args):
+        outs, k = [], 0
+        for (case, x, spec), dt in zip(rows, fields):
+            if runtime:
+                data, b, e, s = args[k:k + 4]
+                k += 4
+            else:
+                data, k = args[k], k + 1
+                b, e, s = (tf.constant(v, dt) for v in (spec.begin, spec.end, spec.strides))
+            outs.append(tf.strided_slice(data, b, e, s, **{m: signed(getattr(spec, m)) for m in MASK_NAMES}))
+        return outs
+    return export(tf.function(fn), sig, keep_strided_slice=False)
+
+
+def _tf2onnx_feeds(rows, runtime: bool) -> dict:
+    feeds = {}
+    for i, (case, x, spec) in enumerate(rows):
+        feeds[f"x{i}"] = x
+        if runtime:
+            wide = any(not -(2 ** 31) <= v < 2 ** 31 for v in spec.begin + spec.end + spec.strides)
+            for f, vals in zip("bes", (spec.begin, spec.end, spec.strides)):
+                feeds[f"{f}{i}"] = np.array(vals, np.int64 if wide else np.int32)
+    return feeds
+
+
+def tf2onnx_native(cases, runtime: bool) -> str:
+    """Run tf2onnx's own lowering of the accepted TF cases in onnxruntime against TensorFlow;
+    a batch that fails to convert or load is split until the failing case is alone."""
+    from onnx_slice_tools.errors import StridedSliceError
+    from onnx_slice_tools.oracles import tf_strided_slice
+    from onnx_slice_tools.verify import make_session
+    rows, want = [], {}
+    for case in cases:
+        if case["flavor"] != "tf" or case["dtype"].startswith("complex"):
+            continue
+        x = make_input(case["input"], case["dtype"])
+        try:
+            spec = spec_of(case)
+        except StridedSliceError:
+            continue
+        theirs = tf_strided_slice(x, spec)
+        if theirs.ok:
+            rows.append((case, x, spec))
+            want[case["id"]] = theirs.values
+    counts = {"cases": len(rows), "right": 0, "wrong values or shape": 0, "conversion failed": 0,
+              "onnxruntime failed": 0}
+    wrong: list[str] = []
+
+    def run(batch):
+        try:
+            model = _tf2onnx_model(batch, runtime)
+            sess = make_session(model.SerializeToString())
+            outs = sess.run([o.name for o in sess.get_outputs()], _tf2onnx_feeds(batch, runtime))
+        except Exception as exc:  # noqa: BLE001 - tf2onnx and onnxruntime raise many kinds
+            if len(batch) > 1:
+                half = len(batch) // 2
+                run(batch[:half]), run(batch[half:])
+                return
+            kind = "conversion failed" if "onnxruntime" not in type(exc).__module__ and \
+                "ONNXRuntime" not in str(exc) and "onnxruntime" not in str(exc) else "onnxruntime failed"
+            counts[kind] += 1
+            wrong.append(f"{batch[0][0]['id']} {batch[0][2].index_notation()}: {kind}: {str(exc).splitlines()[0][:120]}")
+            return
+        for (case, x, spec), got in zip(batch, outs):
+            w = want[case["id"]]
+            if got.shape == w.shape and got.dtype == w.dtype and got.tobytes() == w.tobytes():
+                counts["right"] += 1
+            else:
+                counts["wrong values or shape"] += 1
+                wrong.append(f"{case['id']} {spec.index_notation()}: tf2onnx {got.shape}, TensorFlow {w.shape}")
+    for k in range(0, len(rows), 64):
+        run(rows[k:k + 64])
+    mode = "runtime begin/end/strides" if runtime else "constant begin/end/strides"
+    return f"tf2onnx native, {mode}: {counts}" + "".join(f"\n  {w}" for w in wrong)
 
 
 if __name__ == "__main__":
