@@ -184,12 +184,15 @@ def _ort_runs(x: np.ndarray) -> bool:
 
 
 def _index_type(case, spec):
+    """The begin/end/strides element type the source used (int16 and int64 where it says so;
+    int64 for OpenVINO and values outside int32; TF's default int32 otherwise)."""
     if spec is None or case.get("index_dtype") == "int64" or case["flavor"] == OPENVINO:
         return TensorProto.INT64, np.int64
-    values = list(spec.begin) + list(spec.end) + list(spec.strides)
-    if any(not -(2 ** 31) <= v < 2 ** 31 for v in values):
+    if any(not -(2 ** 31) <= v < 2 ** 31 for v in spec.begin + spec.end + spec.strides):
         return TensorProto.INT64, np.int64
-    return TensorProto.INT32, np.int32  # TF's default index type (int16 ones read as int32 here)
+    if case.get("index_dtype") == "int16":
+        return TensorProto.INT16, np.int16
+    return TensorProto.INT32, np.int32
 
 
 def _declared_shape(case, x, dims: str = "declared"):
@@ -296,3 +299,48 @@ def test_tf_index_dtypes_do_not_change_the_result(outcomes):
         if case["flavor"] == "tf" and case.get("index_dtype") == "int64" and theirs.ok:
             wide = tf_strided_slice(x, spec, index_dtype=np.int64)
             assert compare(wide, theirs) is None, case["id"]
+
+
+# --------------------------------------------------------------------------- tf2onnx's own lowering
+
+#: Peer cases on which tf2onnx 1.17's native lowering (StridedSlice not kept) gives TensorFlow's
+#: result wrongly (shape or values), with constant and with runtime begin/end/strides; ours is
+#: right on all of them (the tests above).  ``scripts/peer_cases.py --tf2onnx`` finds them all.
+TF2ONNX_WRONG = {
+    False: ["tensorflow/StridedSliceTest.testDegenerateSlices/1",       # x[-1:0, :, :]: 1 row, TF 0
+            "tensorflow/ValidateStridedSliceOpTest.BasicStride/0",      # x[1::2, :7:2]: (5, 3), TF (5, 4)
+            "tensorflow/StridedSliceTest.test2DDegenerate/0"],          # x[-1:0, 0:3]: (1, 3), TF (0, 3)
+    True: ["tensorflow/SliceAssignTest.testTensorStridedSliceUpdateGrad/1",  # x[:3], begin 5 masked: 0 elements
+           "tensorflow/ValidateStridedSliceOpTest.BasicStride/0",
+           "tf2onnx/test_strided_slice7/0",                              # its own test, begin at run time
+           "tf2onnx/test_strided_slice7/3",
+           "openvino/TestStridedSlice.basic/2"],
+}
+#: ...and on which the model it writes fails in onnxruntime (constant indices).
+TF2ONNX_FAILS = ["tensorflow/SliceAssignTest.testTensorStridedSliceUpdateGrad/2",  # stride 0 on the ellipsis
+                 "openvino/TestStridedSlice.basic/4"]                             # new_axis bit past len(begin)
+
+
+def _rows(outcomes, ids):
+    by_id = {c["id"]: (c, x, s, theirs) for c, x, s, theirs, _ in outcomes}
+    return [by_id[i] for i in ids]
+
+
+@pytest.mark.parametrize("runtime", [False, True], ids=["constant indices", "runtime indices"])
+def test_tf2onnx_native_lowering_is_wrong_where_ours_is_right(outcomes, runtime):
+    rows = _rows(outcomes, TF2ONNX_WRONG[runtime])
+    model = peer_cases._tf2onnx_model([(c, x, s) for c, x, s, _ in rows], runtime)
+    session = make_session(model.SerializeToString())
+    got = session.run([o.name for o in session.get_outputs()],
+                      peer_cases._tf2onnx_feeds([(c, x, s) for c, x, s, _ in rows], runtime))
+    for (case, x, spec, theirs), y in zip(rows, got):
+        assert theirs.ok and compare(our_outcome(x, spec), theirs) is None
+        assert y.shape != theirs.values.shape or y.tobytes() != theirs.values.tobytes(), case["id"]
+
+
+def test_tf2onnx_native_models_fail_in_onnxruntime_where_ours_run(outcomes):
+    for case, x, spec, theirs in _rows(outcomes, TF2ONNX_FAILS):
+        assert theirs.ok and compare(our_outcome(x, spec), theirs) is None
+        model = peer_cases._tf2onnx_model([(case, x, spec)], runtime=False)
+        with pytest.raises(Exception):  # noqa: B017 - onnxruntime raises its own exception types
+            make_session(model.SerializeToString()).run(None, {"x0": x})
