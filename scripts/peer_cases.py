@@ -733,11 +733,9 @@ def _tf2onnx_model(rows, runtime: bool):
     (begin/end/strides constants, or int32/int64 inputs when ``runtime``)."""
     import tensorflow as tf
 
+    from onnx_slice_tools.oracles import _int32
     from onnx_slice_tools.spec import MASK_NAMES
     from onnx_slice_tools.tfexport import export
-
-    def signed(m):
-        return m - 2 ** 32 if m >= 2 ** 31 else m
     sig, fields = [], []
     for i, (case, x, spec) in enumerate(rows):
         sig.append(tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"x{i}"))
@@ -756,7 +754,7 @@ def _tf2onnx_model(rows, runtime: bool):
             else:
                 data, k = args[k], k + 1
                 b, e, s = (tf.constant(v, dt) for v in (spec.begin, spec.end, spec.strides))
-            outs.append(tf.strided_slice(data, b, e, s, **{m: signed(getattr(spec, m)) for m in MASK_NAMES}))
+            outs.append(tf.strided_slice(data, b, e, s, **{m: _int32(getattr(spec, m)) for m in MASK_NAMES}))
         return outs
     return export(tf.function(fn), sig, keep_strided_slice=False)
 

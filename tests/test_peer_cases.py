@@ -29,7 +29,7 @@ from onnx import TensorProto, helper
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.errors import StridedSliceError
-from onnx_slice_tools.oracles import Outcome, compare, our_outcome, run_oracle, tf_strided_slice
+from onnx_slice_tools.oracles import Outcome, _int32, compare, our_outcome, run_oracle, tf_strided_slice
 from onnx_slice_tools.rewrite import TF_DOMAIN
 from onnx_slice_tools.spec import MASK_NAMES, OPENVINO
 from onnx_slice_tools.verify import make_session, ort_kernel_missing
@@ -204,7 +204,7 @@ def _declared_shape(case, x, dims: str = "declared"):
     return [f"d{k}" if k in symbolic else d for k, d in enumerate(x.shape)]
 
 
-def slice_model(rows, runtime: bool, dims: str = "declared"):
+def peer_model(rows, runtime: bool, dims: str = "declared"):
     """One model with a StridedSlice node per case (inputs ``x<i>``, ``b<i>``/``e<i>``/``s<i>`` when
     ``runtime``, output ``y<i>``; ``dims``: see _declared_shape) and the feeds that run it."""
     nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
@@ -234,8 +234,7 @@ def slice_model(rows, runtime: bool, dims: str = "declared"):
             node.attribute.extend(attrs.values())
         else:
             node = helper.make_node("StridedSlice", [f"x{i}", *names], [f"y{i}"], name=f"ss{i}", domain=TF_DOMAIN,
-                                    **{m: getattr(spec, m) - (2 ** 32 if getattr(spec, m) >= 2 ** 31 else 0)
-                                       for m in MASK_NAMES})
+                                    **{m: _int32(getattr(spec, m)) for m in MASK_NAMES})
         nodes.append(node)
         outputs.append(helper.make_tensor_value_info(f"y{i}", elem, None))
     graph = helper.make_graph(nodes, "peer_cases", inputs, outputs, inits)
@@ -253,7 +252,7 @@ def test_lowered_onnx_matches_the_runtime(outcomes, runtime, dims):
     dim symbolic, or of unknown rank."""
     rows = [(c, x, s) for c, x, s, theirs, _ in outcomes if theirs.ok and _ort_runs(x)]
     assert len(rows) >= 400
-    model, feeds = slice_model(rows, runtime, dims)
+    model, feeds = peer_model(rows, runtime, dims)
     result = convert(model, verify=False)
     errors = [f"{r.node}: {r.error}" for r in result.report.records if r.error]
     assert not errors, "\n".join(errors)
@@ -278,12 +277,12 @@ def test_rejected_specs_are_rejected_at_conversion_or_fail_at_run_time(outcomes)
     indices refused by convert (structure) or failing in onnxruntime (values)."""
     rows = [(c, x, s) for c, x, s, theirs, _ in outcomes if not theirs.ok]
     assert rows
-    model, _ = slice_model(rows, runtime=False)
+    model, _ = peer_model(rows, runtime=False)
     result = convert(model, verify=False)
     refused = {r.node for r in result.report.records if r.error and r.error_kind == "invalid"}
     assert refused == {f"ss{i}" for i in range(len(rows))}, refused
     for case, x, spec in rows:
-        model, feeds = slice_model([(case, x, spec)], runtime=True)
+        model, feeds = peer_model([(case, x, spec)], runtime=True)
         result = convert(model, verify=False)
         if result.report.records[0].error:
             continue
