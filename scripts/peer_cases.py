@@ -2,8 +2,9 @@
 """StridedSlice cases transcribed from the peers' own test suites -> tests/data/peer_cases.json.
 
     python scripts/peer_cases.py              # write tests/data/peer_cases.json
-    python scripts/peer_cases.py --tf2onnx    # also run tf2onnx's native lowering on every accepted
-                                              # TF case and print where it is wrong
+    python scripts/peer_cases.py --summary    # also count runtime/reference agreement per source
+    python scripts/peer_cases.py --tf2onnx    # also run tf2onnx's native lowering (and its custom-op
+                                              # export + our convert) on every accepted TF case, ~6 min
 
 Sources (read in the public repositories, transcribed by hand: the C++ and Python tests are
 not regular enough to parse):
@@ -14,13 +15,18 @@ not regular enough to parse):
   expressions the tests use.  Their expectation is numpy's ``x[...]`` (StridedSliceChecker),
   so the expected values here are numpy's, computed below with numpy only.
 * TensorFlow ``tensorflow/core/util/strided_slice_op_test.cc``: ValidateStridedSliceOp shapes
-  and errors.
+  and errors; ``tensorflow/core/ops/array_ops_test.cc``: the StridedSlice shape function;
+  ``tensorflow/compiler/tests/slice_ops_test.py``: XLA's StridedSliceTest (values).
+* nGraph's TensorFlow bridge ``test/python/test_slice.py`` (expected values: numpy's).
 * tf2onnx ``tests/test_backend.py``: every ``test_strided_slice*``, ``test_new_axis_mask``,
   ``test_*ellipsis*`` and the shape-vector slices (expected values: TensorFlow's, here numpy's).
 * OpenVINO ``src/plugins/template/tests/functional/op_reference/strided_slice.cpp`` (values),
   ``src/core/tests/type_prop/strided_slice.cpp`` (shapes, intervals, rejections), and the
   plugins' single-layer instances (GPU ``shared_tests_instances/single_layer_tests/strided_slice.cpp``,
-  an older CPU instance of the same file, CPU ``Crop`` tests): specs only, judged by the runtime.
+  an older CPU instance of the same file, CPU ``Crop`` tests, the CPU plugin's custom StridedSlice
+  tests on every shape their dynamic runs take), the CPU static shape-inference unit tests, and
+  the TensorFlow frontend's layer tests ``tests/layer_tests/tensorflow_tests/test_tf_StridedSlice.py``
+  (TF-flavour specs, real and complex); plugin cases are specs only, judged by the runtime.
 
 Where a source feeds begin/end/strides at run time, or gives only an interval (OpenVINO's
 ``{0, 200}``) or an unknown dim, the case names the concrete value chosen here (``note``).
@@ -788,7 +794,8 @@ def main(argv=None) -> int:
         print(summary(cases))
     if args.tf2onnx:
         for runtime in (False, True):
-            print(tf2onnx_native(cases, runtime))
+            for ours in (False, True):
+                print(tf2onnx_native(cases, runtime, ours))
     return 0
 
 
@@ -819,9 +826,10 @@ def summary(cases) -> str:
     return "\n".join(lines)
 
 
-def _tf2onnx_model(rows, runtime: bool):
+def _tf2onnx_model(rows, runtime: bool, ours: bool = False):
     """tf2onnx's native lowering of one tf.function holding every case's tf.strided_slice
-    (begin/end/strides constants, or int32/int64 inputs when ``runtime``)."""
+    (begin/end/strides constants, or int32/int64 inputs when ``runtime``); ``ours``: tf2onnx's
+    export keeping StridedSlice as a custom node, then our ``convert``."""
     import tensorflow as tf
 
     from onnx_slice_tools.oracles import _int32
@@ -847,7 +855,13 @@ def _tf2onnx_model(rows, runtime: bool):
                 b, e, s = (tf.constant(v, dt) for v in (spec.begin, spec.end, spec.strides))
             outs.append(tf.strided_slice(data, b, e, s, **{m: _int32(getattr(spec, m)) for m in MASK_NAMES}))
         return outs
-    return export(tf.function(fn), sig, keep_strided_slice=False)
+    if not ours:
+        return export(tf.function(fn), sig, keep_strided_slice=False)
+    from onnx_slice_tools import convert
+    result = convert(export(tf.function(fn), sig, keep_strided_slice=True), verify=False)
+    if not result.ok:
+        raise ValueError("; ".join(r.error for r in result.report.records if r.error))
+    return result.model
 
 
 def _tf2onnx_feeds(rows, runtime: bool) -> dict:
@@ -861,9 +875,10 @@ def _tf2onnx_feeds(rows, runtime: bool) -> dict:
     return feeds
 
 
-def tf2onnx_native(cases, runtime: bool) -> str:
-    """Run tf2onnx's own lowering of the accepted TF cases in onnxruntime against TensorFlow;
-    a batch that fails to convert or load is split until the failing case is alone."""
+def tf2onnx_native(cases, runtime: bool, ours: bool = False) -> str:
+    """Run tf2onnx's own lowering of the accepted TF cases (``ours``: tf2onnx's custom-op export
+    converted by us) in onnxruntime against TensorFlow; a batch that fails to convert or load is
+    split until the failing case is alone."""
     from onnx_slice_tools.errors import StridedSliceError
     from onnx_slice_tools.oracles import tf_strided_slice
     from onnx_slice_tools.verify import make_session
@@ -886,7 +901,7 @@ def tf2onnx_native(cases, runtime: bool) -> str:
 
     def run(batch):
         try:
-            model = _tf2onnx_model(batch, runtime)
+            model = _tf2onnx_model(batch, runtime, ours)
             sess = make_session(model.SerializeToString())
             outs = sess.run([o.name for o in sess.get_outputs()], _tf2onnx_feeds(batch, runtime))
         except Exception as exc:  # noqa: BLE001 - tf2onnx and onnxruntime raise many kinds
@@ -909,7 +924,8 @@ def tf2onnx_native(cases, runtime: bool) -> str:
     for k in range(0, len(rows), 64):
         run(rows[k:k + 64])
     mode = "runtime begin/end/strides" if runtime else "constant begin/end/strides"
-    return f"tf2onnx native, {mode}: {counts}" + "".join(f"\n  {w}" for w in wrong)
+    who = "tf2onnx custom-op export + onnx-slice-tools" if ours else "tf2onnx native"
+    return f"{who}, {mode}: {counts}" + "".join(f"\n  {w}" for w in wrong)
 
 
 if __name__ == "__main__":
