@@ -1,19 +1,22 @@
-"""The peers' own StridedSlice tests (TensorFlow, tf2onnx, OpenVINO), run through everything.
+"""The peers' own StridedSlice tests (TensorFlow, XLA, tf2onnx, nGraph's TF bridge, OpenVINO),
+run through everything.
 
 Every case of tests/data/peer_cases.json (written by scripts/peer_cases.py, provenance in each
 case) goes through:
 
 * the framework's runtime (TF eager ``tf.strided_slice`` -- and TF's own ``Tensor.__getitem__``
   for index expressions -- or OpenVINO's shape inference + reference evaluator), which must
-  agree with what the source test expects (shape, values, error), except the differences
-  listed in ``RUNTIME_DIFFERS`` (the runtime wins; docs/semantics.md);
+  agree with what the source test expects (shape, interval, values, error), except the
+  differences listed in ``RUNTIME_DIFFERS`` (the runtime wins; docs/semantics.md);
 * our reference (``strided_slice``), which must equal the runtime exactly: accept/reject,
   shape, dtype, bits;
-* the lowered ONNX model in onnxruntime: all accepted cases as StridedSlice nodes of one
-  model, converted by ``convert`` once with constant begin/end/strides and once with them as
-  graph inputs fed at run time; every output must equal the runtime's.  Specs the runtime
-  rejects are refused at conversion (constant indices) and, with runtime indices, refused at
-  conversion or failing in onnxruntime.
+* the lowered ONNX in onnxruntime: all accepted cases as StridedSlice nodes of one model,
+  converted by ``convert`` with constant begin/end/strides and with them as graph inputs fed at
+  run time, each on inputs declared static, all-symbolic and of unknown rank; every output must
+  equal the runtime's.  Specs the runtime rejects are refused at conversion (constant indices);
+  with runtime indices, refused at conversion when their structure is wrong and failing in
+  onnxruntime when their values are;
+* tf2onnx's own lowering, on the cases where it is wrong and ours is right.
 """
 
 from __future__ import annotations
@@ -167,19 +170,10 @@ def test_index_expressions_encode_as_tensorflow_does(outcomes):
 
 # --------------------------------------------------------------------------- lowered ONNX
 
-_ELEM = {np.dtype(k): v for k, v in [("float32", TensorProto.FLOAT), ("float64", TensorProto.DOUBLE),
-                                     ("float16", TensorProto.FLOAT16), ("int8", TensorProto.INT8),
-                                     ("int16", TensorProto.INT16), ("int32", TensorProto.INT32),
-                                     ("int64", TensorProto.INT64), ("uint8", TensorProto.UINT8),
-                                     ("uint16", TensorProto.UINT16), ("uint32", TensorProto.UINT32),
-                                     ("uint64", TensorProto.UINT64), ("bool", TensorProto.BOOL),
-                                     ("complex64", TensorProto.COMPLEX64)]}
-
-
 def _ort_runs(x: np.ndarray) -> bool:
     """onnxruntime has Slice/Gather/Squeeze/Unsqueeze/Reshape kernels for the element type
     (complex64 has none: those cases are checked against the runtime by the reference only)."""
-    return not any(ort_kernel_missing(op, _ELEM[x.dtype], 17)
+    return not any(ort_kernel_missing(op, helper.np_dtype_to_tensor_dtype(x.dtype), 17)
                    for op in ("Slice", "Gather", "Squeeze", "Unsqueeze", "Reshape"))
 
 
@@ -209,7 +203,7 @@ def peer_model(rows, runtime: bool, dims: str = "declared"):
     ``runtime``, output ``y<i>``; ``dims``: see _declared_shape) and the feeds that run it."""
     nodes, inputs, outputs, inits, feeds = [], [], [], [], {}
     for i, (case, x, spec) in enumerate(rows):
-        elem, idx = _ELEM[x.dtype], _index_type(case, spec)
+        elem, idx = helper.np_dtype_to_tensor_dtype(x.dtype), _index_type(case, spec)
         vectors = (spec.begin, spec.end, spec.strides) if spec else (case["begin"], case["end"], case["strides"])
         inputs.append(helper.make_tensor_value_info(f"x{i}", elem, _declared_shape(case, x, dims)))
         feeds[f"x{i}"] = x
