@@ -233,7 +233,7 @@ def convert_flavor(spec: SliceSpec, flavor: str) -> SliceSpec:
 
 # --------------------------------------------------------------------------- index expressions
 
-_NEWAXIS_NAMES = {"np.newaxis", "numpy.newaxis", "tf.newaxis", "newaxis"}
+_NEWAXIS_NAMES = {"np.newaxis", "numpy.newaxis", "tf.newaxis", "array_ops.newaxis", "newaxis"}
 
 
 @dataclass(frozen=True)
