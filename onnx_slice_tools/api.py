@@ -222,7 +222,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report.timings["serialize"] = time.perf_counter() - t3
     if verify:
         _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
-                removed_domains=domains_before - set(m.opset_imports))
+                removed_domains=domains_before - set(m.opset_imports), keep_session=cleanup)
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
@@ -249,8 +249,17 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
     passes may still have touched it (e.g. trailing empty inputs dropped)."""
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
-    from .cleanup import cleanup_check
+    from .cleanup import cleanup_check, graphs_of
+    verified, inplace = report.__dict__.pop("_inplace", (None, None))  # _verify's session, if kept
+    run_before = inplace.run_outputs() if inplace is not None and verified is before else None
+    if inplace is not None:
+        inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
+    # The cleanup's passes mark a model even when they change nothing: shapes inferred onto
+    # values that had none (undone below) and onnx-ir's dead-code pass trimming trailing empty
+    # inputs (which breaks a Loop: then ``before`` is deserialized again, 0.9 s at 10,000 nodes).
+    shapeless = [(v, v.type) for g, is_function in graphs_of(m) if not is_function
+                 for node in g for v in node.outputs if v.shape is None]
     try:
         report.cleanup = run_cleanup(m)
     except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
@@ -262,13 +271,18 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
     if not report.cleanup["changed"]:
         if verify:
             report.model_checks["cleanup"] = "passed (nothing to clean)"
+        for v, type_ in shapeless:
+            v.shape, v.type = None, type_
+        if ir.to_proto(m).SerializeToString(deterministic=True) == before.SerializeToString(deterministic=True):
+            return m, before
         return adopt_files(ir.from_proto(before), m), before
     after = ir.to_proto(m)
     if verify:
         t = time.perf_counter()
         report.model_checks["cleanup"] = cleanup_check(
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
-            load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p)
+            load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
+            run_before=run_before)
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
 
@@ -283,15 +297,26 @@ def _baseline_proto(model, m, upgraded: bool):
     return onnx.load(str(model), load_external_data=False)
 
 
-def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains) -> None:
+def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains,
+            keep_session: bool = False) -> None:
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
-    "Verification")."""
-    from .inplace import run_inplace, structural_diff
+    "Verification").  The in-place run's session (the one whole-model session) builds in a
+    thread from the start; the other checks run meanwhile.  ``keep_session``: keep it for the
+    cleanup check (``_cleanup`` takes it: ``report._inplace``)."""
+    from .inplace import start_inplace, structural_diff
+    t2 = time.perf_counter()
+    pending = None
+    if result.modified:  # taps added, session started: counted in verify_model
+        ir_model = result.model
+        pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=model_weight_bytes(ir_model),
+                                load_weights=lambda p: _with_external_data(p, model) if _external_tensors(ir_model)
+                                else p, keep_session=keep_session)
+    started = time.perf_counter() - t2
     t2 = time.perf_counter()
     report.signatures_checked = verify_records(report.records, opset, memory_budget=budget,
                                                runtimes=report.verify_on or ("onnxruntime",))
     report.timings["verify_rewrites"] = time.perf_counter() - t2
-    if not result.modified:  # nothing replaced: the model is the input (its opset aside)
+    if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return
     t4 = time.perf_counter()
     problem = structural_diff(baseline, proto, result.changes, removed_domains)
@@ -299,12 +324,12 @@ def _verify(report: Report, proto, baseline, result, model, opset: int, budget: 
     report.model_checks.update(static_checks(proto, baseline))
     report.timings["verify_static"] = time.perf_counter() - t4
     t5 = time.perf_counter()
-    ir_model = result.model
-    inplace = run_inplace(proto, report.records, memory_budget=budget, weight_bytes=model_weight_bytes(ir_model),
-                          load_weights=lambda p: _with_external_data(p, model) if _external_tensors(ir_model) else p)
+    inplace = pending.result()
+    if keep_session:
+        report._inplace = (proto, pending)
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
-    report.timings["verify_model"] = time.perf_counter() - t5
+    report.timings["verify_model"] = started + time.perf_counter() - t5
 
 
 def _upgrade_opset(m, target: int, label):
