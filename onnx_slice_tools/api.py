@@ -391,8 +391,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
     """Check each distinct rewrite once (see verify.py) within ``memory_budget`` bytes (default
     ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (runtimes.py); returns the number of
     signatures checked."""
-    from .runtimes import check_on_runtimes
-    from .verify import CheckCase, declared_conflict, np_dtype
+    from .verify import CheckCase, check_on_runtimes, declared_conflict, np_dtype
     groups: dict = {}
     for r in records:
         if r.lowering is None:
