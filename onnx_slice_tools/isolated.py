@@ -6,7 +6,9 @@ costs a fork, a child's exit and its copy-on-write faults each time: four per ``
 of the CPU time of converting a small model (measured: 64 ms of CPU with, 23 ms without).
 One helper, forked on first use, serves every call over two pipes; when it dies (an abort)
 the call reports it and the next call forks a new helper.  The helper exits when our process
-closes its end of the pipe (our exit) and after a large request (its memory is returned).
+closes its end of the pipe (our exit) and after a large request (its memory is returned); a
+helper forked from a process above 512 MiB resident serves one request only (it would keep
+that process's memory of the moment alive).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import threading
 
 #: after a request or answer above this size the helper exits (its peak memory goes with it)
 _RECYCLE_BYTES = 16 << 20
+#: a helper forked from a process this large serves one request: a long-lived fork would keep
+#: the parent's memory of that moment (copy-on-write pages) alive after the parent freed it
+_ONE_SHOT_RSS = 512 << 20
 _HEADER = struct.Struct("<QB")   # length, strict
 _ANSWER = struct.Struct("<Q")
 
@@ -43,6 +48,7 @@ class _Helper:
         os.close(to_child)
         os.close(from_child)
         self.pid = pid
+        self.one_shot = _resident_bytes() > _ONE_SHOT_RSS
 
     def close(self) -> None:
         for fd in (self.request, self.answer):
@@ -54,6 +60,14 @@ class _Helper:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
 
 
 def _serve(inp: int, out: int) -> None:  # pragma: no cover - runs in the helper
@@ -145,8 +159,8 @@ def infer_shapes(data: bytes, strict: bool) -> bytes:
                     blob = _read(helper.answer, _ANSWER.unpack(head)[0])
             except OSError:  # EPIPE: it was gone before this request
                 blob = None
-            if blob is None or len(data) > _RECYCLE_BYTES or len(blob) > _RECYCLE_BYTES:
-                helper.close()  # dead, or exiting after a large request
+            if blob is None or helper.one_shot or len(data) > _RECYCLE_BYTES or len(blob) > _RECYCLE_BYTES:
+                helper.close()  # dead, exiting after a large request, or forked from a large process
                 _helper = None
             if blob is not None:
                 break

@@ -366,10 +366,11 @@ def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
     assert capfd.readouterr().err == ""
 
 
-def test_isolated_inference_survives_an_abort_and_serves_threads():
+def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     """One helper process serves every shape inference (isolated.py): an abort kills it and is
     reported, the next call gets a new helper; onnx's own errors come back as messages; calls
-    from several threads each get their own model's answer."""
+    from several threads each get their own model's answer; a helper forked from a large
+    process serves one call."""
     import threading
 
     from onnx_slice_tools import isolated
@@ -387,6 +388,8 @@ def test_isolated_inference_survives_an_abort_and_serves_threads():
     def out_dims(blob):
         return [d.dim_value for d in onnx.load_from_string(blob).graph.output[0].type.tensor_type.shape.dim]
 
+    monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 1 << 60)  # whatever this test process's size
+    isolated._stop()
     assert out_dims(isolated.infer_shapes(relu(2).SerializeToString(), False)) == [2]
     first = isolated._helper.pid
     with pytest.raises(RuntimeError, match="aborted"):
@@ -405,6 +408,10 @@ def test_isolated_inference_survives_an_abort_and_serves_threads():
     for t in threads:
         t.join()
     assert got == {n: [n] for n in range(1, 9)}
+    monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 0)
+    isolated._stop()
+    assert out_dims(isolated.infer_shapes(relu(4).SerializeToString(), False)) == [4]
+    assert isolated._helper is None
 
 
 def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
