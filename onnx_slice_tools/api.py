@@ -251,7 +251,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report.timings["serialize"] = time.perf_counter() - t3
     if verify:
         _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
-                removed_domains=domains_before - set(m.opset_imports))
+                removed_domains=domains_before - set(m.opset_imports), keep_session=cleanup)
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
@@ -279,6 +279,10 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
     from .cleanup import cleanup_check
+    verified, inplace = report.__dict__.pop("_inplace", (None, None))  # _verify's session, if kept
+    run_before = inplace.run_outputs() if inplace is not None and verified is before else None
+    if inplace is not None:
+        inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
     try:
         report.cleanup = run_cleanup(m, proto=before)
@@ -297,7 +301,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
         t = time.perf_counter()
         report.model_checks["cleanup"] = cleanup_check(
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
-            load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p)
+            load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
+            run_before=run_before)
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
 
@@ -323,15 +328,26 @@ def _baseline_proto(model, m, upgraded: bool):
     return onnx.load(str(model), load_external_data=False)
 
 
-def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains) -> None:
+def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains,
+            keep_session: bool = False) -> None:
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
-    "Verification")."""
-    from .inplace import run_inplace, structural_diff
+    "Verification").  The in-place run's session (the one whole-model session) builds in a
+    thread from the start; the other checks run meanwhile.  ``keep_session``: keep it for the
+    cleanup check (``_cleanup`` takes it: ``report._inplace``)."""
+    from .inplace import start_inplace, structural_diff
+    t2 = time.perf_counter()
+    pending = None
+    if result.modified:  # taps added, session started: counted in verify_model
+        ir_model = result.model
+        pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=model_weight_bytes(ir_model),
+                                load_weights=lambda p: _with_external_data(p, model) if _external_tensors(ir_model)
+                                else p, keep_session=keep_session)
+    started = time.perf_counter() - t2
     t2 = time.perf_counter()
     report.signatures_checked = verify_records(report.records, opset, memory_budget=budget,
                                                runtimes=report.verify_on or ("onnxruntime",))
     report.timings["verify_rewrites"] = time.perf_counter() - t2
-    if not result.modified:  # nothing replaced: the model is the input (its opset aside)
+    if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return
     t4 = time.perf_counter()
     problem = structural_diff(baseline, proto, result.changes, removed_domains)
@@ -339,12 +355,12 @@ def _verify(report: Report, proto, baseline, result, model, opset: int, budget: 
     report.model_checks.update(static_checks(proto, baseline))
     report.timings["verify_static"] = time.perf_counter() - t4
     t5 = time.perf_counter()
-    ir_model = result.model
-    inplace = run_inplace(proto, report.records, memory_budget=budget, weight_bytes=model_weight_bytes(ir_model),
-                          load_weights=lambda p: _with_external_data(p, model) if _external_tensors(ir_model) else p)
+    inplace = pending.result()
+    if keep_session:
+        report._inplace = (proto, pending)
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
-    report.timings["verify_model"] = time.perf_counter() - t5
+    report.timings["verify_model"] = started + time.perf_counter() - t5
 
 
 def _upgrade_opset(m, target: int, label):
@@ -406,8 +422,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
     """Check each distinct rewrite once (see verify.py) within ``memory_budget`` bytes (default
     ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (runtimes.py); returns the number of
     signatures checked."""
-    from .runtimes import check_on_runtimes
-    from .verify import CheckCase, declared_conflict, np_dtype
+    from .verify import CheckCase, check_on_runtimes, declared_conflict, np_dtype
     groups: dict = {}
     for r in records:
         if r.lowering is None:

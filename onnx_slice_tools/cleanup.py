@@ -25,6 +25,7 @@ a graph output is never replaced).
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 
 import numpy as np
@@ -938,14 +939,16 @@ def _session(proto):
 
 
 def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,
-                  load_weights=None, trials: int = 2, seed: int = 0) -> str:
+                  load_weights=None, trials: int = 2, seed: int = 0, run_before=None) -> str:
     """Run the model before and after cleanup in onnxruntime on the same random inputs and
     compare every graph output bitwise (shape, dtype, bytes).  Inputs are sized as for the
     in-place run (inplace.choose_sizes: small, grown only where shape inference needs it), then,
     when the model rejects them, a few other small size assignments (all dims 4, 6, 8; distinct
     sizes), each within ``memory_budget`` (which counts ``weight_bytes`` twice).  Returns
     "passed", "skipped: ..." (no sizes the model before cleanup runs on, or the budget) or
-    "failed: ...".  ``load_weights(proto)``: the proto with its external weights read in."""
+    "failed: ...".  ``load_weights(proto)``: the proto with its external weights read in.
+    ``run_before(feeds) -> outputs``: a session of the model before cleanup that already exists
+    (the in-place check's, whose taps only add outputs): no second session of it."""
     from .inplace import Skip, _infer, _over_budget, choose_sizes, estimate_bytes, random_feeds
     from .rewrite import skeleton
     names = [o.name for o in before_proto.graph.output]
@@ -960,7 +963,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     candidates = [sizes] + [{k: v for k in keys} for v in (4, 6, 8)] + \
                  [{k: 2 + i for i, k in enumerate(keys)}, {k: 4 + 2 * i for i, k in enumerate(keys)}]
     load = load_weights or (lambda p: p)
-    sessions = []
+    s_after = None
     rng = np.random.default_rng(seed)
     problem = "no sizes tried"
     for n, cand in enumerate(candidates):
@@ -973,25 +976,26 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
         if need > memory_budget:
             problem = _over_budget(need, memory_budget, cand)
             continue
-        if not sessions:
+        if s_after is None:
+            if run_before is None:
+                try:
+                    s_before = _session(load(before_proto))
+                except Exception as exc:
+                    return f"skipped: onnxruntime cannot load the model before cleanup: {_first_line(exc)}"
+                run_before = functools.partial(s_before.run, names)
             try:
-                sessions.append(_session(load(before_proto)))
-            except Exception as exc:
-                return f"skipped: onnxruntime cannot load the model before cleanup: {_first_line(exc)}"
-            try:
-                sessions.append(_session(load(after_proto)))
+                s_after = _session(load(after_proto))
             except Exception as exc:
                 return f"failed: onnxruntime cannot load the cleaned model: {_first_line(exc)}"
-        s_before, s_after = sessions
         for _ in range(trials):
             try:
                 feeds = random_feeds(before_proto, cand, got_shapes, rng)
-                expected = s_before.run(None, feeds)
+                expected = run_before(feeds)
             except Exception as exc:
                 problem = f"the model before cleanup rejects random inputs: {_first_line(exc)}"
                 break
             try:
-                got = s_after.run(None, feeds)
+                got = s_after.run(names, feeds)
             except Exception as exc:
                 return f"failed: the cleaned model fails where the model before runs: {_first_line(exc)}"
             for name, g, e in zip(names, got, expected):

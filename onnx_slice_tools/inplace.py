@@ -18,6 +18,7 @@ No float tolerance, no reference evaluator, one session.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -370,55 +371,132 @@ def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, 
                 seed: int = 0) -> InplaceResult:
     """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
     model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
-    with taps; sets ``record.inplace`` of every rewrite.
-
-    ``load_weights(proto) -> proto`` reads external weights in (only called within budget).
-    Taps through a Loop are stacked per iteration, which fails when a tapped tensor changes
-    shape between iterations: then the check runs again without them."""
-    kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed)
-    result = _run(proto, records, loops=True, **kw)
-    in_loops = [r for r in records if r.lowering is not None and " > Loop " in r.graph]
-    if result.status.startswith("skipped: onnxruntime") and in_loops:
-        first = result.status
-        result = _run(proto, records, loops=False, **kw)
-        for r in in_loops:
-            r.inplace = f"skipped: taps through the Loop could not run ({first.removeprefix('skipped: ')})"
-    return result
+    with taps; sets ``record.inplace`` of every rewrite.  ``start_inplace(...).result()``."""
+    return start_inplace(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
+                         load_weights=load_weights, seed=seed).result()
 
 
-def _run(proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-         seed: int) -> InplaceResult:
-    from .rewrite import skeleton
-    rewritten = [r for r in records if r.lowering is not None]
-    tapped, taps = _tap_model(proto, rewritten, loops)
-    checked = [r for r in rewritten if id(r) in taps.views]
-    for r in rewritten:
-        if id(r) not in taps.views:
-            r.inplace = f"skipped: inside {r.graph} (only the per-rewrite check covers it)"
+class InplaceRun:
+    """The in-place check under way: :func:`start_inplace` builds the tapped model's
+    onnxruntime session in a thread (onnxruntime releases the GIL while it builds, and the
+    session is most of the check's time), so the caller's other checks run meanwhile;
+    :meth:`result` runs and compares."""
 
-    def skip_all(why):
-        for r in checked:
+    def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
+                 keep_session: bool = False):
+        self.proto, self.records = proto, records
+        self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
+                       keep_session=keep_session)
+        self.attempt = _Attempt(proto, records, loops=True, **self.kw)
+
+    def result(self) -> InplaceResult:
+        """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
+        changes shape between iterations: then the check runs again without them."""
+        result = self.attempt.result()
+        in_loops = [r for r in self.records if r.lowering is not None and " > Loop " in r.graph]
+        if result.status.startswith("skipped: onnxruntime") and in_loops:
+            first = result.status
+            self.attempt = _Attempt(self.proto, self.records, loops=False, **self.kw)
+            result = self.attempt.result()
+            for r in in_loops:
+                r.inplace = f"skipped: taps through the Loop could not run ({first.removeprefix('skipped: ')})"
+        return result
+
+    def run_outputs(self):
+        """With ``keep_session``, after :meth:`result`: ``feeds -> outputs`` of ``proto``'s own
+        graph outputs through the tapped session (taps only add outputs), or None."""
+        session = self.attempt.session
+        if session is None:
+            return None
+        return functools.partial(session.run, [o.name for o in self.proto.graph.output])
+
+    def release(self) -> None:
+        self.attempt.session = None
+
+
+def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
+                  seed: int = 0, keep_session: bool = False) -> InplaceRun:
+    """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
+    ``load_weights(proto) -> proto`` reads external weights in (only when twice the weights fit
+    ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile)."""
+    return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
+                      load_weights=load_weights, seed=seed, keep_session=keep_session)
+
+
+class _Attempt:
+    """One tapped model, its session (built in a thread) and its runs.  The session starts
+    only once shape inference at the chosen sizes has succeeded (in a helper process):
+    onnxruntime's own inference of a model whose dims go negative aborts the process."""
+
+    def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
+                 seed: int, keep_session: bool):
+        self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
+        self.keep_session = keep_session
+        self.session = self.error = self.thread = self.skip = None
+        rewritten = [r for r in records if r.lowering is not None]
+        self.tapped, self.taps = _tap_model(proto, rewritten, loops)
+        self.checked = [r for r in rewritten if id(r) in self.taps.views]
+        for r in rewritten:
+            if id(r) not in self.taps.views:
+                r.inplace = f"skipped: inside {r.graph} (only the per-rewrite check covers it)"
+        if not self.checked:
+            self.skip = InplaceResult("skipped: no rewrite in the main graph, its If branches, Loop bodies or the "
+                                      "functions it calls" if rewritten else PASSED)
+            return
+        self._prepare(load_weights)
+
+    def _prepare(self, load_weights) -> None:
+        import threading
+
+        from .rewrite import skeleton
+        self.sk = skeleton(self.proto)
+        try:
+            self.sizes, self.shapes = choose_sizes(self.sk)
+        except Skip as exc:
+            self.skip = self._skip_all(str(exc))
+            return
+        self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+        if self.need > self.budget:
+            self.skip = self._skip_all(_over_budget(self.need, self.budget, self.sizes))
+            return
+
+        def build():
+            try:
+                self.session = _make_session(load_weights(self.tapped))
+            except Exception as exc:  # noqa: BLE001 - reported by result()
+                self.error = exc
+        self.thread = threading.Thread(target=build, name="onnx-slice-tools in-place session", daemon=True)
+        self.thread.start()
+
+    def _skip_all(self, why: str) -> InplaceResult:
+        for r in self.checked:
             r.inplace = f"skipped: {why}"
         return InplaceResult(f"skipped: {why}")
 
-    if not checked:
-        return InplaceResult("skipped: no rewrite in the main graph, its If branches, Loop bodies or the "
-                             "functions it calls" if rewritten else PASSED)
-    sk = skeleton(proto)
-    try:
-        sizes, shapes = choose_sizes(sk)
-    except Skip as exc:
-        return skip_all(str(exc))
-    need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
-    if need > memory_budget:
-        return skip_all(_over_budget(need, memory_budget, sizes))
-    elems = {vi.name: vi.type.tensor_type.elem_type for vi in _fed_inputs(proto)}
-    elems.update({name: shapes[name][0] for name in taps.names if name in shapes})
-    elems.update(taps.elems)
-    try:
-        session = _make_session(load_weights(tapped))
-    except Exception as exc:  # noqa: BLE001
-        return skip_all(f"onnxruntime cannot load the tapped model: {_line(exc)}")
+    def result(self) -> InplaceResult:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        self.tapped = None
+        if self.skip is not None:
+            return self.skip
+        if self.error is not None:
+            return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(self.error)}")
+        taps, proto = self.taps, self.proto
+        elems = {vi.name: vi.type.tensor_type.elem_type for vi in _fed_inputs(proto)}
+        elems.update({name: self.shapes[name][0] for name in taps.names if name in self.shapes})
+        elems.update(taps.elems)
+        result = _runs(self, self.session, self.checked, self.sk, self.sizes, self.shapes, self.need, elems,
+                       self._skip_all)
+        if not self.keep_session or taps.loop:
+            self.session = None  # (Loop taps stack per iteration: they can fail where the model runs)
+        return result
+
+
+def _runs(attempt, session, checked, sk, sizes, shapes, need, elems, skip_all) -> InplaceResult:
+    """Runs on fresh random inputs until every checked rewrite was reached (or the runs are spent)."""
+    proto, taps, memory_budget, weight_bytes, seed = (attempt.proto, attempt.taps, attempt.budget,
+                                                      attempt.weight_bytes, attempt.seed)
     rng = np.random.default_rng(seed)
     pending, runs = list(checked), 0
     while pending and runs < _RUNS + _BRANCH_RUNS:

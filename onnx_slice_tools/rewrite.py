@@ -534,62 +534,16 @@ def derive_shapes(proto, max_bytes: int = 1024) -> dict:
 
 def infer_isolated(model, strict: bool = False):
     """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
-    in a forked child: a negative dim reaching e.g. a Slice *aborts* the process inside onnx
-    1.23 (a failed std::clamp assertion).  Returns the inferred model; raises RuntimeError
-    with onnx's message, or saying inference aborted."""
+    in a helper process (isolated.py): a negative dim reaching e.g. a Slice *aborts* the process
+    inside onnx 1.23 (a failed std::clamp assertion).  Returns the inferred model; raises
+    RuntimeError with onnx's message, or saying inference aborted."""
     import os
 
     import onnx
     if not hasattr(os, "fork"):
         return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
-    import warnings
-    data = model.SerializeToString()
-    r, w = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12+ warns on fork with threads: the child only infers
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # child: infer, write, exit without running any parent cleanup
-        code = 0
-        try:
-            os.close(r)
-            _quiet_child()
-            try:
-                blob = b"O" + onnx.shape_inference.infer_shapes(
-                    onnx.load_from_string(data), check_type=strict, strict_mode=strict,
-                    data_prop=False).SerializeToString()
-            except Exception as exc:  # noqa: BLE001 - onnx's message goes back to the parent
-                blob = b"E" + str(exc).encode("utf-8", "replace")
-            view = memoryview(blob)
-            while view:
-                view = view[os.write(w, view):]
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    with os.fdopen(r, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    blob = b"".join(chunks)
-    if status != 0 or not blob:
-        raise RuntimeError("onnx shape inference aborted (a negative dimension reached an operator's inference)")
-    if blob[:1] == b"E":
-        raise RuntimeError(blob[1:].decode("utf-8", "replace"))
-    return onnx.load_from_string(blob[1:])
-
-
-def _quiet_child() -> None:
-    """An abort in the child prints nothing and dumps no core."""
-    import faulthandler
-    import os
-    import resource
-    faulthandler.disable()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
+    from .isolated import infer_shapes
+    return onnx.load_from_string(infer_shapes(model.SerializeToString(), strict))
 
 
 def skeleton(proto, max_bytes: int = 1024):

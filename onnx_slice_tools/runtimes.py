@@ -33,9 +33,24 @@ def parse_runtimes(text) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _onnxruntime(model_bytes: bytes):
-    from .verify import make_session
-    return make_session(model_bytes)
+def session_options():
+    """Cheap onnxruntime sessions: no graph optimisation, one thread, no spinning."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.log_severity_level = 4  # failing runs are expected (must-fail checks): nothing on stderr
+    return so
+
+
+def onnxruntime_session(model_bytes: bytes):
+    import onnxruntime as ort
+    return ort.InferenceSession(model_bytes, sess_options=session_options(), providers=["CPUExecutionProvider"])
+
+
 
 
 class _OpenVINOSession:
@@ -126,73 +141,9 @@ def require(name: str) -> None:
         _import_openvino()
 
 
-_FACTORIES = {ONNXRUNTIME: _onnxruntime, OPENVINO: _OpenVINOSession, REFERENCE: _ReferenceSession}
+_FACTORIES = {ONNXRUNTIME: onnxruntime_session, OPENVINO: _OpenVINOSession, REFERENCE: _ReferenceSession}
 
 
 def make_session(name: str, model_bytes: bytes):
     """A session of ``model_bytes`` on runtime ``name`` (one of :data:`RUNTIMES`)."""
     return _FACTORIES[name](model_bytes)
-
-
-def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: int = 0,
-                      memory_budget: int | None = None) -> None:
-    """The per-rewrite checks of verify.py on each runtime listed: onnxruntime's status stays in
-    ``result.onnxruntime``, every other runtime's goes to ``result.runtimes[name]``
-    (each runtime sees the same input sizes and index values: same seed)."""
-    from dataclasses import replace
-
-    from .verify import DEFAULT_VERIFY_MEMORY, CheckResult, check_lowerings
-    budget = memory_budget or DEFAULT_VERIFY_MEMORY
-    for name in runtimes:
-        require(name)
-    if ONNXRUNTIME in runtimes or not runtimes:
-        check_lowerings(cases, opset, seed, memory_budget=budget)
-        for case in cases:
-            _add_run_time_errors(case.result, ONNXRUNTIME, case.result.run_time_errors)
-    for name in runtimes:
-        if name == ONNXRUNTIME:
-            continue
-        copies = [replace(c, result=CheckResult()) for c in cases]
-        for batch in _batches(copies, name):
-            check_lowerings(batch, opset, seed, memory_budget=budget, runtime=name)
-            if len(batch) > 1 and all("could not load" in c.result.onnxruntime for c in batch):
-                for case in batch:  # one case the runtime cannot load: find it, check the others
-                    case.result = CheckResult()
-                    check_lowerings([case], opset, seed, memory_budget=budget, runtime=name)
-        for case, copy in zip(cases, copies):
-            case.result.runtimes[name] = copy.result.onnxruntime
-            _add_run_time_errors(case.result, name, copy.result.run_time_errors)
-            if case.result.shape_inference == "not run":
-                case.result.shape_inference = copy.result.shape_inference
-                case.result.inferred_shape = copy.result.inferred_shape
-                case.result.tried_shapes = copy.result.tried_shapes
-                case.result.tried_values = copy.result.tried_values
-    if ONNXRUNTIME not in runtimes:
-        for case in cases:
-            case.result.onnxruntime = NOT_ASKED
-
-
-def _add_run_time_errors(result, runtime: str, status: str) -> None:
-    """File one runtime's must-fail status in ``result.run_time_errors_on`` and set
-    ``result.run_time_errors`` to their summary: a skip on any runtime names it (and where they
-    passed); else "passed"."""
-    if status == "not run":
-        return
-    result.run_time_errors_on[runtime] = status
-    runs = result.run_time_errors_on
-    skipped = [v.removeprefix("skipped: ") for v in runs.values() if v.startswith("skipped")]
-    passed = [k for k, v in runs.items() if v == "passed"]
-    if not skipped:
-        result.run_time_errors = "passed"
-        return
-    result.run_time_errors = f"skipped: {'; '.join(skipped)}" + (f" (passed on {', '.join(passed)})" if passed else "")
-
-
-def _batches(cases: list, runtime: str) -> list:
-    """OpenVINO checks one case per model: with many independent outputs in one model its CPU
-    plugin returned wrong shapes and stale buffers for cases that are right alone (measured on
-    2026.4: x[None, ...] on [4, 5] came out as garbage values in a 50-case model); it also
-    compiles a model per combination of input ranks."""
-    if runtime != OPENVINO:
-        return [cases]
-    return [[c] for c in cases]

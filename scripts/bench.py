@@ -455,27 +455,39 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only
 
 
 def _bench_batch_jobs(n: int, tmp: Path, repeat: int) -> dict:
-    """``batch -j 1`` and ``-j 2`` over ``n`` copies of the models/ TF samples (whole process)."""
+    """``batch -j 1`` and ``-j 2`` over ``n`` copies of the models/ TF samples (whole process),
+    run in pairs (-j 1, -j 2, -j 1, ...) so the ratio survives a machine whose load drifts;
+    wall and CPU seconds (user + system of the batch and its workers), medians."""
+    import resource
     import shutil
     src = tmp / "speed_batch_in"
     src.mkdir(exist_ok=True)
     samples = sorted(p for p in (ROOT / "models").glob("tf_*.onnx"))
     for i in range(n):
         shutil.copy(samples[i % len(samples)], src / f"m{i:04d}_{samples[i % len(samples)].name}")
-    row = {"models": n}
-    for jobs in (1, 2):
-        times = []
-        for r in range(repeat):
+    runs: dict = {1: [], 2: []}
+    for r in range(repeat):
+        for jobs in (1, 2):
             out = tmp / f"speed_batch_out_{jobs}_{r}"
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
             subprocess.run(_tool("batch", str(src), "-o", str(out), "-j", str(jobs)),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            times.append(time.perf_counter() - t)
+            wall = time.perf_counter() - t
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            runs[jobs].append((wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
             shutil.rmtree(out, ignore_errors=True)
-        row[f"j{jobs}_s"] = sorted(times)[len(times) // 2]
-    row["speedup"] = row["j1_s"] / row["j2_s"]
-    print(f"batch: {n} models, -j 1 {row['j1_s']:.1f} s, -j 2 {row['j2_s']:.1f} s "
-          f"({row['speedup']:.2f}x)", flush=True)
+
+    def median(values):
+        return sorted(values)[len(values) // 2]
+    row = {"models": n, "load_average": os.getloadavg()[0]}
+    for jobs in (1, 2):
+        row[f"j{jobs}_s"] = median([w for w, _ in runs[jobs]])
+        row[f"j{jobs}_cpu_s"] = median([c for _, c in runs[jobs]])
+    row["speedup"] = median([a[0] / b[0] for a, b in zip(runs[1], runs[2])])
+    print(f"batch: {n} models, -j 1 {row['j1_s']:.1f} s (CPU {row['j1_cpu_s']:.1f} s), -j 2 {row['j2_s']:.1f} s "
+          f"(CPU {row['j2_cpu_s']:.1f} s): {row['speedup']:.2f}x; load average {row['load_average']:.1f} "
+          f"on {os.cpu_count()} cores", flush=True)
     return row
 
 

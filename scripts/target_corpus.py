@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from onnx_slice_tools.lower import lower  # noqa: E402
 from onnx_slice_tools.oracles import RandomSource, random_lowering_input, target_against_framework  # noqa: E402
-from onnx_slice_tools.runtimes import check_on_runtimes, parse_runtimes  # noqa: E402
+from onnx_slice_tools.runtimes import parse_runtimes  # noqa: E402
+from onnx_slice_tools.verify import check_on_runtimes  # noqa: E402
 from onnx_slice_tools.targets import find_violations, get_target  # noqa: E402
 from onnx_slice_tools.verify import CheckCase, _build_model  # noqa: E402
 

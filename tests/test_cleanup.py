@@ -470,6 +470,40 @@ def test_cleanup_failure_is_reported_not_raised(heads_export, monkeypatch):
     assert result.report.model_checks["cleanup"].startswith("failed: the cleanup stopped (RuntimeError: boom)")
 
 
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_cleanup_check_reuses_the_in_place_session(heads_export, monkeypatch, corrupt):
+    """The model before cleanup runs in the in-place check's session (its taps only add
+    outputs): the cleanup check builds one session, of the cleaned model; a cleanup that
+    changes a value is still caught."""
+    from onnx_slice_tools import cleanup as cleanup_module
+    from onnx_slice_tools import convert
+    real_cleanup, real_session, built = cleanup_module.cleanup, cleanup_module._session, []
+
+    def cleanup_then_corrupt(model, passes=None):
+        report = real_cleanup(model, passes)
+        if corrupt:  # one int64 constant the cleanup made, off by one
+            for value in model.graph.initializers.values():
+                arr = value.const_value.numpy()
+                if "__cl" in value.name and arr.dtype == np.int64 and arr.size:
+                    value.const_value = ir.tensor(arr - 1, name=value.name)
+                    break
+            else:
+                pytest.fail("no int64 constant to corrupt")
+        return report
+
+    def session(proto):
+        built.append(proto)
+        return real_session(proto)
+    monkeypatch.setattr(cleanup_module, "cleanup", cleanup_then_corrupt)
+    monkeypatch.setattr(cleanup_module, "_session", session)
+    report = convert(heads_export[0]).report
+    assert len(built) == 1 and report.model_checks["model_run"] == "passed"
+    if corrupt:
+        assert report.model_checks["cleanup"].startswith("failed: ") and not report.ok
+    else:
+        assert report.model_checks["cleanup"] == "passed" and report.verified
+
+
 def test_cli_no_cleanup(heads_export, tmp_path, capsys):
     from onnx_slice_tools.cli import main
     src = tmp_path / "m.onnx"

@@ -28,11 +28,11 @@ from onnx_slice_tools.errors import StridedSliceError
 from onnx_slice_tools.lower import lower
 from onnx_slice_tools.oracles import random_lowering_input, target_against_framework
 from onnx_slice_tools.plan import make_plan
-from onnx_slice_tools.runtimes import RUNTIMES, check_on_runtimes, make_session
+from onnx_slice_tools.runtimes import RUNTIMES, make_session
 from onnx_slice_tools.spec import from_index_expr
 from onnx_slice_tools.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
                                       SENTINEL, TARGETS, find_violations, get_target)
-from onnx_slice_tools.verify import OPENVINO_NO_ERRORS, CheckCase, _build_model, random_input
+from onnx_slice_tools.verify import OPENVINO_NO_ERRORS, CheckCase, _build_model, check_on_runtimes, random_input
 
 from test_differential import HypothesisSource
 

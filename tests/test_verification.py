@@ -7,6 +7,7 @@ import json
 import random
 
 import numpy as np
+import pytest
 import onnx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -363,6 +364,54 @@ def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
     assert rep.model_checks["model_run"] == f"skipped: the declared input sizes give invalid shapes (shape inference: {aborted})"
     assert rep.ok and not rep.verified
     assert capfd.readouterr().err == ""
+
+
+def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
+    """One helper process serves every shape inference (isolated.py): an abort kills it and is
+    reported, the next call gets a new helper; onnx's own errors come back as messages; calls
+    from several threads each get their own model's answer; a helper forked from a large
+    process serves one call."""
+    import threading
+
+    from onnx_slice_tools import isolated
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Slice", ["c", "st", "en", "ax"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(np.zeros((4, 1, 400), np.float32), "w"), _ints("st", [0]),
+             _ints("en", [1]), _ints("ax", [2])]
+    aborting = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+
+    def relu(n):
+        return _model([helper.make_node("Relu", ["x"], ["y"])],
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [])
+
+    def out_dims(blob):
+        return [d.dim_value for d in onnx.load_from_string(blob).graph.output[0].type.tensor_type.shape.dim]
+
+    monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 1 << 60)  # whatever this test process's size
+    isolated._stop()
+    assert out_dims(isolated.infer_shapes(relu(2).SerializeToString(), False)) == [2]
+    first = isolated._helper.pid
+    with pytest.raises(RuntimeError, match="aborted"):
+        isolated.infer_shapes(aborting.SerializeToString(), False)
+    assert out_dims(isolated.infer_shapes(relu(3).SerializeToString(), False)) == [3]
+    assert isolated._helper.pid != first
+    wrong = relu(2)
+    wrong.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
+    with pytest.raises(RuntimeError, match="(?i)type"):
+        isolated.infer_shapes(wrong.SerializeToString(), True)
+    got = {}
+    threads = [threading.Thread(target=lambda n=n: got.__setitem__(n, out_dims(
+        isolated.infer_shapes(relu(n).SerializeToString(), False)))) for n in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == {n: [n] for n in range(1, 9)}
+    monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 0)
+    isolated._stop()
+    assert out_dims(isolated.infer_shapes(relu(4).SerializeToString(), False)) == [4]
+    assert isolated._helper is None
 
 
 def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
