@@ -131,7 +131,10 @@ def _rewrite_status(check) -> str:
     if check is None:
         return "skipped: not checked"
     if not check.ok:
-        return f"failed: shape inference: {check.shape_inference}; onnxruntime: {check.onnxruntime}"
+        parts = [("shape inference", check.shape_inference), ("onnxruntime", check.onnxruntime),
+                 ("onnx reference", check.reference_evaluator), *check.runtimes.items()]
+        failed = [f"{name}: {status}" for name, status in parts if status.startswith("failed")]
+        return "failed: " + "; ".join(failed)
     values = [check.onnxruntime]
     if check.onnxruntime == NOT_ASKED and check.runtimes:  # --verify-on without onnxruntime: the others'
         values = list(check.runtimes.values())

@@ -447,6 +447,12 @@ def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
         if inserted:  # new axes read an appended 1
             shape = b.add("Concat", shape, ("const64", (1,)), attrs=(("axis", 0),))
         shape = b.add("Gather", shape, ("const64", tuple(src)), attrs=(("axis", 0),))
+        empty = [j for j, d in enumerate(out_shape) if isinstance(d, int) and d == 0]
+        if empty:  # OpenVINO fails to compile a Reshape (allowzero) to a computed shape holding a
+            # 0 past the input's rank: the empty output is an Expand of a constant-shaped empty
+            ones = tuple(0 if j == empty[0] else 1 for j in range(len(out_shape)))
+            flat = b.add("Reshape", cur, ("const64", ones), attrs=(("allowzero", 1),))
+            return b.add("Expand", flat, shape)
         return b.add("Reshape", cur, shape, attrs=(("allowzero", 1),))
     if shrunk:
         cur = b.add("Squeeze", cur, axes=tuple(sorted(shrunk, key=lambda ax: (ax < 0, ax))))
