@@ -122,6 +122,34 @@ def test_device_node_outputs_are_refused(tmp_path, capsys, flag):
     assert not (tmp_path / "o.onnx").exists()
 
 
+@pytest.mark.parametrize("old", ["ours", "not_referenced", "names_other_file"])
+def test_stale_output_data_goes_only_when_the_replaced_output_named_it(tmp_path, capsys, old):
+    """An output without external data replaces one that had it: the old OUTPUT.data is removed
+    only when the old OUTPUT model named it (never a file we cannot tie to the old output)."""
+    ext = big_external_model(tmp_path / "ext", 1000)
+    inline = tmp_path / "inline.onnx"
+    inline.write_bytes(onnx.load(ext, load_external_data=True).SerializeToString())  # same model, no .data
+    out = tmp_path / "out" / "o.onnx"
+    data = Path(str(out) + ".data")
+    if old == "ours":
+        assert cli_main(["convert", str(ext), "-o", str(out), "--no-verify"]) == 0
+        assert data.exists()
+    else:
+        out.parent.mkdir()
+        m = onnx.load(inline)
+        if old == "names_other_file":  # an old output with external data elsewhere
+            onnx.save(m, str(out), save_as_external_data=True, location="other.bin", size_threshold=0)
+        else:
+            onnx.save(m, str(out))
+        data.write_bytes(b"a user's file")
+    assert cli_main(["convert", str(inline), "-o", str(out), "--no-verify"]) == 0
+    capsys.readouterr()
+    assert onnx.load(out).graph.initializer[0].data_location == onnx.TensorProto.DEFAULT
+    assert data.exists() == (old != "ours")
+    if old != "ours":
+        assert data.read_bytes() == b"a user's file"
+
+
 def test_existing_folder_as_output_leaves_nothing_behind(tmp_path, capsys):
     src = nested_model(tmp_path / "in")
     out = tmp_path / "out"
