@@ -379,7 +379,9 @@ def structure_cases() -> dict:
     m.graph.node[0].input.append("x")
     cases["function_called_with_no_outputs"] = m = base_function()
     del m.graph.node[0].output[:]
-    m.graph.output[0].name = "x"
+    m.graph.node.append(helper.make_node("Relu", ["x"], ["y"], name="relu"))
+    cases["graph_output_is_input_with_another_shape"] = m = base_tf()
+    m.graph.output.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, None))
     cases["function_no_opset_import"] = m = base_function()
     del m.functions[0].opset_import[:]
     cases["function_duplicate_io"] = m = base_function()

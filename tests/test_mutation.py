@@ -111,3 +111,11 @@ def test_hostile_arguments_slice(tmp_path, name):
 def test_hostile_structure_defects_are_refused_in_one_line(tmp_path, name, command, needle):
     outcome = hostile.check(tmp_path, hostile.model_case(hostile._saver(STRUCTURE[name]), command))
     assert outcome.startswith("invalid:") and needle in outcome, outcome
+
+
+def test_a_function_call_without_outputs_is_a_clean_failure(tmp_path):
+    """The in-place run named the outputs it adds to a call after its first output (IndexError
+    on a call with none): now a plain check failure from shape inference."""
+    outcome = hostile.check(tmp_path, hostile.model_case(
+        hostile._saver(STRUCTURE["function_called_with_no_outputs"]), "convert-verify"))
+    assert outcome.startswith("failed:") and "Output 0 is out of bounds" in outcome, outcome
