@@ -106,6 +106,16 @@ def output_for(src: Path, input_dir: Path, output_dir: Path) -> Path:
                          if Path(src).is_dir() else rel.with_suffix(".onnx"))
 
 
+def _output_owners(models: list[Path], input_dir: Path, output_dir: Path) -> dict:
+    """output path -> the one model that writes it: when several map to one output
+    (``m.onnx``, ``m.tflite``, ``m.keras``, a SavedModel ``m``), the ``.onnx`` file, else the
+    first by name; the others are refused (never two models into one file)."""
+    owners: dict = {}
+    for src in sorted(models, key=lambda p: (p.suffix != ".onnx" or p.is_dir(), str(p))):
+        owners.setdefault(output_for(src, input_dir, output_dir), src)
+    return owners
+
+
 def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry.
     ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
@@ -293,9 +303,15 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             if on_result:
                 on_result(entry)
 
+        owner = _output_owners(models, input_dir, output_dir)
         for src in models:
             dst = output_for(src, input_dir, output_dir)
             fp, prev = fingerprints[src], previous.get(str(src))
+            if owner[dst] != src:
+                finish(dict(_crash_entry(str(src), str(dst)), status=INVALID, seconds=0.0, fingerprint=fp,
+                            options=options, error=f"{src}: its output {dst} is the output of {owner[dst]} "
+                            "(same name, another kind of model); rename one of them"))
+                continue
             if not force and _unchanged(prev, fp, options, dst):
                 finish(dict(prev, status=UNCHANGED, seconds=0.0, removed_stale_output=[]))
                 continue

@@ -270,3 +270,18 @@ def test_worker_warnings_go_into_the_entry_not_stderr(tmp_path, monkeypatch, cap
     assert "RuntimeWarning: numpy said something" in entry["warnings"]
     assert "onnx_ir: onnx-ir said something" in entry["warnings"]
     assert capfd.readouterr().err == ""
+
+
+def test_two_inputs_mapping_to_one_output_never_share_it(tmp_path):
+    """m.onnx and m.tflite both map to m.onnx: the .onnx input keeps it, the other is refused
+    (the second worker wrote over the first's output and both were reported converted)."""
+    src, out = _folder(tmp_path, 1), tmp_path / "out"
+    shutil.copy(MODELS / "tflite_masks.tflite", src / "m000.tflite")
+    report = batch_convert(src, out, jobs=2, verify=False)
+    by_name = {Path(e["input"]).name: e for e in report.entries}
+    assert by_name["m000.onnx"]["status"] == "converted"
+    assert by_name["m000.tflite"]["status"] == "invalid"
+    assert f"is the output of {src / 'm000.onnx'}" in by_name["m000.tflite"]["error"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["m000.onnx", "report.json"]
+    import hashlib
+    assert hashlib.sha256((out / "m000.onnx").read_bytes()).hexdigest() == by_name["m000.onnx"]["output_sha256"]
