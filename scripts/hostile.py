@@ -909,6 +909,82 @@ def run_arg_case(setup) -> str:
     return forked(lambda: in_temp(setup))
 
 
+# --------------------------------------------------------------------------- batch
+
+def batch_case(folder: Path, good: int = 50, bad: int = 50, verify: bool = False, jobs: int = 2) -> list[str]:
+    """``batch`` over ``good`` sound models and ``bad`` hostile ones (structural mutants, model
+    files with hostile external data, garbage), a symlink loop, a dangling link, a FIFO and the
+    output folder inside the input folder; run three times (fresh, again, after deleting
+    inputs).  Returns the defects found (empty: all good)."""
+    import json
+    src = folder / "in"
+    src.mkdir()
+    for k in range(good):
+        (src / f"good{k:03d}.onnx").write_bytes(base_tf().SerializeToString())
+    structure = structure_cases()
+    names = sorted(structure)
+    for k in range(bad):
+        name = names[(k * 7) % len(names)]
+        (src / f"bad{k:03d}_{name}.onnx").write_bytes(structure[name].SerializeToString())
+    files = file_cases()
+    for name in sorted(files)[:10]:
+        (src / name).mkdir()
+        files[name](src / name)
+    (src / "garbage.onnx").write_bytes(b"\0" * 100)
+    os.symlink(src, src / "loop")
+    os.symlink(src / "nowhere.onnx", src / "dangling.onnx")
+    os.mkfifo(src / "fifo.onnx")
+    out = src / "out"
+    problems = []
+    before = snapshot(src)
+    for run in range(3):
+        if run == 2:
+            for k in range(0, good, 10):
+                os.unlink(src / f"good{k:03d}.onnx")
+            before = snapshot(src)
+        argv = ["batch", str(src), "-o", str(out), "-j", str(jobs)] + ([] if verify else ["--no-verify"])
+        code, err = run_cli(argv)
+        after = snapshot(src)
+        changed = [p for p, v in before.items() if not p.startswith(str(out)) and after.get(p) != v]
+        if changed:
+            problems.append(f"run {run}: input-modified {changed[:3]}")
+        lines = [line for line in err.splitlines() if line.strip() and not re.match(r"\[\d+/\d+\] ", line)]
+        if code not in (0, 1, 2) or lines or "Traceback" in err or "internal error" in err:
+            problems.append(f"run {run}: exit {code}, stderr {err[-300:]!r}")
+            continue
+        report = json.loads((out / "report.json").read_text())
+        entries = {Path(e["input"]).name: e for e in report["models"]}
+        if any(str(out) in e["input"] for e in report["models"]):
+            problems.append(f"run {run}: read its own outputs")
+        for name, e in entries.items():
+            if name.startswith("good") and e["status"] not in ("converted", "unchanged"):
+                problems.append(f"run {run}: {name} {e['status']}: {e.get('error')}")
+            if e.get("error") and ("\n" in e["error"] or "internal error" in e["error"]):
+                problems.append(f"run {run}: {name}: error {e['error'][:200]!r}")
+            if e["status"] in ("failed", "invalid", "error") and Path(e["output"]).exists():
+                problems.append(f"run {run}: {name} {e['status']} but its output exists")
+        expected = {e["output"] for e in report["models"] if e["status"] in ("converted", "unchanged")}
+        expected |= {d for e in report["models"] if e.get("output_data_size") is not None
+                     for d in [e["output"] + ".data"]}
+        present = {str(p) for p in out.rglob("*") if p.is_file() and p.name not in ("report.json", ".onnx-slice-tools.lock")}
+        if present != expected:
+            problems.append(f"run {run}: outputs on disk != report: extra {sorted(present - expected)[:3]}, "
+                            f"missing {sorted(expected - present)[:3]}")
+        if run == 1 and any(e["status"] == "converted" for n, e in entries.items() if n.startswith("good")):
+            problems.append("run 1: an unchanged model was converted again")
+        if run == 2 and len(report.get("deleted_inputs", [])) != len(range(0, good, 10)):
+            problems.append(f"run 2: deleted_inputs {report.get('deleted_inputs')}")
+    return problems
+
+
+def run_batch_case(verify: bool) -> str:
+    def one():
+        with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
+            problems = batch_case(Path(tmp), verify=verify)
+            return "BAD batch: " + "; ".join(problems)[:3000] if problems else "ok"
+    return forked(one, timeout=1800)
+
+
 # --------------------------------------------------------------------------- main
 
 def corpus(only: set, commands: str):
@@ -922,6 +998,9 @@ def corpus(only: set, commands: str):
     if "args" in only:
         for name, setup in arg_cases().items():
             yield "args", name, (lambda s=setup: [("", run_arg_case(s))])
+    if "batch" in only:
+        for verify in (False, True):
+            yield "batch", f"100 models{' verified' if verify else ''}", (lambda v=verify: [("", run_batch_case(v))])
 
 
 def warm() -> None:

@@ -119,3 +119,11 @@ def test_a_function_call_without_outputs_is_a_clean_failure(tmp_path):
     outcome = hostile.check(tmp_path, hostile.model_case(
         hostile._saver(STRUCTURE["function_called_with_no_outputs"]), "convert-verify"))
     assert outcome.startswith("failed:") and "Output 0 is out of bounds" in outcome, outcome
+
+
+def test_hostile_batch_slice(tmp_path):
+    """A batch of sound and hostile models (structural mutants, hostile external data, garbage,
+    a symlink loop, a dangling link, a FIFO, its output folder inside): three runs (fresh, again,
+    after deleting inputs) -- sound models convert, then are unchanged; every entry one line; the
+    outputs on disk are exactly the report's; deleted inputs lose their outputs."""
+    assert hostile.batch_case(tmp_path, good=6, bad=8, jobs=1) == []
