@@ -186,26 +186,18 @@ def structure_cases() -> dict:
         names = ["x", "b", "e", "s", "s", "s"]
         del _ss(m).input[:]
         _ss(m).input.extend(names[:k])
-    cases["input_empty_name_begin"] = m = base_tf()
-    _ss(m).input[1] = ""
-    cases["input_empty_name_strides"] = m = base_tf()
-    _ss(m).input[3] = ""
-    cases["input_empty_name_data"] = m = base_tf()
-    _ss(m).input[0] = ""
-    cases["inputs_duplicated"] = m = base_tf()
-    _ss(m).input[1] = _ss(m).input[2] = "b"
-    cases["data_is_begin"] = m = base_tf()
-    _ss(m).input[0] = "b"
-    cases["two_outputs"] = m = base_tf()
-    _ss(m).output.append("t2")
-    cases["output_empty_name"] = m = base_tf()
-    _ss(m).output[0] = ""
-    cases["output_is_graph_input"] = m = base_tf()
-    _ss(m).output[0] = "x"
-    cases["output_is_initializer"] = m = base_tf()
-    _ss(m).output[0] = "b"
-    cases["self_loop"] = m = base_tf()
-    _ss(m).input[0] = "t"
+    for label, field, k, value in (("input_empty_name_begin", "input", 1, ""),
+                                   ("input_empty_name_strides", "input", 3, ""),
+                                   ("input_empty_name_data", "input", 0, ""), ("inputs_duplicated", "input", 2, "b"),
+                                   ("data_is_begin", "input", 0, "b"), ("two_outputs", "output", 1, "t2"),
+                                   ("output_empty_name", "output", 0, ""), ("output_is_graph_input", "output", 0, "x"),
+                                   ("output_is_initializer", "output", 0, "b"), ("self_loop", "input", 0, "t")):
+        cases[label] = m = base_tf()
+        names = getattr(_ss(m), field)
+        if k < len(names):
+            names[k] = value
+        else:
+            names.append(value)
     cases["graph_output_is_input"] = m = base_tf()
     m.graph.output[0].name = "x"
     cases["graph_output_undefined"] = m = base_tf()
@@ -605,8 +597,9 @@ def judge(before: dict, after: dict, outputs: list, code, stderr: str, allowed_o
     return ("failed: " if code == 1 else "invalid: ") + lines[0][:300]
 
 
-def forked(fn, timeout: float = HANG_SECONDS) -> str:
-    """fn() -> str in a forked child; a crash, hang or memory blow-up is a BAD outcome."""
+def forked(fn, timeout: float = HANG_SECONDS, on_timeout=None) -> str:
+    """fn() -> str in a forked child; a crash, hang or memory blow-up is a BAD outcome
+    (``on_timeout()``, when given, answers for a child silent for ``timeout`` seconds)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -625,7 +618,7 @@ def forked(fn, timeout: float = HANG_SECONDS) -> str:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(r)
-            return f"BAD hang: no answer in {timeout:.0f} s"
+            return on_timeout() if on_timeout else f"BAD hang: no answer in {timeout:.0f} s"
         chunk = os.read(r, 4096)
         if not chunk:
             break
@@ -652,6 +645,7 @@ def model_commands(path: Path, folder: Path, which: str) -> list:
         "inspect-json": (["inspect", str(path), "--json"], [], ()),
         "verify": (["verify", str(path)], [], ()),
         "verify-pair": (["verify", str(path), str(path), "--trials", "1"], [], ()),
+        "inspect-target": (["inspect", str(path), "--target", "portable", "--json"], [], ()),
     }
     return [cmds[k] for k in (COMMANDS if which == "all" else which.split(","))]
 
@@ -693,7 +687,7 @@ def in_temp(setup) -> str:
         return check(Path(tmp), setup)
 
 
-COMMANDS = ("convert", "convert-verify", "inspect", "inspect-json", "verify", "verify-pair")
+COMMANDS = ("convert", "convert-verify", "inspect", "inspect-json", "verify", "verify-pair", "inspect-target")
 
 
 def run_case(make, which: str) -> list[tuple[str, str]]:
@@ -1016,8 +1010,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="structure,files,args", help="families to run (default all)")
     ap.add_argument("--commands", default="all",
-                    help="commands per model case: all, or some of convert,convert-verify,inspect,inspect-json,"
-                         "verify,verify-pair")
+                    help="commands per model case: all, or some of " + ",".join(COMMANDS))
     ap.add_argument("--match", default="", help="only cases whose name contains this")
     ap.add_argument("--verbose", action="store_true", help="print every outcome")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
