@@ -148,15 +148,6 @@ def _raw_attr(node, name, type_, **fields):
 def structure_cases() -> dict:
     """name -> ModelProto (or bytes): every field-level mutation."""
     cases: dict = {}
-
-    def case(name, base=base_tf):
-        def deco(fn):
-            m = base()
-            fn(m)
-            cases[name] = m
-            return fn
-        return deco
-
     # attributes
     for mask in ("begin_mask", "shrink_axis_mask", "ellipsis_mask", "new_axis_mask"):
         for label, kw in (("float", {"value": 1.5}), ("string", {"value": "abc"}), ("huge", {"value": 2 ** 63 - 1}),
@@ -720,9 +711,6 @@ def arg_cases() -> dict:
             return (["convert", str(src)] + (["-o", str(o)] if o is not None else []) + list(extra), [o], ())
         return setup
 
-    def custom(fn):
-        return fn
-
     cases = {
         "missing_input": lambda f: (["convert", str(f / "nope.onnx"), "-o", str(f / "o.onnx")], [], ()),
         "folder_input": lambda f: (["convert", str(f / "cwd"), "-o", str(f / "o.onnx")], [], ()),
@@ -745,7 +733,7 @@ def arg_cases() -> dict:
         "long_output_path": conv(out="/".join(["d" * 200] * 30) + "/o.onnx"),
         "non_utf8_output": lambda f: ([ "convert", str(good(f)), "-o", os.fsdecode(bytes(f / "cwd") + b"/\xff\xfe.onnx")],
                                       [Path(os.fsdecode(bytes(f / "cwd") + b"/\xff\xfe.onnx"))], ()),
-        "non_utf8_input": custom(lambda f: (["inspect", _non_utf8_copy(f)], [], ())),
+        "non_utf8_input": (lambda f: (["inspect", _non_utf8_copy(f)], [], ())),
         "opset_garbage": conv("--opset", "abc"),
         "opset_float": conv("--opset", "17.5"),
         "opset_huge": conv("--opset", "99999999999999999999"),
@@ -776,9 +764,9 @@ def arg_cases() -> dict:
         "batch_output_parent_of_input": lambda f: (["batch", str(_folder_with_good(f)), "-o", str(f)], [], ()),
         "batch_output_trailing_slash": lambda f: (["batch", str(_folder_with_good(f)) + "/", "-o",
                                                    str(f / "in_dir") + "/"], [], ()),
-        "batch_output_symlink_to_input": custom(lambda f: (["batch", str(_folder_with_good(f)), "-o",
+        "batch_output_symlink_to_input": (lambda f: (["batch", str(_folder_with_good(f)), "-o",
                                                             _symlink(f / "in_dir", f / "lnk")], [], ())),
-        "batch_symlink_loop": custom(lambda f: (["batch", _loop_folder(f), "-o", str(f / "b"), "--no-verify", "-j", "1"],
+        "batch_symlink_loop": (lambda f: (["batch", _loop_folder(f), "-o", str(f / "b"), "--no-verify", "-j", "1"],
                                                 [f / "b"], ())),
         "explain_garbage": lambda f: (["explain", "x[[[["], [], ()),
         "explain_empty": lambda f: (["explain", ""], [], ()),
