@@ -8,8 +8,9 @@ never stops the batch: each model's outcome is an entry of the report.
 A model is ``unchanged`` (skipped) only when the previous report shows it converted from
 the same input bytes and external data files (path, size, mtime), with the same options,
 and its output on disk still has the sha256 (and ``.data`` size) recorded when it was
-written; ``force`` converts everything again.  The output of a model that now fails is
-removed (only a file the previous report records as ours, with its recorded sha256).
+written; ``force`` converts everything again.  The output of a model that now fails, or
+whose input was deleted since, is removed (only a file the previous report records as
+ours, with its recorded sha256).
 
 Each worker slot is its own one-process pool: a worker that dies (a native crash) costs
 only its model; the slot is restarted.  Workers die with the parent (PR_SET_PDEATHSIG);
@@ -53,6 +54,8 @@ class BatchReport:
     output_dir: str
     entries: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    #: inputs of the previous run that are gone now, each with the outputs of theirs removed
+    deleted_inputs: list[dict] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -67,8 +70,9 @@ class BatchReport:
     def to_json(self) -> dict:
         from . import __version__
         return {"tool": "onnx-slice-tools", "version": __version__, "input_dir": self.input_dir,
+                "input_dir_real": os.path.realpath(self.input_dir),
                 "output_dir": self.output_dir, "seconds": round(self.seconds, 3), "summary": self.counts(),
-                "models": sorted(self.entries, key=lambda e: e["input"])}
+                "models": sorted(self.entries, key=lambda e: e["input"]), "deleted_inputs": self.deleted_inputs}
 
 
 def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
@@ -100,6 +104,16 @@ def output_for(src: Path, input_dir: Path, output_dir: Path) -> Path:
     rel = Path(src).relative_to(input_dir)
     return output_dir / (rel if rel.suffix == ".onnx" else rel.with_name(rel.name + ".onnx")
                          if Path(src).is_dir() else rel.with_suffix(".onnx"))
+
+
+def _output_owners(models: list[Path], input_dir: Path, output_dir: Path) -> dict:
+    """output path -> the one model that writes it: when several map to one output
+    (``m.onnx``, ``m.tflite``, ``m.keras``, a SavedModel ``m``), the ``.onnx`` file, else the
+    first by name; the others are refused (never two models into one file)."""
+    owners: dict = {}
+    for src in sorted(models, key=lambda p: (p.suffix != ".onnx" or p.is_dir(), str(p))):
+        owners.setdefault(output_for(src, input_dir, output_dir), src)
+    return owners
 
 
 def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
@@ -134,7 +148,8 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
             entry["error"] = rep.problem()
         else:
             saved = result.save(dst, protect=protect)
-            entry.update(status=CONVERTED, output_sha256=saved.sha256, output_data_size=saved.data_size)
+            entry.update(status=CONVERTED, output_sha256=saved.sha256, output_data_size=saved.data_size,
+                         removed_stale_output=saved.removed)
     except (ModelError, StridedSliceError) as exc:
         entry["status"], entry["error"] = INVALID, _line(exc)
     except Exception as exc:  # noqa: BLE001 - one bad model never stops the batch
@@ -152,12 +167,15 @@ def _convert_defaults() -> dict:
             if p.default is not inspect.Parameter.empty and k != "source"}
 
 
-def _previous(output_dir: Path) -> dict:
+def _previous(output_dir: Path) -> tuple[dict, str | None]:
+    """The previous report's entries by input path, and the real path of its input folder."""
     try:
         data = json.loads((output_dir / REPORT_NAME).read_text())
-        return {e["input"]: e for e in data.get("models", []) if isinstance(e, dict)}
+        entries = {e["input"]: e for e in data.get("models", []) if isinstance(e, dict)}
+        real = data.get("input_dir_real")
+        return entries, real if isinstance(real, str) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+        return {}, None
 
 
 def _data_size(dst) -> int | None:
@@ -201,6 +219,19 @@ def _remove_stale(prev: dict | None, output_dir: Path, *, data_only: bool = Fals
         except OSError:
             pass
     return removed
+
+
+def _outputs_of_deleted_inputs(previous: dict, current: set, input_dir: Path, output_dir: Path) -> list[dict]:
+    """Remove the outputs of the previous run's inputs (under ``input_dir``) that no longer
+    exist -- only files the previous report records as ours and that still have the recorded
+    sha256 (``.data``: size); returns one ``{"input", "removed"}`` per deleted input."""
+    gone = []
+    for src, prev in sorted(previous.items()):
+        if not isinstance(src, str) or src in current or not Path(src).is_relative_to(input_dir) \
+                or os.path.lexists(src):
+            continue
+        gone.append({"input": src, "removed": _remove_stale(prev, output_dir)})
+    return gone
 
 
 @contextlib.contextmanager
@@ -256,7 +287,7 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             for f in [src, *data_files]:
                 protect.add(FileId.of(f))
         check_output(output_dir / REPORT_NAME, protect, what="report")
-        previous = _previous(output_dir)
+        previous, previous_input = _previous(output_dir)
         if on_start:
             on_start(len(models))
         todo = []
@@ -267,14 +298,20 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             if entry["status"] not in (CONVERTED, UNCHANGED):
                 entry["removed_stale_output"] = _remove_stale(prev, output_dir)
             elif entry["status"] == CONVERTED and entry.get("output_data_size") is None:
-                entry["removed_stale_output"] = _remove_stale(prev, output_dir, data_only=True)
+                entry["removed_stale_output"] += _remove_stale(prev, output_dir, data_only=True)
             report.entries.append(entry)
             if on_result:
                 on_result(entry)
 
+        owner = _output_owners(models, input_dir, output_dir)
         for src in models:
             dst = output_for(src, input_dir, output_dir)
             fp, prev = fingerprints[src], previous.get(str(src))
+            if owner[dst] != src:
+                finish(dict(_crash_entry(str(src), str(dst)), status=INVALID, seconds=0.0, fingerprint=fp,
+                            options=options, error=f"{src}: its output {dst} is the output of {owner[dst]} "
+                            "(same name, another kind of model); rename one of them"))
+                continue
             if not force and _unchanged(prev, fp, options, dst):
                 finish(dict(prev, status=UNCHANGED, seconds=0.0, removed_stale_output=[]))
                 continue
@@ -289,6 +326,9 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
         for entry in _run_all(todo, jobs or os.cpu_count() or 1):
             entry.update(fingerprint=fingerprints[Path(entry["input"])], options=options)
             finish(entry)
+        if previous_input == str(real_in):  # the same input folder: a missing input was deleted
+            report.deleted_inputs = _outputs_of_deleted_inputs(previous, {str(m) for m in models}, input_dir,
+                                                               output_dir)
         report.seconds = time.perf_counter() - t0
         write_text(output_dir / REPORT_NAME, json.dumps(report.to_json(), indent=1), protect=protect)
     return report

@@ -158,9 +158,9 @@ def _spec_from_args(args):
     if args.offset and args.flavor != TFLITE:
         raise StridedSliceError("--offset is a TFLite option; add --flavor tflite", field="offset")
     if not explicit:
-        if masks:
-            raise StridedSliceError("masks only go with --begin/--end/--strides; an index expression "
-                                    "carries its own masks", field=", ".join(masks))
+        if masks or args.offset:
+            raise StridedSliceError("masks only go with --begin/--end/--strides (so does --offset); an index "
+                                    "expression carries its own masks", field=", ".join(masks or ["--offset"]))
         if not args.spec:
             raise StridedSliceError("give SPEC as an index expression, or --begin/--end/--strides",
                                     field="spec")
@@ -173,18 +173,18 @@ def _spec_from_args(args):
                                 field="--begin" if args.begin is None else "--end")
     ints = [_int_list(getattr(args, f), f"--{f}") for f in ("begin", "end")]
     strides = _int_list(args.strides, "--strides") if args.strides is not None else None
-    if args.flavor == "tf":
+    if args.flavor in ("tf", TFLITE):
         bits = {}
         for m in MASK_NAMES:
             text = getattr(args, m)
             try:
                 bits[m] = int(text or 0)
             except ValueError:
-                raise StridedSliceError(f"{text!r} is not an int bit field (TensorFlow flavour)",
+                raise StridedSliceError(f"{text!r} is not an int bit field ({args.flavor} flavour)",
                                         field=f"--{m.replace('_', '-')}") from None
+        if args.flavor == TFLITE:
+            return from_tflite(*ints, strides, offset=args.offset, **bits)
         return from_tf(*ints, strides, **bits)
-    if args.flavor == TFLITE:
-        return from_tflite(*ints, strides, offset=args.offset, **bits)
     return from_openvino(*ints, strides, **{m: getattr(args, m) or "" for m in MASK_NAMES})
 
 
@@ -451,6 +451,10 @@ def _print_batch_summary(report) -> None:
         print(line)
     counts = report.counts()
     print("summary: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    removed = [p for d in report.deleted_inputs for p in d["removed"]]
+    if report.deleted_inputs:
+        print(f"deleted since the last run: {len(report.deleted_inputs)} input(s); {len(removed)} output file(s) "
+              "of theirs removed (see report.json: deleted_inputs)")
 
 
 # --------------------------------------------------------------------------- main
@@ -469,13 +473,23 @@ def _at_least(low: int, what: str):
 
 
 def _mib(text: str) -> int:
+    import math
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of MiB, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    if not math.isfinite(value) or value * 2 ** 20 < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of MiB (at least one byte)")
     return int(value * 2 ** 20)
+
+
+def _output_file(text: str) -> str:
+    """An output file name: not ``-`` (no model on stdout) and not a folder (a trailing slash)."""
+    if text == "-":
+        raise argparse.ArgumentTypeError("'-': writing to stdout is not supported; give a file name")
+    if not text or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r} names a folder; give a file name")
+    return text
 
 
 def _verification_flags(p) -> None:
@@ -522,7 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = command("convert", "rewrite every StridedSlice of a model into standard ONNX, verified")
     c.add_argument("input", help="the model to convert: .onnx (external data next to it), .tflite, a SavedModel directory or .keras/.h5")
-    c.add_argument("-o", "--output", required=True, help="where to write the converted model (never the input)")
+    c.add_argument("-o", "--output", required=True, type=_output_file,
+                   help="where to write the converted model (never the input)")
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
                    help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
@@ -532,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--signature", metavar="KEY", help="the SavedModel signature to convert (default serving_default)")
     c.add_argument("--opset", type=_opset, default=None, help=opset_help)
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
-    c.add_argument("--report", help="write the JSON report (per node, checks, warnings) here")
+    c.add_argument("--report", type=_output_file, help="write the JSON report (per node, checks, warnings) here")
     _verification_flags(c)
     c.add_argument("--no-cleanup", action="store_true", help="keep the rewrite's nodes as they are (no cleanup passes)")
     from .targets import TARGETS
@@ -696,8 +711,14 @@ def main(argv=None) -> int:
 
 def _run(args, where) -> tuple[int, str | None]:
     """(exit code, the one error line or None)."""
+    from .files import termination_raises
     try:
-        return args.func(args), None
+        with termination_raises():  # SIGTERM/SIGHUP anywhere: cleanup runs, exit 128 + signal
+            return args.func(args), None
+    except SystemExit as exc:
+        if isinstance(exc.code, int) and exc.code > 128:
+            return exc.code, None
+        raise
     except (ModelError, StridedSliceError) as exc:
         return EXIT_INPUT, str(exc)
     except OnnxSliceToolsError as exc:  # a runtime asked for (--verify-on) is not installed: unusable input

@@ -26,7 +26,7 @@ import signal
 import stat
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ModelError
@@ -553,11 +553,26 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
+@contextlib.contextmanager
+def _writing(path):
+    """An OSError while writing ``path`` (a full disk, a file size limit, a read-only
+    folder) is a one-line ModelError naming ``path``, not the input."""
+    try:
+        yield
+    except OSError as exc:
+        raise ModelError(f"cannot write: {exc.strerror or _first_line(exc)}", path=str(path)) from None
+
+
 def write_atomically(path, write, *, protect=()) -> None:
     """Call ``write(tmp_path)`` then rename over ``path``: readers never see a partial file.
     ``path`` is checked with :func:`check_output` against ``protect`` (input files)."""
     path = Path(path)
     check_output(path, protect)
+    with _writing(path):
+        _write_atomically(path, write, protect)
+
+
+def _write_atomically(path: Path, write, protect) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path.parent)
     tmp = path.parent / _temp_name(".tmp")
@@ -590,6 +605,51 @@ class SavedModel:
     data_path: str | None
     sha256: str
     data_size: int | None
+    #: a stale ``.data`` of the model this save replaced (see :func:`stale_data_file`)
+    removed: list = field(default_factory=list)
+
+
+#: an old output model above this size is not read to prove its ``.data`` stale
+STALE_MODEL_BYTES = 64 << 20
+
+
+def stale_data_file(path, data_file) -> tuple | None:
+    """``(st_dev, st_ino)`` of ``data_file`` (``OUTPUT.data``) when it is provably the data of
+    the model now at ``path`` (that a save without external data is about to replace): both
+    regular files, and the old model (at most STALE_MODEL_BYTES, read without its data) names
+    it as an external data location.  None otherwise: a file we cannot prove ours is kept.
+    (The caller has already refused a ``data_file`` that is an input.)"""
+    try:
+        st_model, st_data = os.lstat(path), os.lstat(data_file)
+    except OSError:
+        return None
+    if not (stat.S_ISREG(st_model.st_mode) and stat.S_ISREG(st_data.st_mode)) or st_model.st_size > STALE_MODEL_BYTES:
+        return None
+    try:
+        import onnx
+        old = onnx.load(str(path), load_external_data=False)
+        locations = {_external_fields(t).get("location", "") for t in proto_tensors(old) if _is_external(t)}
+    except Exception:  # noqa: BLE001 - not a model we can read: not provably ours
+        return None
+    folder = os.path.realpath(Path(path).parent)
+    target = os.path.join(folder, Path(data_file).name)
+    if any(loc and "\0" not in loc and os.path.realpath(os.path.join(folder, loc)) == target for loc in locations):
+        return (st_data.st_dev, st_data.st_ino)
+    return None
+
+
+def _remove_if_same(path, inode) -> list[str]:
+    """Unlink ``path`` if it is still the file ``inode`` (st_dev, st_ino); the removed paths."""
+    if inode is None:
+        return []
+    try:
+        st = os.lstat(path)
+        if (st.st_dev, st.st_ino) == inode and stat.S_ISREG(st.st_mode):
+            os.unlink(path)
+            return [str(path)]
+    except OSError:
+        pass
+    return []
 
 
 def model_weight_bytes(m) -> int:
@@ -655,6 +715,12 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
     check_output(data_file, inputs, what="output")
     use_external = external_data if external_data is not None else (
         has_external_tensors(m) or model_weight_bytes(m) > PROTO_LIMIT)
+    with _writing(path):
+        return _save(m, path, data_file, inputs, use_external, external_data)
+
+
+def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_data) -> SavedModel:
+    import onnx_ir as ir
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path.parent)
     tmpdir = path.parent / _temp_name()
@@ -688,14 +754,16 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
                 os.chmod(tmp_data, _file_mode())
             check_output(path, inputs, what="output")
             check_output(data_file, inputs, what="output")
+            stale = None if has_data else stale_data_file(path, data_file)
             if has_data:
                 os.replace(tmp_data, data_file)
                 renamed = data_file
             os.replace(tmp_model, path)
             renamed = None
+            removed = _remove_if_same(data_file, stale)
             _fsync_dir(path.parent)
             return SavedModel(str(path), str(data_file) if has_data else None, hashlib.sha256(blob).hexdigest(),
-                              data_file.stat().st_size if has_data else None)
+                              data_file.stat().st_size if has_data else None, removed)
         finally:
             if renamed is not None:  # the model did not land: its data must not stay either
                 with contextlib.suppress(OSError):

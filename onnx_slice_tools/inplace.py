@@ -700,8 +700,9 @@ def _tap_through_function(f, name: str) -> str:
 def _call_output(call, f, out: str) -> str:
     """The name a call node gives the function output ``out`` (outputs added as needed)."""
     k = list(f.output).index(out)
+    base = call.output[0] if len(call.output) and call.output[0] else f"::call{id(call)}"  # a call may have none
     while len(call.output) <= k:
-        call.output.append(f"{call.output[0]}::{call.name or 'call'}::out{len(call.output)}")
+        call.output.append(f"{base}::{call.name or 'call'}::out{len(call.output)}")
     return call.output[k]
 
 

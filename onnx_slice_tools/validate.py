@@ -10,16 +10,22 @@ problem found:
 
 * not a model: an empty file, or another message (a GraphProto ...) parsed as one;
 * strings that are not valid UTF-8 (any string field, anywhere);
-* declared dims < 0 (value infos, tensors);
+* declared dims < 0 (value infos, tensors), declared shapes of more than 2**36 elements, main
+  graph inputs without an element type;
 * tensor data inconsistent with dims and dtype (raw_data measured up to 64 MiB per tensor),
   data in another type's field, unknown dtypes, tensors of absurd size;
 * external data records without a location, with a NUL, a negative or non-integer
   offset/length, a length that does not match the dims (the file side is files.py's);
 * a graph that is not a DAG, or uses a name no one defines (outer scopes count);
 * graph inputs/outputs that are not tensors (sequence, map, optional: not supported);
-* attributes without a name or a type;
-* StridedSlice with other than 3 or 4 inputs or no output (index tensors of absurd size are
-  refused by the tensor checks above, from their dims).
+* attributes without a name or a type, or given twice on one node; a Constant without exactly
+  one value attribute;
+* names given twice: graph inputs, initializers, function inputs, opset imports of one domain,
+  functions (domain, name); node outputs that shadow a name of an outer scope (SSA);
+* model-local functions that call themselves, directly or through others;
+* tensors with data in both raw_data and a typed field;
+* StridedSlice with other than 3 or 4 inputs or other than one output (index tensors of absurd
+  size are refused by the tensor checks above, from their dims).
 
 It reads every field except tensor payloads, in one pass: linear in the number of nodes and
 tensors (10,000 nodes and 10,000 initializers: ~0.5 s on the loaded 2-core CI machine).
@@ -89,19 +95,68 @@ class _Validator:
             self.fail("not an ONNX model: no ir_version or opset_import (a GraphProto or another message "
                       "saved as .onnx?)")
         _check_strings(proto, self)
-        for imp in proto.opset_import:
-            if imp.version < 1 and imp.domain in ("", "ai.onnx"):
-                self.fail(f"opset_import: version {imp.version} of the default domain is not valid")
+        self.opsets(proto.opset_import, "opset_import")
         self.graph(proto.graph, "graph", outer=frozenset(), main=True)
+        seen = set()
         for f in proto.functions:
             where = f"function {f.domain}::{f.name}"
+            key = (f.domain, f.name, getattr(f, "overload", ""))
+            if key in seen:
+                self.fail(f"{where} is defined twice")
+            seen.add(key)
+            self.opsets(f.opset_import, f"{where}: opset_import")
+            self.unique(f.input, f"{where}: input")
             self.nodes(f.node, where, set(f.input), outputs=f.output, local=set(f.input))
+        self.no_recursion(proto.functions)
+
+    def opsets(self, imports, where: str) -> None:
+        domains = set()
+        for imp in imports:
+            domain = "" if imp.domain == "ai.onnx" else imp.domain
+            if domain in domains:
+                self.fail(f"{where}: domain {imp.domain!r} is imported twice (which version?)")
+            domains.add(domain)
+            if imp.version < 1 and domain == "":
+                self.fail(f"{where}: version {imp.version} of the default domain is not valid")
+
+    def unique(self, names, where: str) -> None:
+        seen = set()
+        for name in names:
+            if name in seen:
+                self.fail(f"{where} {_q(name)} is given twice")
+            seen.add(name)
+
+    def no_recursion(self, functions) -> None:
+        """Model-local functions must not call themselves, directly or through others
+        (inlining would never end)."""
+        calls = {}
+        for f in functions:
+            key = (f.domain, f.name)
+            calls[key] = {(n.domain, n.op_type) for n in _all_nodes(f.node)}
+        state: dict = {}
+        for start in calls:
+            stack = [(start, iter(sorted(calls[start] & calls.keys())))]
+            state[start] = 1
+            while stack:
+                key, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    state[key] = 2
+                    stack.pop()
+                elif state.get(nxt) == 1:
+                    self.fail(f"function {nxt[0]}::{nxt[1]} calls itself (recursion)")
+                elif nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(sorted(calls[nxt] & calls.keys()))))
 
     # ------------------------------------------------------------------ graphs
     def graph(self, g, where: str, outer: frozenset, main: bool = False) -> None:
         for kind, values in (("input", g.input), ("output", g.output)):
             for vi in values:
                 self.graph_value(vi, where, kind, required=main and kind == "input")
+        self.unique([vi.name for vi in g.input], f"{where}: input")
+        self.unique([t.name for t in g.initializer] + [st.values.name for st in g.sparse_initializer],
+                    f"{where}: initializer")
         for vi in g.value_info:
             self.type(vi.type, f"{where}: value_info {_q(vi.name)}", top=True)
         for t in g.initializer:
@@ -125,6 +180,8 @@ class _Validator:
         if which != "tensor_type":
             self.fail(f"{field} is a {which or 'typeless'} value: not supported (graph inputs and outputs "
                       "must be tensors)")
+        if required and not vi.type.tensor_type.elem_type:
+            self.fail(f"{field} has no element type (UNDEFINED)")
         self.type(vi.type, field, top=True)
 
     def type(self, tp, field: str, top: bool = False) -> None:
@@ -134,9 +191,15 @@ class _Validator:
             if tt.elem_type and tt.elem_type not in _BITS and tt.elem_type != _STRING:
                 self.fail(f"{field}: unknown element type {tt.elem_type}")
             if tt.HasField("shape"):
+                n = 1
                 for k, d in enumerate(tt.shape.dim):
-                    if d.HasField("dim_value") and d.dim_value < 0:
-                        self.fail(f"{field}: dim {k} is {d.dim_value} (dims must be >= 0)")
+                    if d.HasField("dim_value"):
+                        if d.dim_value < 0:
+                            self.fail(f"{field}: dim {k} is {d.dim_value} (dims must be >= 0)")
+                        n *= d.dim_value
+                if n > MAX_TENSOR_ELEMENTS:
+                    dims = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in tt.shape.dim]
+                    self.fail(f"{field}: dims {dims} make {n} elements or more: too large to be a usable tensor")
         elif which == "sequence_type":
             self.type(tp.sequence_type.elem_type, field)
         elif which == "optional_type":
@@ -152,7 +215,7 @@ class _Validator:
             for o in n.output:
                 if not o:
                     continue
-                if o in produced or o in local:
+                if o in produced or o in local or o in defined:  # defined: outer scopes too
                     self.fail(f"{where}: value {_q(o)} is defined twice (SSA)", node=_node_name(n, k))
                 produced[o] = k
         scope = frozenset(defined) | frozenset(produced)  # what a subgraph may read
@@ -200,10 +263,18 @@ class _Validator:
                           f"got {len(n.input)}", node=name)
             if not len(n.output) or not n.output[0]:
                 self.fail("outputs: StridedSlice has no output", node=name)
+            if len(n.output) > 1:
+                self.fail(f"outputs: StridedSlice has one output, got {len(n.output)}", node=name)
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) != 1:
+            self.fail(f"attributes: Constant takes exactly one value attribute, got {len(n.attribute)}", node=name)
+        names = set()
         for a in n.attribute:
             field = f"attribute {_q(a.name)}"
             if not a.name:
                 self.fail("attribute without a name", node=name)
+            if a.name in names:
+                self.fail(f"{field} is given twice (which value?)", node=name)
+            names.add(a.name)
             if a.type == 0 and not a.ref_attr_name:
                 self.fail(f"{field} has no type (UNDEFINED)", node=name)
             if a.HasField("t"):
@@ -235,6 +306,9 @@ class _Validator:
         if t.HasField("raw_data"):
             if dt == _STRING:
                 self.fail(f"{field}: a string tensor cannot use raw_data", node=node)
+            typed = next((f for f in _DATA_FIELDS[1:] if len(getattr(t, f))), None)
+            if typed:
+                self.fail(f"{field}: data in both raw_data and {typed} (which one?)", node=node)
             want = (n * _BITS[dt] + 7) // 8
             if want > RAW_CHECK_BYTES:
                 return  # reading the length copies the bytes: left to the checker
@@ -295,6 +369,17 @@ def _free_names(g) -> set:
         free |= {v for v in _needs(n) if v not in local}
     free |= {vi.name for vi in g.output if vi.name not in local}
     return free
+
+
+def _all_nodes(nodes):
+    """``nodes`` and the nodes of their subgraphs, recursively."""
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        yield n
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                todo.extend(g.node)
 
 
 def _node_name(n, k: int) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import random
 import sys
 import tempfile
@@ -106,37 +105,9 @@ def run_forked(data: bytes, verify: bool, timeout: float = 120.0) -> str:
     """run_one in a forked child (an abort is counted, not fatal).  A child that does not answer
     in ``timeout`` seconds (a lock inherited across fork) is killed and the mutant is run again
     in a fresh interpreter."""
-    import select
-    import signal
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(r)
-        try:
-            result = run_one(data, verify)
-        except BaseException as exc:  # noqa: BLE001
-            result = f"BAD: escaped {type(exc).__name__}: {exc}"
-        os.write(w, result.encode("utf-8", "replace")[:4000])
-        os._exit(0)
-    os.close(w)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([r], [], [], timeout)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(r)
-            return run_fresh(data, verify)
-        chunk = os.read(r, 4096)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode()
-    if not text:
-        return f"BAD: child died (status {status}, signal {os.WTERMSIG(status) if os.WIFSIGNALED(status) else '-'})"
-    return text
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from hostile import forked
+    return forked(lambda: run_one(data, verify), timeout, on_timeout=lambda: run_fresh(data, verify))
 
 
 def run_fresh(data: bytes, verify: bool) -> str:

@@ -194,48 +194,59 @@ def test_output_folder_that_is_or_contains_the_input_folder_is_refused(tmp_path,
     assert sorted(tmp_path.rglob("*")) == before
 
 
-def test_batch_never_writes_over_an_input_data_file(tmp_path):
-    """An input whose external data lies in the output folder, where its output's data goes."""
+@pytest.mark.parametrize("owner", ["itself", "another model"])
+def test_batch_never_writes_over_an_input_data_file(tmp_path, owner):
+    """An input keeps its external data in the output folder, where the output data of itself
+    (model.onnx) or of another model (b.onnx) would go: that model is refused, the rest convert."""
     from models_ext import big_external_model
     import onnx
     src = tmp_path / "in"
     big_external_model(src, 1000)
+    holder, victim = src / "model.onnx", "model"
+    if owner != "itself":
+        holder, victim = src / "a.onnx", "b"
+        (src / "model.onnx").rename(holder)
+        shutil.copy(SAMPLE, src / "b.onnx")
     out = src / "out"
     out.mkdir()
-    (src / "weights.bin").rename(out / "model.onnx.data")
-    m = onnx.load(src / "model.onnx", load_external_data=False)
+    (src / "weights.bin").rename(out / f"{victim}.onnx.data")
+    m = onnx.load(holder, load_external_data=False)
     for e in m.graph.initializer[0].external_data:
         if e.key == "location":
-            e.value = "out/model.onnx.data"
-    (src / "model.onnx").write_bytes(m.SerializeToString())
-    before = (out / "model.onnx.data").read_bytes()
-    report = batch_convert(src, out, jobs=1)
-    assert report.entries[0]["status"] == "invalid" and "is the input file" in report.entries[0]["error"]
-    assert (out / "model.onnx.data").read_bytes() == before and not (out / "model.onnx").exists()
-
-
-def test_batch_never_writes_over_another_models_data_file(tmp_path):
-    """a.onnx keeps its weights where b.onnx's output data would go: b is refused, a converts."""
-    from models_ext import big_external_model
-    import onnx
-    src = tmp_path / "in"
-    big_external_model(src, 1000)
-    (src / "model.onnx").rename(src / "a.onnx")
-    out = src / "out"
-    out.mkdir()
-    (src / "weights.bin").rename(out / "b.onnx.data")
-    m = onnx.load(src / "a.onnx", load_external_data=False)
-    for e in m.graph.initializer[0].external_data:
-        if e.key == "location":
-            e.value = "out/b.onnx.data"
-    (src / "a.onnx").write_bytes(m.SerializeToString())
-    shutil.copy(SAMPLE, src / "b.onnx")
-    before = (out / "b.onnx.data").read_bytes()
+            e.value = f"out/{victim}.onnx.data"
+    holder.write_bytes(m.SerializeToString())
+    before = (out / f"{victim}.onnx.data").read_bytes()
     report = batch_convert(src, out, jobs=1)
     by_name = {Path(e["input"]).name: e for e in report.entries}
-    assert by_name["b.onnx"]["status"] == "invalid" and "is the input file" in by_name["b.onnx"]["error"]
-    assert by_name["a.onnx"]["status"] == "converted"
-    assert (out / "b.onnx.data").read_bytes() == before and not (out / "b.onnx").exists()
+    assert by_name[f"{victim}.onnx"]["status"] == "invalid"
+    assert "is the input file" in by_name[f"{victim}.onnx"]["error"]
+    if owner != "itself":
+        assert by_name["a.onnx"]["status"] == "converted"
+    assert (out / f"{victim}.onnx.data").read_bytes() == before and not (out / f"{victim}.onnx").exists()
+
+
+def test_outputs_of_deleted_inputs_are_removed_only_when_still_ours(tmp_path, capfd):
+    """An input deleted since the last run loses its output -- only a file the previous report
+    records as ours, unchanged since (sha256); another input folder's report removes nothing."""
+    src, out = _folder(tmp_path, 3), tmp_path / "out"
+    batch_convert(src, out, jobs=1)
+    (src / "m000.onnx").unlink()
+    (src / "m001.onnx").unlink()
+    (out / "m001.onnx").write_bytes(b"replaced by the user")
+    (out / "mine.onnx").write_bytes(b"a file of the user's")
+    assert cli_main(["batch", str(src), "-o", str(out), "-j", "1"]) == 0
+    assert "2 input(s); 1 output file(s) of theirs removed" in capfd.readouterr().out
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["deleted_inputs"] == [{"input": str(src / "m000.onnx"), "removed": [str(out / "m000.onnx")]},
+                                       {"input": str(src / "m001.onnx"), "removed": []}]
+    assert not (out / "m000.onnx").exists()
+    assert (out / "m001.onnx").read_bytes() == b"replaced by the user"
+    assert (out / "mine.onnx").read_bytes() == b"a file of the user's" and (out / "m002.onnx").exists()
+    # another input folder into the same output folder: its models are not "deleted"
+    other = _folder(tmp_path, 1, name="other")
+    shutil.copy(SAMPLE, other / "x.onnx")
+    report = batch_convert(other, out, jobs=1)
+    assert report.deleted_inputs == [] and (out / "m002.onnx").exists()
 
 
 def test_worker_warnings_go_into_the_entry_not_stderr(tmp_path, monkeypatch, capfd):
@@ -259,3 +270,18 @@ def test_worker_warnings_go_into_the_entry_not_stderr(tmp_path, monkeypatch, cap
     assert "RuntimeWarning: numpy said something" in entry["warnings"]
     assert "onnx_ir: onnx-ir said something" in entry["warnings"]
     assert capfd.readouterr().err == ""
+
+
+def test_two_inputs_mapping_to_one_output_never_share_it(tmp_path):
+    """m.onnx and m.tflite both map to m.onnx: the .onnx input keeps it, the other is refused
+    (the second worker wrote over the first's output and both were reported converted)."""
+    src, out = _folder(tmp_path, 1), tmp_path / "out"
+    shutil.copy(MODELS / "tflite_masks.tflite", src / "m000.tflite")
+    report = batch_convert(src, out, jobs=2, verify=False)
+    by_name = {Path(e["input"]).name: e for e in report.entries}
+    assert by_name["m000.onnx"]["status"] == "converted"
+    assert by_name["m000.tflite"]["status"] == "invalid"
+    assert f"is the output of {src / 'm000.onnx'}" in by_name["m000.tflite"]["error"]
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["m000.onnx", "report.json"]
+    import hashlib
+    assert hashlib.sha256((out / "m000.onnx").read_bytes()).hexdigest() == by_name["m000.onnx"]["output_sha256"]

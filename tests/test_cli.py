@@ -361,6 +361,14 @@ def test_unreachable_opset_is_one_line_naming_the_op(tmp_path, capfd, model, tar
     (["explain", "x[1]", "--shape", "-3"], "--shape"),
     (["explain", "--begin", "0", "--end", "1", "--strides", "1", "--begin-mask", "z"], "--begin-mask"),
     (["explain", "x[1:2:0]"], "strides"),
+    (["explain", "x[1:3]", "--flavor", "tflite", "--offset"], "--offset"),  # was silently ignored
+    (["convert", "a", "-o", "-"], "writing to stdout is not supported"),  # was a file named '-'
+    (["convert", "a", "-o", "b", "--report", "-"], "writing to stdout is not supported"),
+    (["convert", "a", "-o", "out.onnx/"], "names a folder"),  # was written as out.onnx
+    (["convert", "a", "-o", "out/.."], "names a folder"),
+    (["convert", "a", "-o", "b", "--verify-memory", "inf"], "finite"),  # was an OverflowError traceback
+    (["convert", "a", "-o", "b", "--verify-memory", "nan"], "finite"),
+    (["convert", "a", "-o", "b", "--verify-memory", "1e-300"], "at least one byte"),
 ])
 def test_bad_arguments_exit_2_in_one_line(capfd, argv, needle):
     with pytest.raises(SystemExit) as exc:  # argparse's own errors exit from parse_args
@@ -370,6 +378,16 @@ def test_bad_arguments_exit_2_in_one_line(capfd, argv, needle):
     lines = err.strip().splitlines()
     assert code == 2, (code, err)
     _assert_one_line(lines, needle)
+
+
+@pytest.mark.parametrize("argv, spec", [
+    (["--begin", "0,1", "--end", "2,3", "--begin-mask", "2", "--shape", "4,5"], "x[0:2, :3]"),  # was UnboundLocalError
+    (["--begin", "1", "--end", "2", "--offset", "--shape", "4"], "x[1:1+2]"),
+])
+def test_explain_tflite_with_explicit_fields(capfd, argv, spec):
+    assert cli_main(["explain", "--flavor", "tflite", *argv]) == 0
+    out, err = capfd.readouterr()
+    assert f"spec (tflite): {spec}" in out and not err
 
 
 def test_old_model_opset_message_names_the_flag(tmp_path, capfd):

@@ -122,6 +122,34 @@ def test_device_node_outputs_are_refused(tmp_path, capsys, flag):
     assert not (tmp_path / "o.onnx").exists()
 
 
+@pytest.mark.parametrize("old", ["ours", "not_referenced", "names_other_file"])
+def test_stale_output_data_goes_only_when_the_replaced_output_named_it(tmp_path, capsys, old):
+    """An output without external data replaces one that had it: the old OUTPUT.data is removed
+    only when the old OUTPUT model named it (never a file we cannot tie to the old output)."""
+    ext = big_external_model(tmp_path / "ext", 1000)
+    inline = tmp_path / "inline.onnx"
+    inline.write_bytes(onnx.load(ext, load_external_data=True).SerializeToString())  # same model, no .data
+    out = tmp_path / "out" / "o.onnx"
+    data = Path(str(out) + ".data")
+    if old == "ours":
+        assert cli_main(["convert", str(ext), "-o", str(out), "--no-verify"]) == 0
+        assert data.exists()
+    else:
+        out.parent.mkdir()
+        m = onnx.load(inline)
+        if old == "names_other_file":  # an old output with external data elsewhere
+            onnx.save(m, str(out), save_as_external_data=True, location="other.bin", size_threshold=0)
+        else:
+            onnx.save(m, str(out))
+        data.write_bytes(b"a user's file")
+    assert cli_main(["convert", str(inline), "-o", str(out), "--no-verify"]) == 0
+    capsys.readouterr()
+    assert onnx.load(out).graph.initializer[0].data_location == onnx.TensorProto.DEFAULT
+    assert data.exists() == (old != "ours")
+    if old != "ours":
+        assert data.read_bytes() == b"a user's file"
+
+
 def test_existing_folder_as_output_leaves_nothing_behind(tmp_path, capsys):
     src = nested_model(tmp_path / "in")
     out = tmp_path / "out"
@@ -304,3 +332,38 @@ def test_a_model_proto_reads_external_data_from_the_working_directory_checked(tm
     assert np.array_equal(_run(tmp_path / "out" / "conv.onnx", x, True), nested_expected(x, True))
     with pytest.raises(ModelError, match="is the input file"):  # its data files are protected too
         result.save(tmp_path / "in" / "w.bin")
+
+
+def test_a_full_disk_is_one_line_naming_the_output_and_leaves_nothing(tmp_path):
+    """Writes that fail (here RLIMIT_FSIZE: EFBIG, as ENOSPC would) are exit 2 naming the output
+    (it named the input), and nothing half-written stays."""
+    import resource
+    src = big_external_model(tmp_path / "in", 100_000)  # 400 KB of weights
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "convert", str(src), "-o", str(out / "o.onnx"),
+                           "--no-verify"], env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
+                          text=True, preexec_fn=limit, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"{out / 'o.onnx'}: cannot write: File too large"
+    assert list(out.iterdir()) == []
+
+
+def test_sigterm_outside_a_write_exits_143_and_writes_nothing(tmp_path, capfd, monkeypatch):
+    """SIGTERM anywhere in a command (here: while converting) unwinds like SIGINT: exit 128+15,
+    nothing written, no traceback (it killed the process outright outside a write)."""
+    import onnx_slice_tools.api as api
+
+    def killed(*a, **k):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        raise AssertionError("SIGTERM was not delivered")
+    monkeypatch.setattr(api, "convert", killed)
+    src = nested_model(tmp_path / "in")
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "o.onnx"), "--report", str(tmp_path / "r.json")]) == 143
+    assert capfd.readouterr().err == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
