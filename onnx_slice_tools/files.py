@@ -716,10 +716,10 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
     use_external = external_data if external_data is not None else (
         has_external_tensors(m) or model_weight_bytes(m) > PROTO_LIMIT)
     with _writing(path):
-        return _save(m, path, data_file, inputs, use_external, external_data)
+        return _save(m, path, data_file, inputs, use_external, external_data, proto)
 
 
-def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_data) -> SavedModel:
+def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_data, proto=None) -> SavedModel:
     import onnx_ir as ir
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path.parent)

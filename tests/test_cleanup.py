@@ -479,8 +479,8 @@ def test_cleanup_check_reuses_the_in_place_session(heads_export, monkeypatch, co
     from onnx_slice_tools import convert
     real_cleanup, real_session, built = cleanup_module.cleanup, cleanup_module._session, []
 
-    def cleanup_then_corrupt(model, passes=None):
-        report = real_cleanup(model, passes)
+    def cleanup_then_corrupt(model, passes=None, **kwargs):
+        report = real_cleanup(model, passes, **kwargs)
         if corrupt:  # one int64 constant the cleanup made, off by one
             for value in model.graph.initializers.values():
                 arr = value.const_value.numpy()
