@@ -196,7 +196,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     from .rewrite import _has_strided_slice, derive_shapes
     from .runtimes import parse_runtimes, require
     from .targets import get_target
-    from .verify import ir_version_for, max_supported_ir_version, max_supported_opset
+    from .verify import max_supported_opset
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -249,6 +249,9 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     set_default_opset(m, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
 
+    # the IR version onnxruntime runs (a model saved by a newer onnx says 14): the checks run
+    # the model as it is saved
+    m.ir_version = _runnable_ir_version(m.ir_version, lower_opset)
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
@@ -258,8 +261,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
-    m.ir_version = min(max(m.ir_version or 0, ir_version_for(target)), max(max_supported_ir_version(),
-                                                                           ir_version_for(target)))
+    m.ir_version = _runnable_ir_version(m.ir_version, target)
     if lower_opset != target or m.ir_version != proto.ir_version:
         proto = ir.to_proto(m)
         if verify and lower_opset != target:
@@ -271,6 +273,14 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if cleanup and result.modified:  # last: what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, model, verify, verify_memory)
     return ConvertResult(proto, report, m)
+
+
+def _runnable_ir_version(current: int | None, opset: int) -> int:
+    """At least the IR version ``opset`` needs, at most what onnxruntime runs (unless the opset
+    needs more)."""
+    from .verify import ir_version_for, max_supported_ir_version
+    need = ir_version_for(opset)
+    return min(max(current or 0, need), max(max_supported_ir_version(), need))
 
 
 def _cleanup(report: Report, m, before, source, verify: bool, budget: int):

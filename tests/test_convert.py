@@ -356,3 +356,14 @@ def test_strided_slice_inside_a_model_local_function(opset):
     assert list(body.output) == ["y"] and list(result.model.graph.node[0].output) == ["y"]
     x = np.arange(15, dtype=np.float32).reshape(3, 5)
     np.testing.assert_array_equal(_run(result.model, {"x": x})[0], x[None, 1:, ::-1])
+
+
+def test_model_of_a_newer_ir_version_is_verified_at_the_one_saved():
+    """A model saved by a newer onnx (IR 14 where onnxruntime runs up to 13) is checked in place
+    at the IR version the output is saved with -- not skipped as "cannot load"."""
+    from onnx_slice_tools.verify import max_supported_ir_version
+    model = _tiny_model([1, 0], [3, 5], [1, 2], {})
+    model.ir_version = max_supported_ir_version() + 1
+    result = convert(model)
+    assert result.report.model_checks["model_run"] == "passed", result.report.model_checks
+    assert result.report.verdict == "verified" and result.model.ir_version == max_supported_ir_version()
