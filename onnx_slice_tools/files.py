@@ -324,6 +324,7 @@ def load_ir(source, *, path_hint: str | None = None):
             raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
         _set_base_dir(m, os.path.dirname(os.path.abspath(p)))
         m.meta[INPUTS_KEY] = [FileId.of(p)] + [FileId.of(f) for f in data_files]
+        _keep_passthrough_inputs(m, proto)
         return m
     if isinstance(source, onnx.ModelProto):
         # external data of a ModelProto: relative to the working directory, checked as for a
@@ -340,8 +341,24 @@ def load_ir(source, *, path_hint: str | None = None):
         if data_files:
             _set_base_dir(m, str(here))
             m.meta[INPUTS_KEY] = [FileId.of(f) for f in data_files]
+        _keep_passthrough_inputs(m, source)
         return m
     raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
+
+
+def _keep_passthrough_inputs(m, proto) -> None:
+    """A main-graph input that is also a graph output is one onnx-ir value, which takes the
+    output's declaration: give it back the input's (type and shape), so the model is written
+    with the inputs it was read with (the output then declares the same, true, shape)."""
+    import onnx_ir as ir
+    outputs = {id(v) for v in m.graph.outputs}
+    declared = {vi.name: vi for vi in proto.graph.input}
+    for value in m.graph.inputs:
+        vi = declared.get(value.name)
+        if id(value) not in outputs or vi is None or not vi.type.HasField("tensor_type"):
+            continue
+        kept = ir.serde.deserialize_value_info_proto(vi, None)
+        value.type, value.shape = kept.type, kept.shape
 
 
 def adopt_files(new, old):

@@ -125,9 +125,11 @@ def structural_diff(before, after, changes, removed_domains=()) -> str | None:
         for what in ("input", "output"):
             ka = [_io_key(v) for v in getattr(ga, what)]
             kb = [_io_key(v) for v in getattr(gb, what)]
-            if what == "output":  # the rewrite declares the type/shape a replaced node's output lacked
-                ka = [b if a[0] == b[0] in filled and _undeclared(va) else a for a, b, va in
-                      zip(ka, kb, ga.output)] + ka[len(kb):]
+            if what == "output":  # the rewrite declares the type/shape a replaced node's output lacked;
+                # an output that is a graph input is declared as that input (files._keep_passthrough_inputs)
+                inputs = {k[0]: k for k in (_io_key(v) for v in ga.input)}
+                ka = [b if a[0] == b[0] in filled and _undeclared(va) or b == inputs.get(a[0], a) else a
+                      for a, b, va in zip(ka, kb, ga.output)] + ka[len(kb):]
             if ka != kb:
                 return f"{label}: graph {what}s differ: {_first_difference(ka, kb)}"
     opsets_a = {o.domain or "": o.version for o in before.opset_import if o.domain not in removed_domains}

@@ -367,3 +367,21 @@ def test_model_of_a_newer_ir_version_is_verified_at_the_one_saved():
     result = convert(model)
     assert result.report.model_checks["model_run"] == "passed", result.report.model_checks
     assert result.report.verdict == "verified" and result.model.ir_version == max_supported_ir_version()
+
+
+@pytest.mark.parametrize("declared", [None, ["m", 6]])
+def test_graph_input_that_is_also_an_output_keeps_its_declaration(tmp_path, declared):
+    """onnx-ir reads an input that is also a graph output as one value with the output's
+    declaration; the converted model keeps the input as it was, and is verified."""
+    model = _tiny_model([1], [3], [1], {}, shape=("n", 6))
+    model.graph.output.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, declared))
+    del model.graph.output[0].type.tensor_type.shape.dim[:]
+    model.graph.output[0].type.tensor_type.shape.dim.add().dim_param = "k"
+    model.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 6
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    for source in (model, path):
+        result = convert(source)
+        assert result.report.model_checks["structure"] == "passed", result.report.model_checks
+        assert result.model.graph.input[0] == model.graph.input[0]
+        assert result.report.verdict == "verified", result.report.verdict
