@@ -2,31 +2,7 @@
 
 from __future__ import annotations
 
-from .spec import MASK_NAMES, OPENVINO, TFLITE, SliceSpec
-
-
-def _item(spec: SliceSpec, i: int) -> str:
-    if spec.bit("ellipsis_mask", i):
-        return "..."
-    if spec.bit("new_axis_mask", i):
-        return "None"
-    b = "?" if spec.begin is None else str(spec.begin[i])
-    if spec.bit("shrink_axis_mask", i):
-        return "0" if spec.flavor == TFLITE and spec.bit("begin_mask", i) else b  # TFLite honours it
-    e = "?" if spec.end is None else str(spec.end[i])
-    if spec.offset and spec.end is not None:
-        e = f"{'' if spec.bit('begin_mask', i) else b}+{spec.end[i]}"  # offset: end = begin + end
-    s = "?" if spec.strides is None else str(spec.strides[i])
-    text = ("" if spec.bit("begin_mask", i) else b) + ":" + ("" if spec.bit("end_mask", i) else e)
-    if s != "1":
-        text += ":" + s
-    return text
-
-
-def index_notation(spec: SliceSpec, name: str = "x") -> str:
-    """The spec as a Python index expression, each index read with the precedence
-    ellipsis > new_axis > shrink > range that both runtimes use.  Runtime values print as ``?``."""
-    return f"{name}[" + ", ".join(_item(spec, i) for i in range(spec.n)) + "]"
+from .spec import MASK_NAMES, OPENVINO, SliceSpec, index_notation  # noqa: F401 - index_notation: API
 
 
 def encodings(spec: SliceSpec) -> dict:

@@ -83,8 +83,7 @@ class SliceSpec:
         return self.begin is not None and self.end is not None and self.strides is not None
 
     def index_notation(self, name: str = "x") -> str:
-        """This spec written as a Python index expression (see :func:`describe.index_notation`)."""
-        from .describe import index_notation
+        """This spec written as a Python index expression (see :func:`index_notation`)."""
         return index_notation(self, name)
 
 
@@ -363,3 +362,27 @@ def from_index_expr(expr: str, flavor: str = TF) -> SliceSpec:
         raise StridedSliceError(f"unknown flavor {flavor!r}; expected one of {', '.join(FLAVORS)}",
                                 field="flavor")
     return from_index_items(parse_index_items(expr), flavor)
+
+
+def _notation_item(spec: SliceSpec, i: int) -> str:
+    if spec.bit("ellipsis_mask", i):
+        return "..."
+    if spec.bit("new_axis_mask", i):
+        return "None"
+    b = "?" if spec.begin is None else str(spec.begin[i])
+    if spec.bit("shrink_axis_mask", i):
+        return "0" if spec.flavor == TFLITE and spec.bit("begin_mask", i) else b  # TFLite honours it
+    e = "?" if spec.end is None else str(spec.end[i])
+    if spec.offset and spec.end is not None:
+        e = f"{'' if spec.bit('begin_mask', i) else b}+{spec.end[i]}"  # offset: end = begin + end
+    s = "?" if spec.strides is None else str(spec.strides[i])
+    text = ("" if spec.bit("begin_mask", i) else b) + ":" + ("" if spec.bit("end_mask", i) else e)
+    if s != "1":
+        text += ":" + s
+    return text
+
+
+def index_notation(spec: SliceSpec, name: str = "x") -> str:
+    """The spec as a Python index expression, each index read with the precedence
+    ellipsis > new_axis > shrink > range that both runtimes use.  Runtime values print as ``?``."""
+    return f"{name}[" + ", ".join(_notation_item(spec, i) for i in range(spec.n)) + "]"
