@@ -32,6 +32,7 @@ import numpy as np
 
 from .errors import ModelError
 from .rewrite import TF_DOMAIN
+from .tfexport import LARGE_VARIABLE_BYTES, export
 
 TFLITE_SUFFIXES = (".tflite",)
 KERAS_SUFFIXES = (".keras", ".h5")
@@ -110,6 +111,13 @@ def load_source(path, *, opset: int | None = None, input_shapes: dict | None = N
     (SavedModel, Keras); ``output_names``: names for the ONNX outputs (default for a SavedModel:
     the signature's output keys, sorted); ``signature``: the SavedModel signature to convert
     (default ``serving_default``); ``opset``: the default-domain opset (default 17)."""
+    kind = _checked_kind(path, input_shapes, signature)
+    with quiet_frameworks():
+        return _load(path, kind, opset or 17, input_shapes, output_names, signature)
+
+
+def _checked_kind(path, input_shapes, signature) -> str:
+    """The input's :func:`source_kind`, or a one-line ModelError for an unusable input or option."""
     kind = source_kind(path)
     if kind is None:
         raise ModelError("not a .tflite file, SavedModel directory or .keras/.h5 file", path=str(path))
@@ -118,20 +126,40 @@ def load_source(path, *, opset: int | None = None, input_shapes: dict | None = N
     if input_shapes and kind == "tflite":
         raise ModelError("--inputs does not apply to a .tflite input (its shapes are fixed in the file)",
                          path=str(path))
+    return kind
+
+
+def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
+                  output_names: list[str] | None = None, signature: str | None = None, loaded=None) -> Path:
+    """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
+    ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
+    variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
+    without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
+    is converted in memory by tf2onnx, then its initializers of 1 MiB or more are written there.
+    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
+    import onnx  # noqa: PLC0415
+    folder = Path(folder)
+    file, data = folder / "model.onnx", folder / "model.onnx.data"
+    kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
-        return _load(path, kind, opset or 17, input_shapes, output_names, signature)
+        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
+    if kind == "tflite":
+        onnx.save_model(model, str(file), save_as_external_data=True, location=data.name, size_threshold=1 << 20)
+    else:
+        onnx.save_model(model, str(file))
+    return file
 
 
-def _load(path, kind, opset, input_shapes, output_names, signature=None):
+def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None):
     tf, tf2onnx, onnx = _frameworks(path)
     try:
         if kind == "tflite":
             model, _ = tf2onnx.convert.from_tflite(str(path), opset=opset, output_names=output_names,
                                                    **_keep_strided_slice(onnx))
         else:
-            fn, sig, keys = _tf_callable(tf, path, kind, input_shapes, signature)
-            model, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=opset,
-                                                     output_path=None, **_keep_strided_slice(onnx))
+            fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+            model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
+                           external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
     except ModelError:
@@ -149,10 +177,21 @@ def _rename_outputs(model, names, path) -> None:
         raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
     for out, new in zip(outs, names):
         old = out.name
+        for init in model.graph.initializer:  # an output TensorFlow folded to a constant
+            if init.name == old:
+                init.name = new
         for node in model.graph.node:
             node.output[:] = [new if o == old else o for o in node.output]
             node.input[:] = [new if i == old else i for i in node.input]
         out.name = new
+
+
+def load_tf(path, *, input_shapes: dict | None = None, signature: str | None = None):
+    """A SavedModel or Keras input loaded once, for :func:`export_source` and
+    :func:`verify_against_source` (``loaded=``): (tf.function, its input signature, output keys)."""
+    with quiet_frameworks():
+        tf, _, _ = _frameworks(path)
+        return _tf_callable(tf, path, source_kind(path), input_shapes, signature)
 
 
 def _tf_callable(tf, path, kind, input_shapes, signature=None):
@@ -257,23 +296,31 @@ def _compare(a: np.ndarray, b: np.ndarray) -> str:
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
-                          input_shapes: dict | None = None, signature: str | None = None) -> SourceCheck:
+                          input_shapes: dict | None = None, signature: str | None = None,
+                          folder=None, loaded=None) -> SourceCheck:
     """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
-    same random inputs; compare every output."""
+    same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
+    lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
+    :func:`load_tf`."""
     with quiet_frameworks():
-        return _verify(path, onnx_model, trials, seed, input_shapes, signature)
+        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded)
 
 
-def _verify(path, onnx_model, trials, seed, input_shapes, signature=None) -> SourceCheck:
+def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None) -> SourceCheck:
     from .verify import make_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
-    session = make_session(onnx_model.SerializeToString())
+    if folder is None:
+        session = make_session(onnx_model.SerializeToString())
+    else:  # a file beside its external data: onnxruntime accepts a path where it takes bytes
+        checked = Path(folder) / "checked.onnx"
+        checked.write_bytes(onnx_model.SerializeToString())
+        session = make_session(str(checked))
     onnx_inputs = session.get_inputs()
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
-    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature)
+    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature, loaded)
     for _ in range(trials):
         feeds, expected = run(rng, onnx_inputs)
         got = session.run(None, feeds)
@@ -308,8 +355,8 @@ def _tflite_runner(path):
     return run
 
 
-def _tf_runner(tf, path, kind, input_shapes, signature=None):
-    fn, sig, _ = _tf_callable(tf, path, kind, input_shapes, signature)
+def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None):
+    fn, sig, _ = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
@@ -347,18 +394,26 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
     verification, when nothing failed -- the result against the framework itself on random
     inputs, as ``model_checks["framework"]`` (one check: convert, batch and report.json agree)."""
+    import tempfile  # noqa: PLC0415
+
     from .api import convert
-    kind = source_kind(path)
-    model = load_source(path, opset=options.get("opset"), input_shapes=input_shapes, output_names=output_names,
-                        signature=signature)
-    result = convert(model, source=str(path), **options)
+    kind = _checked_kind(path, input_shapes, signature)
+    loaded = None if kind == "tflite" else load_tf(path, input_shapes=input_shapes, signature=signature)
+    folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
+    file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
+                         output_names=output_names, signature=signature, loaded=loaded)
+    try:
+        result = convert(str(file), source=str(path), **options)
+    except ModelError as exc:  # name the user's input, not our temporary file
+        raise ModelError(exc.reason, path=str(path), node=exc.node) from None
+    result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
     rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
-                                                      input_shapes, signature)
+                                                      input_shapes, signature, Path(folder.name), loaded)
     return result
 
 
-def _framework_status(path, kind, result, verify: bool, input_shapes, signature) -> str:
+def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
     :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
@@ -367,7 +422,8 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature)
     if not result.report.ok:
         return f"skipped: the conversion failed, {who} was not run"
     try:
-        check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature)
+        check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
+                                      folder=folder, loaded=loaded)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
         from .errors import first_line
         return f"skipped: could not run both models on random inputs: {first_line(exc)}"
