@@ -105,7 +105,7 @@ def _freeze_except(concrete, large: dict):
         if placeholder is None or placeholder.op != "Placeholder":
             raise _Unfreezable(name)
         dtype = var.dtype.as_datatype_enum
-        _value_chain(placeholder, consumers, dtype)
+        _value_chain(graph_def, placeholder, consumers, dtype)
         placeholder.attr["dtype"].type = dtype
         placeholder.attr["shape"].shape.CopyFrom(var.shape.as_proto())
         placeholder.attr.pop("_handle_data", None)
@@ -116,12 +116,13 @@ def _freeze_except(concrete, large: dict):
     return graph_def, feeds
 
 
-def _value_chain(placeholder, consumers, dtype) -> None:
-    """Retype the resource ``Identity`` nodes below ``placeholder`` and turn its ``ReadVariableOp``
-    nodes into ``Identity`` (what TensorFlow's freezing does with a constant)."""
+def _value_chain(graph_def, placeholder, consumers, dtype) -> None:
+    """Retype the resource ``Identity`` nodes below ``placeholder``, turn its ``ReadVariableOp``
+    nodes into ``Identity`` and its ``ResourceGather`` nodes (embedding lookups) into ``GatherV2``
+    (what TensorFlow's freezing does with a constant)."""
     todo = [placeholder.name]
     while todo:
-        for node, _ in consumers.get(todo.pop(), ()):
+        for node, k in consumers.get(todo.pop(), ()):
             if node.op == "Identity":
                 node.attr["T"].type = dtype
                 todo.append(node.name)
@@ -129,8 +130,26 @@ def _value_chain(placeholder, consumers, dtype) -> None:
                 node.op = "Identity"
                 node.attr["T"].type = dtype
                 del node.attr["dtype"]
+            elif node.op == "ResourceGather" and k == 0 and node.attr["dtype"].type == dtype:
+                _gather_v2(graph_def, node, dtype)
             else:
                 raise _Unfreezable(f"{node.op} reads the variable")
+
+
+def _gather_v2(graph_def, node, dtype) -> None:
+    """``ResourceGather(resource, indices)`` -> ``GatherV2(value, indices, axis=batch_dims)``."""
+    import tensorflow as tf  # noqa: PLC0415
+    batch_dims = node.attr["batch_dims"].i if "batch_dims" in node.attr else 0
+    axis = graph_def.node.add(name=f"{node.name}/axis", op="Const")
+    axis.attr["dtype"].type = tf.int32.as_datatype_enum
+    axis.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(batch_dims, tf.int32))
+    node.op = "GatherV2"
+    node.input.insert(2, axis.name)  # before any control input
+    for name in ("dtype", "validate_indices"):
+        node.attr.pop(name, None)
+    node.attr["Tparams"].type = dtype
+    node.attr["Taxis"].type = tf.int32.as_datatype_enum
+    node.attr["batch_dims"].i = batch_dims
 
 
 def _unique(name: str, taken: set) -> str:

@@ -395,7 +395,7 @@ class Source(tf.Module):
     def serve(self, x):
         y = tf.matmul(x, self.w[:1000]) + self.w[-1, ::-1]
         return {"y": y[:, 1:-1:2]}
-    @tf.function(input_signature=[tf.TensorSpec([1, None], tf.float32, name="x")])
+    @tf.function
     def serve_all(self, x):  # the whole weight in one op: the .tflite keeps it as one buffer
         return tf.matmul(x, self.w)[:, 1:-1:2]
 """
@@ -403,32 +403,39 @@ class Source(tf.Module):
 _HWM = "int([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]) / 1024"
 
 
-def _make_sources(folder: Path, rows: int) -> dict:
-    """A SavedModel, a .keras and a .tflite with one [rows, 1000] float32 weight (child process)."""
+def _make_sources(folder: Path, rows: int, kinds) -> dict:
+    """A SavedModel, a .keras and a .tflite (those of ``kinds``) with one [rows, 1000] float32
+    weight (child process)."""
     code = _SOURCE_MODULE + f"""
 import keras, os, sys
-rows, folder = {rows}, {str(folder)!r}
+rows, folder, kinds = {rows}, {str(folder)!r}, {sorted(kinds)!r}
 m = Source(rows)
-tf.saved_model.save(m, folder + "/saved_model", signatures={{"serving_default": m.serve}})
-conv = tf.lite.TFLiteConverter.from_concrete_functions(
-    [m.serve_all.get_concrete_function(tf.TensorSpec([1, rows], tf.float32, name="x"))], m)
-open(folder + "/model.tflite", "wb").write(conv.convert())
-del m, conv
-inp = keras.Input((1000,), name="x")
-dense = keras.layers.Dense(rows, use_bias=False)
-out = keras.layers.Cropping1D((1, 2))(keras.layers.Reshape((rows, 1))(dense(inp)))
-keras.Model(inp, out).save(folder + "/model.keras")
+if "saved_model" in kinds:
+    tf.saved_model.save(m, folder + "/saved_model", signatures={{"serving_default": m.serve}})
+if "tflite" in kinds:
+    conv = tf.lite.TFLiteConverter.from_concrete_functions(
+        [m.serve_all.get_concrete_function(tf.TensorSpec([1, rows], tf.float32, name="x"))], m)
+    open(folder + "/model.tflite", "wb").write(conv.convert())
+    del conv
+del m
+if "keras" in kinds:
+    inp = keras.Input((1000,), name="x")
+    dense = keras.layers.Dense(rows, use_bias=False)
+    out = keras.layers.Cropping1D((1, 2))(keras.layers.Reshape((rows, 1))(dense(inp)))
+    keras.Model(inp, out).save(folder + "/model.keras")
 """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
-    return {"saved_model": folder / "saved_model", "keras": folder / "model.keras", "tflite": folder / "model.tflite"}
+    paths = {"saved_model": folder / "saved_model", "keras": folder / "model.keras", "tflite": folder / "model.tflite"}
+    return {k: p for k, p in paths.items() if k in kinds}
 
 
-def bench_source_memory(rows: int, tmp: Path, before: bool = True) -> list[dict]:
+def bench_source_memory(rows: int, tmp: Path, before: bool = True,
+                        kinds=("saved_model", "keras", "tflite")) -> list[dict]:
     """Peak RSS (VmHWM) and wall time of fresh processes converting framework inputs."""
     folder = tmp / "sources"
     folder.mkdir(exist_ok=True)
-    paths = _make_sources(folder, rows)
+    paths = _make_sources(folder, rows, kinds)
     weights = rows * 1000 * 4
     runs = [("TensorFlow + tf2onnx import alone", None,
              "import tensorflow, tf2onnx, onnxruntime; from onnx_slice_tools import sources; ok = True")]
@@ -437,7 +444,7 @@ def bench_source_memory(rows: int, tmp: Path, before: bool = True) -> list[dict]
                      f"from onnx_slice_tools.sources import convert_source; r = convert_source({str(path)!r}); "
                      "ok = r.ok and r.report.model_checks['framework'].startswith('passed'); "
                      f"r.save({str(tmp / ('out_' + kind) / 'm.onnx')!r})"))
-    if before:
+    if before and "saved_model" in paths:
         runs.append(("SavedModel through tf2onnx's freezing (the path before)", paths["saved_model"],
                      "from onnx_slice_tools import convert, sources, tfexport; "
                      f"p = {str(paths['saved_model'])!r}; loaded = sources.load_tf(p); "
@@ -686,6 +693,8 @@ def main(argv=None) -> int:
                     help="--only source-memory: rows of the [rows, 1000] float32 weight (50000: 191 MB)")
     ap.add_argument("--no-before", action="store_true",
                     help="--only source-memory: skip the freezing path (it needs ~30x the weights)")
+    ap.add_argument("--source-kinds", default="saved_model,keras,tflite",
+                    help="--only source-memory: which inputs (the .tflite needs ~40x the weights in tf2onnx)")
     ap.add_argument("--speed-sizes", default="1000,10000,100000",
                     help="StridedSlice nodes for the whole-process speed ratios (--only speed)")
     ap.add_argument("--speed-no-verify", action="store_true",
@@ -727,7 +736,8 @@ def main(argv=None) -> int:
         if "targets" in only:
             results["targets"] = bench_targets(args.runs)
         if "source-memory" in only:
-            results["source_memory"] = bench_source_memory(args.source_rows, Path(tmp), before=not args.no_before)
+            results["source_memory"] = bench_source_memory(args.source_rows, Path(tmp), before=not args.no_before,
+                                                           kinds=args.source_kinds.split(","))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

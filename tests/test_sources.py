@@ -241,7 +241,7 @@ def _variables_saved_model(folder: Path, dtype: str) -> Path:
         @tf.function(input_signature=[tf.TensorSpec([5, 3], dtype, name="x")])
         def serve(self, x):
             return {"y": tf.concat([self.a[::2, 1:], x[None, 1:]], axis=0), "z": self.c[:, ::-1],
-                    "s": tf.stack([self.b, self.b])}
+                    "s": tf.stack([self.b, self.b]), "g": tf.gather(self.a, [36, 0, 3])[:, ::-1]}
 
     m = Vars()
     tf.saved_model.save(m, str(folder), signatures={"serving_default": m.serve})
@@ -251,9 +251,9 @@ def _variables_saved_model(folder: Path, dtype: str) -> Path:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64", "bool", "bfloat16"])
 def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, monkeypatch, dtype):
     """Every non-empty variable (threshold 1 byte) goes from TensorFlow to the external data file
-    in 64-byte slices, never frozen: its initializer is bitwise the checkpoint's tensor, the graph
-    keeps no copy and no input for it; the empty one is frozen as before; the converted model
-    matches TensorFlow bit for bit."""
+    in 64-byte slices, never frozen (read whole and through an embedding-style gather): its
+    initializer is bitwise the checkpoint's tensor, the graph keeps no copy and no input for it;
+    the empty one is frozen as before; the converted model matches TensorFlow bit for bit."""
     import tensorflow as tf
 
     from onnx_slice_tools import sources, tfexport
@@ -282,9 +282,9 @@ def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, m
         result.report.model_checks["framework"]
 
 
-def test_a_variable_read_by_a_gather_is_frozen_as_before(tmp_path):
-    """A resource read other than ReadVariableOp (here ResourceGather) keeps tf2onnx's freezing
-    path: the export is still exact."""
+def test_a_variable_read_by_gather_nd_is_frozen_as_before(tmp_path):
+    """A resource read other than ReadVariableOp / ResourceGather (here ResourceGatherNd) keeps
+    tf2onnx's freezing path: the export is still exact."""
     import tensorflow as tf
 
     from onnx_slice_tools import tfexport
@@ -293,13 +293,13 @@ def test_a_variable_read_by_a_gather_is_frozen_as_before(tmp_path):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.int32, name="i")])
     def fn(i):
-        return tf.gather(var, i)[:, ::-1]
+        return tf.gather_nd(var, i[:, None])[:, ::-1]
 
     with quiet_frameworks():
         concrete = fn.get_concrete_function(*fn.input_signature)
         large = tfexport._large_variables(concrete, 1)
         assert len(large) == 1
-        with pytest.raises(tfexport._Unfreezable, match="ResourceGather"):
+        with pytest.raises(tfexport._Unfreezable, match="ResourceGatherNd"):
             tfexport._freeze_except(concrete, large)
         model = tfexport.export(fn, fn.input_signature, large_variable_bytes=1)
     ours = convert(model).model
