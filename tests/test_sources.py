@@ -346,3 +346,21 @@ def test_chunked_variable_write_is_the_value_bytes(shape, chunk):
     finally:
         tfexport.CHUNK_BYTES = real
     assert out.getvalue() == value.tobytes()
+
+
+def test_convert_source_weights_live_in_a_private_folder_until_the_result_is_gone(tmp_path):
+    """The export's temporary folder (the weights on disk) outlives convert_source for the save
+    and is removed with the result; nothing is written beside the input."""
+    import gc
+    src = tmp_path / "sm"
+    shutil.copytree(MODELS / "saved_model_slices", src)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    from onnx_slice_tools.sources import convert_source
+    result = convert_source(src)
+    folder = Path(result.source_folder.name)
+    assert folder.is_dir() and not folder.is_relative_to(tmp_path)
+    result.save(tmp_path / "out" / "m.onnx")
+    del result
+    gc.collect()
+    assert not folder.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if "out" not in p.parts) == before
