@@ -32,8 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError
-from .rewrite import TF_DOMAIN
-from .tfexport import LARGE_VARIABLE_BYTES, export
+from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
 TFLITE_SUFFIXES = (".tflite",)
 KERAS_SUFFIXES = (".keras", ".h5")
@@ -85,10 +84,6 @@ def _frameworks(path):
     return tf, tf2onnx, onnx
 
 
-def _keep_strided_slice(onnx):
-    return dict(custom_ops={"StridedSlice": TF_DOMAIN}, extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
-
-
 def parse_input_shapes(items) -> dict[str, list]:
     """``["x:1,3,224,224", "mask:1,?"]`` -> {"x": [1, 3, 224, 224], "mask": [1, None]}."""
     shapes = {}
@@ -136,7 +131,8 @@ def export_source(path, folder, *, opset: int | None = None, input_shapes: dict 
     ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
     variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
     without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
-    is converted in memory by tf2onnx, then its initializers of 1 MiB or more are written there.
+    has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
+    tf2onnx still made in memory are written there when of 1 MiB or more.
     ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
     import onnx  # noqa: PLC0415
     folder = Path(folder)
@@ -144,10 +140,8 @@ def export_source(path, folder, *, opset: int | None = None, input_shapes: dict 
     kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
         model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
-    if kind == "tflite":
-        onnx.save_model(model, str(file), save_as_external_data=True, location=data.name, size_threshold=1 << 20)
-    else:
-        onnx.save_model(model, str(file))
+    move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
+    onnx.save_model(model, str(file))
     return file
 
 
@@ -155,8 +149,8 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
     tf, tf2onnx, onnx = _frameworks(path)
     try:
         if kind == "tflite":
-            model, _ = tf2onnx.convert.from_tflite(str(path), opset=opset, output_names=output_names,
-                                                   **_keep_strided_slice(onnx))
+            model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
         else:
             fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,

@@ -16,6 +16,7 @@ value the function computes with) becomes the ONNX initializer behind that input
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from .rewrite import TF_DOMAIN
 
@@ -38,13 +39,9 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import logging
 
-    import onnx
     import tf2onnx
     logging.getLogger("tf2onnx").setLevel(logging.ERROR)
-    kwargs = {}
-    if keep_strided_slice:
-        kwargs = dict(custom_ops={"StridedSlice": TF_DOMAIN},
-                      extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
+    kwargs = keep_strided_slice_kwargs() if keep_strided_slice else {}
     concrete = fn.get_concrete_function(*input_signature)
     large = _large_variables(concrete, large_variable_bytes)
     if large:
@@ -59,6 +56,123 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     del graph_def
     _feeds_to_initializers(model, feeds, external_data)
     return model
+
+
+def keep_strided_slice_kwargs() -> dict:
+    """tf2onnx options keeping every StridedSlice as our custom node."""
+    import onnx  # noqa: PLC0415
+    return dict(custom_ops={"StridedSlice": TF_DOMAIN}, extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
+
+
+def export_tflite(path, *, opset: int = 17, output_names=None, external_data=None,
+                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES):
+    """A ModelProto for the ``.tflite`` at ``path``, StridedSlice kept (with ``offset``).
+
+    tf2onnx's TFLite reader copies every buffer several times (~40x the weights measured).  With
+    ``external_data`` (a file path), each large constant buffer (``large_buffer_bytes`` or more,
+    one tensor of the main subgraph, not quantized, not sparse, numeric) is first written there
+    and its tensor made an input of a copy of the flatbuffer without it; tf2onnx converts that
+    small model; each such input becomes an initializer whose external data is those bytes.
+    Should tf2onnx fail on that model (a converter needing the constant), the file is cut back
+    and the whole model converted the usual way."""
+    import tempfile  # noqa: PLC0415
+
+    import tf2onnx  # noqa: PLC0415
+    kwargs = dict(opset=opset, output_names=output_names, **keep_strided_slice_kwargs())
+    size = os.path.getsize(external_data) if external_data and os.path.exists(external_data) else 0
+    data = Path(path).read_bytes() if external_data else None
+    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if data else (None, {})
+    del data
+    if moved:
+        try:
+            with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
+                file = Path(folder) / Path(path).name
+                file.write_bytes(small)
+                model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
+            _inputs_to_external(model, moved, Path(external_data).name)
+            return model
+        except Exception:  # noqa: BLE001 - the usual path below reports what is really wrong
+            os.truncate(external_data, size)
+    model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+    return model
+
+
+def _tflite_without_buffers(data: bytes, external_data, min_bytes: int):
+    """(the flatbuffer ``data`` without its large constant buffers, {tensor name: (onnx dtype,
+    shape, offset, length)} of the tensors made inputs, their bytes appended to ``external_data``)."""
+    import flatbuffers  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+    from onnx import TensorProto  # noqa: PLC0415
+    from tf2onnx.tflite_utils import map_tflite_dtype_to_onnx  # noqa: PLC0415
+    model = schema.ModelT.InitFromPackedBuf(data, 0)  # buffers: read-only views into ``data``
+    users: dict[int, int] = {}
+    for graph in model.subgraphs:
+        for t in graph.tensors:
+            users[t.buffer] = users.get(t.buffer, 0) + 1
+    main, moved = model.subgraphs[0], {}
+    with open(external_data, "ab") as out:
+        for k, t in enumerate(main.tensors):
+            buf = model.buffers[t.buffer] if t.buffer else None
+            if buf is None or buf.data is None or buf.data.nbytes < min_bytes or users[t.buffer] != 1 or \
+                    t.isVariable or t.sparsity is not None or _quantized(t) or t.shape is None:
+                continue
+            try:
+                onnx_dtype = map_tflite_dtype_to_onnx(t.type)
+            except Exception:  # noqa: BLE001 - a type tf2onnx does not map stays a constant
+                continue
+            if onnx_dtype == TensorProto.STRING:
+                continue
+            offset = out.tell()
+            out.write(np.ascontiguousarray(buf.data).data)
+            moved[t.name.decode()] = (onnx_dtype, [int(d) for d in t.shape], offset, buf.data.nbytes)
+            buf.data = None
+            t.buffer = 0
+            main.inputs = [*main.inputs, k]
+    if not moved:
+        return None, {}
+    builder = flatbuffers.Builder(1 << 16)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output()), moved
+
+
+def _quantized(tensor) -> bool:
+    q = tensor.quantization
+    return q is not None and q.scale is not None and len(q.scale) > 0
+
+
+def _inputs_to_external(model, moved: dict, location: str) -> None:
+    """Each graph input of ``moved`` (name -> (onnx dtype, shape, offset, length)) becomes an
+    initializer whose data lies in the external data file ``location``."""
+    from onnx import TensorProto  # noqa: PLC0415
+    inputs = {i.name: i for i in model.graph.input}
+    for name, (dtype, shape, offset, length) in moved.items():
+        if name not in inputs:
+            raise ValueError(f"tf2onnx has no input {name!r} for the TFLite buffer moved out")
+        model.graph.input.remove(inputs[name])
+        tensor = TensorProto(name=name, dims=shape, data_type=dtype)
+        point_external(tensor, location, offset, length)
+        model.graph.initializer.append(tensor)
+
+
+def point_external(tensor, location: str, offset: int, length: int) -> None:
+    """Make ``tensor`` (without data) read ``length`` bytes at ``offset`` of the file ``location``."""
+    from onnx import TensorProto  # noqa: PLC0415
+    for key, val in (("location", location), ("offset", offset), ("length", length)):
+        tensor.external_data.add(key=key, value=str(val))
+    tensor.data_location = TensorProto.EXTERNAL
+
+
+def move_to_external(model, external_data, min_bytes: int) -> None:
+    """Append the ``raw_data`` of each main-graph initializer of ``min_bytes`` or more to the file
+    ``external_data`` and point the initializer there."""
+    with open(external_data, "ab") as out:
+        for tensor in model.graph.initializer:
+            if tensor.HasField("raw_data") and len(tensor.raw_data) >= min_bytes:
+                offset = out.tell()
+                out.write(tensor.raw_data)
+                tensor.ClearField("raw_data")
+                point_external(tensor, Path(external_data).name, offset, out.tell() - offset)
 
 
 def _large_variables(concrete, min_bytes) -> dict:
@@ -236,10 +350,7 @@ def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
             tensor = TensorProto(name=name, dims=var.shape.as_list(), data_type=helper.np_dtype_to_tensor_dtype(dtype))
             offset = out.tell()
             _write_rows(var, out)
-            for key, val in (("location", os.path.basename(external_data)), ("offset", offset),
-                             ("length", out.tell() - offset)):
-                tensor.external_data.add(key=key, value=str(val))
-            tensor.data_location = TensorProto.EXTERNAL
+            point_external(tensor, os.path.basename(external_data), offset, out.tell() - offset)
             model.graph.initializer.append(tensor)
 
 

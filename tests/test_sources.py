@@ -364,3 +364,59 @@ def test_convert_source_weights_live_in_a_private_folder_until_the_result_is_gon
     gc.collect()
     assert not folder.exists()
     assert sorted(p.name for p in tmp_path.rglob("*") if "out" not in p.parts) == before
+
+
+def _fc_tflite(path: Path) -> Path:
+    """A .tflite: x[2, 64] @ a 10 kB float32 weight, then a StridedSlice."""
+    import tensorflow as tf
+    w = tf.constant(np.random.default_rng(5).standard_normal((64, 40)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 64], tf.float32, name="x")])
+    def fn(x):
+        return tf.matmul(x, w)[:, 1:-1:3]
+
+    with quiet_frameworks():
+        path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
+    return path
+
+
+def test_tflite_falls_back_to_the_whole_model_when_tf2onnx_fails_on_the_small_one(tmp_path, monkeypatch):
+    from onnx_slice_tools import sources, tfexport
+    path = _fc_tflite(tmp_path / "fc.tflite")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+
+    def refuse(*args):
+        raise ValueError("a converter needs the constant")
+    monkeypatch.setattr(tfexport, "_inputs_to_external", refuse)
+    (tmp_path / "out").mkdir()
+    file = sources.export_source(path, tmp_path / "out")
+    assert (tmp_path / "out" / "model.onnx.data").stat().st_size == 0  # the moved bytes were cut back
+    head = onnx.load(str(file), load_external_data=False)
+    assert len(head.graph.input) == 1 and not any(t.data_location for t in head.graph.initializer)
+    result = sources.convert_source(path)
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
+    """A .tflite's large constant buffer (here a 10 kB FullyConnected weight, threshold 1000 B)
+    goes to the external data file byte for byte, its tensor an input of the small model tf2onnx
+    converts, then an initializer: equal to the interpreter's tensor; the converted model matches
+    the interpreter; the 8-byte StridedSlice index buffers stay constants."""
+    from onnx_slice_tools import sources
+    path = _fc_tflite(tmp_path / "fc.tflite")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+    (tmp_path / "out").mkdir()
+    file = sources.export_source(path, tmp_path / "out")
+    head = onnx.load(str(file), load_external_data=False)
+    external = [t for t in head.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert len(external) == 1 and len(head.graph.input) == 1
+    (got,) = [onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
+              if t.name == external[0].name]
+    from onnx_slice_tools.oracles import tflite_interpreter
+    interp = tflite_interpreter(path.read_bytes())
+    (detail,) = [d for d in interp.get_tensor_details() if d["name"] == external[0].name]
+    want = interp.get_tensor(detail["index"])
+    assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+    result = sources.convert_source(path)
+    assert result.ok and result.report.rewritten == 1
+    assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
