@@ -11,6 +11,8 @@ variable of at least ``large_variable_bytes`` out of that: TensorFlow freezes th
 each large variable's reads become one placeholder of its dtype and shape, tf2onnx
 converts that small graph, and the variable's value (read from TensorFlow, the same
 value the function computes with) becomes the ONNX initializer behind that input.
+:func:`export_tflite` does the same for a ``.tflite``'s large constant buffers.  Either
+falls back to tf2onnx's whole path when tf2onnx cannot convert the reduced graph.
 """
 
 from __future__ import annotations
@@ -47,14 +49,14 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     if large:
         try:
             graph_def, feeds = _freeze_except(concrete, large)
-        except _Unfreezable:
-            large = {}
-    if not large:
-        model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
-        return model
-    model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs)
-    del graph_def
-    _feeds_to_initializers(model, feeds, external_data)
+            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs)
+        except Exception:  # noqa: BLE001 - _Unfreezable, or a tf2onnx converter needing the constant:
+            model = None   # tf2onnx's own path below reports what is really wrong
+        if model is not None:
+            del graph_def
+            _feeds_to_initializers(model, feeds, external_data)
+            return model
+    model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
     return model
 
 
