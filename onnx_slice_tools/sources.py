@@ -20,6 +20,7 @@ TensorFlow and tf2onnx are the ``tf`` extra; they are imported only here.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError
-from .rewrite import TF_DOMAIN
+from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
 TFLITE_SUFFIXES = (".tflite",)
 KERAS_SUFFIXES = (".keras", ".h5")
@@ -83,10 +84,6 @@ def _frameworks(path):
     return tf, tf2onnx, onnx
 
 
-def _keep_strided_slice(onnx):
-    return dict(custom_ops={"StridedSlice": TF_DOMAIN}, extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
-
-
 def parse_input_shapes(items) -> dict[str, list]:
     """``["x:1,3,224,224", "mask:1,?"]`` -> {"x": [1, 3, 224, 224], "mask": [1, None]}."""
     shapes = {}
@@ -110,6 +107,13 @@ def load_source(path, *, opset: int | None = None, input_shapes: dict | None = N
     (SavedModel, Keras); ``output_names``: names for the ONNX outputs (default for a SavedModel:
     the signature's output keys, sorted); ``signature``: the SavedModel signature to convert
     (default ``serving_default``); ``opset``: the default-domain opset (default 17)."""
+    kind = _checked_kind(path, input_shapes, signature)
+    with quiet_frameworks():
+        return _load(path, kind, opset or 17, input_shapes, output_names, signature)
+
+
+def _checked_kind(path, input_shapes, signature) -> str:
+    """The input's :func:`source_kind`, or a one-line ModelError for an unusable input or option."""
     kind = source_kind(path)
     if kind is None:
         raise ModelError("not a .tflite file, SavedModel directory or .keras/.h5 file", path=str(path))
@@ -118,20 +122,39 @@ def load_source(path, *, opset: int | None = None, input_shapes: dict | None = N
     if input_shapes and kind == "tflite":
         raise ModelError("--inputs does not apply to a .tflite input (its shapes are fixed in the file)",
                          path=str(path))
+    return kind
+
+
+def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
+                  output_names: list[str] | None = None, signature: str | None = None, loaded=None) -> Path:
+    """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
+    ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
+    variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
+    without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
+    has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
+    tf2onnx still made in memory are written there when of 1 MiB or more.
+    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
+    import onnx  # noqa: PLC0415
+    folder = Path(folder)
+    file, data = folder / "model.onnx", folder / "model.onnx.data"
+    kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
-        return _load(path, kind, opset or 17, input_shapes, output_names, signature)
+        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
+    move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
+    onnx.save_model(model, str(file))
+    return file
 
 
-def _load(path, kind, opset, input_shapes, output_names, signature=None):
+def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None):
     tf, tf2onnx, onnx = _frameworks(path)
     try:
         if kind == "tflite":
-            model, _ = tf2onnx.convert.from_tflite(str(path), opset=opset, output_names=output_names,
-                                                   **_keep_strided_slice(onnx))
+            model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
         else:
-            fn, sig, keys = _tf_callable(tf, path, kind, input_shapes, signature)
-            model, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=opset,
-                                                     output_path=None, **_keep_strided_slice(onnx))
+            fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+            model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
+                           external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
     except ModelError:
@@ -149,10 +172,59 @@ def _rename_outputs(model, names, path) -> None:
         raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
     for out, new in zip(outs, names):
         old = out.name
+        for init in model.graph.initializer:  # an output TensorFlow folded to a constant
+            if init.name == old:
+                init.name = new
         for node in model.graph.node:
             node.output[:] = [new if o == old else o for o in node.output]
             node.input[:] = [new if i == old else i for i in node.input]
         out.name = new
+
+
+def load_tf(path, *, input_shapes: dict | None = None, signature: str | None = None):
+    """A SavedModel or Keras input loaded once, for :func:`export_source` and
+    :func:`verify_against_source` (``loaded=``): (tf.function, its input signature, output keys)."""
+    with quiet_frameworks():
+        tf, _, _ = _frameworks(path)
+        return _tf_callable(tf, path, source_kind(path), input_shapes, signature)
+
+
+#: A .keras member expanding to more than this many times its stored size is not unpacked by us.
+_ZIP_MAX_EXPANSION = 100
+
+
+def _load_keras(tf, path):
+    """``keras.models.load_model(path, compile=False)``; a ``.keras`` archive is first unpacked into
+    a private temporary folder and loaded from there: Keras reads an archive's weights file whole
+    into memory, an unpacked folder's one variable at a time.  Its config then names Keras's
+    ``Zeros`` for each built-in initializer: building the model fills every variable before the
+    weights file overwrites it, and a random initializer holds ~3 copies of a variable meanwhile
+    (measured: build of a 191 MB Dense 610 MB, with Zeros 204 MB)."""
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+    if Path(path).suffix.lower() != ".keras" or not zipfile.is_zipfile(path):
+        return tf.keras.models.load_model(str(path), compile=False)
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if not any(m.filename == "config.json" for m in members) or any(
+                m.file_size > _ZIP_MAX_EXPANSION * max(m.compress_size, 1 << 20) for m in members):
+            return tf.keras.models.load_model(str(path), compile=False)  # Keras's own checks and errors
+        with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-keras-") as folder:
+            archive.extractall(folder)  # zipfile drops absolute paths and ".." from member names
+            config = Path(folder) / "config.json"
+            config.write_text(json.dumps(_zero_initializers(json.loads(config.read_text()))))
+            return tf.keras.models.load_model(folder, compile=False)
+
+
+def _zero_initializers(config):
+    """``config`` (a Keras model config) with each built-in ``*_initializer`` set to ``Zeros``."""
+    if isinstance(config, list):
+        return [_zero_initializers(c) for c in config]
+    if not isinstance(config, dict):
+        return config
+    return {k: {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": None}
+            if k.endswith("_initializer") and isinstance(v, dict) and v.get("module") == "keras.initializers"
+            else _zero_initializers(v) for k, v in config.items()}
 
 
 def _tf_callable(tf, path, kind, input_shapes, signature=None):
@@ -160,7 +232,7 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
     input_shapes = input_shapes or {}
     if kind == "keras":
         try:
-            model = tf.keras.models.load_model(str(path), compile=False)
+            model = _load_keras(tf, path)
         except Exception as exc:
             from .errors import first_line
             raise ModelError(f"Keras could not load the model: {first_line(exc)}", path=str(path)) from None
@@ -257,23 +329,31 @@ def _compare(a: np.ndarray, b: np.ndarray) -> str:
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
-                          input_shapes: dict | None = None, signature: str | None = None) -> SourceCheck:
+                          input_shapes: dict | None = None, signature: str | None = None,
+                          folder=None, loaded=None) -> SourceCheck:
     """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
-    same random inputs; compare every output."""
+    same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
+    lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
+    :func:`load_tf`."""
     with quiet_frameworks():
-        return _verify(path, onnx_model, trials, seed, input_shapes, signature)
+        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded)
 
 
-def _verify(path, onnx_model, trials, seed, input_shapes, signature=None) -> SourceCheck:
+def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None) -> SourceCheck:
     from .verify import make_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
-    session = make_session(onnx_model.SerializeToString())
+    if folder is None:
+        session = make_session(onnx_model.SerializeToString())
+    else:  # a file beside its external data: onnxruntime accepts a path where it takes bytes
+        checked = Path(folder) / "checked.onnx"
+        checked.write_bytes(onnx_model.SerializeToString())
+        session = make_session(str(checked))
     onnx_inputs = session.get_inputs()
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
-    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature)
+    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature, loaded)
     for _ in range(trials):
         feeds, expected = run(rng, onnx_inputs)
         got = session.run(None, feeds)
@@ -308,8 +388,8 @@ def _tflite_runner(path):
     return run
 
 
-def _tf_runner(tf, path, kind, input_shapes, signature=None):
-    fn, sig, _ = _tf_callable(tf, path, kind, input_shapes, signature)
+def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None):
+    fn, sig, _ = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
@@ -347,18 +427,26 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
     verification, when nothing failed -- the result against the framework itself on random
     inputs, as ``model_checks["framework"]`` (one check: convert, batch and report.json agree)."""
+    import tempfile  # noqa: PLC0415
+
     from .api import convert
-    kind = source_kind(path)
-    model = load_source(path, opset=options.get("opset"), input_shapes=input_shapes, output_names=output_names,
-                        signature=signature)
-    result = convert(model, source=str(path), **options)
+    kind = _checked_kind(path, input_shapes, signature)
+    loaded = None if kind == "tflite" else load_tf(path, input_shapes=input_shapes, signature=signature)
+    folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
+    file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
+                         output_names=output_names, signature=signature, loaded=loaded)
+    try:
+        result = convert(str(file), source=str(path), **options)
+    except ModelError as exc:  # name the user's input, not our temporary file
+        raise ModelError(exc.reason, path=str(path), node=exc.node) from None
+    result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
     rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
-                                                      input_shapes, signature)
+                                                      input_shapes, signature, Path(folder.name), loaded)
     return result
 
 
-def _framework_status(path, kind, result, verify: bool, input_shapes, signature) -> str:
+def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
     :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
@@ -367,7 +455,8 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature)
     if not result.report.ok:
         return f"skipped: the conversion failed, {who} was not run"
     try:
-        check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature)
+        check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
+                                      folder=folder, loaded=loaded)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
         from .errors import first_line
         return f"skipped: could not run both models on random inputs: {first_line(exc)}"

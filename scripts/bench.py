@@ -24,6 +24,11 @@
    ``onnx.save(onnx.load(...))``) and one onnxruntime session of the converted model, at
    ``--speed-sizes`` StridedSlice nodes with fan-out 8 and fan-out N (all slices read one
    tensor); start-up of ``--help`` and ``explain``; ``batch -j 1`` vs ``-j 2`` throughput.
+9. framework-input memory (``--only source-memory``, not in the default set): peak RSS of a
+   child process running ``convert_source`` (export, convert with verification, framework check)
+   on a SavedModel, a Keras model and a .tflite holding one ``--source-rows`` x 1000 float32
+   weight (50,000 rows: 191 MB), next to TensorFlow's import alone and, for the SavedModel,
+   tf2onnx's freezing export (``tfexport.export(large_variable_bytes=None)``, the path before).
 """
 
 from __future__ import annotations
@@ -380,6 +385,89 @@ def bench_batch_crash(n: int, jobs: int, tmp: Path) -> dict:
     return row
 
 
+#: serve(x): a [rows, 1000] float32 weight read twice and a StridedSlice on the result.
+_SOURCE_MODULE = """
+import numpy as np, tensorflow as tf
+class Source(tf.Module):
+    def __init__(self, rows):
+        self.w = tf.Variable(np.random.default_rng(0).standard_normal((rows, 1000)).astype(np.float32))
+    @tf.function(input_signature=[tf.TensorSpec([None, 1000], tf.float32, name="x")])
+    def serve(self, x):
+        y = tf.matmul(x, self.w[:1000]) + self.w[-1, ::-1]
+        return {"y": y[:, 1:-1:2]}
+    @tf.function
+    def serve_all(self, x):  # the whole weight in one op: the .tflite keeps it as one buffer
+        return tf.matmul(x, self.w)[:, 1:-1:2]
+"""
+
+_HWM = "int([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]) / 1024"
+
+
+def _make_sources(folder: Path, rows: int, kinds) -> dict:
+    """A SavedModel, a .keras and a .tflite (those of ``kinds``) with one [rows, 1000] float32
+    weight (child process)."""
+    code = _SOURCE_MODULE + f"""
+import keras, os, sys
+rows, folder, kinds = {rows}, {str(folder)!r}, {sorted(kinds)!r}
+m = Source(rows)
+if "saved_model" in kinds:
+    tf.saved_model.save(m, folder + "/saved_model", signatures={{"serving_default": m.serve}})
+if "tflite" in kinds:
+    conv = tf.lite.TFLiteConverter.from_concrete_functions(
+        [m.serve_all.get_concrete_function(tf.TensorSpec([1, rows], tf.float32, name="x"))], m)
+    open(folder + "/model.tflite", "wb").write(conv.convert())
+    del conv
+del m
+if "keras" in kinds:
+    inp = keras.Input((1000,), name="x")
+    dense = keras.layers.Dense(rows, use_bias=False)
+    out = keras.layers.Cropping1D((1, 2))(keras.layers.Reshape((rows, 1))(dense(inp)))
+    keras.Model(inp, out).save(folder + "/model.keras")
+"""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
+    paths = {"saved_model": folder / "saved_model", "keras": folder / "model.keras", "tflite": folder / "model.tflite"}
+    return {k: p for k, p in paths.items() if k in kinds}
+
+
+def bench_source_memory(rows: int, tmp: Path, before: bool = True,
+                        kinds=("saved_model", "keras", "tflite")) -> list[dict]:
+    """Peak RSS (VmHWM) and wall time of fresh processes converting framework inputs."""
+    folder = tmp / "sources"
+    folder.mkdir(exist_ok=True)
+    paths = _make_sources(folder, rows, kinds)
+    weights = rows * 1000 * 4
+    runs = [("TensorFlow + tf2onnx import alone", None,
+             "import tensorflow, tf2onnx, onnxruntime; from onnx_slice_tools import sources; ok = True")]
+    for kind, path in paths.items():
+        runs.append((f"convert_source {kind}", path,
+                     f"from onnx_slice_tools.sources import convert_source; r = convert_source({str(path)!r}); "
+                     "ok = r.ok and r.report.model_checks['framework'].startswith('passed'); "
+                     f"r.save({str(tmp / ('out_' + kind) / 'm.onnx')!r})"))
+    if before and "saved_model" in paths:
+        runs.append(("SavedModel through tf2onnx's freezing (the path before)", paths["saved_model"],
+                     "from onnx_slice_tools import convert, sources, tfexport; "
+                     f"p = {str(paths['saved_model'])!r}; loaded = sources.load_tf(p); "
+                     "m = tfexport.export(*loaded[:2], large_variable_bytes=None); r = convert(m, source=p); "
+                     "ok = r.ok and sources.verify_against_source(p, r.model, loaded=loaded).ok"))
+    rows_out = []
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    for what, path, body in runs:
+        code = f"import time; t = time.perf_counter(); {body}; print(time.perf_counter() - t, {_HWM}, ok)"
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        if res.returncode:
+            row = {"what": what, "error": (res.stderr.strip().splitlines() or ["?"])[-1][:300]}
+            print(f"source memory: {what}: FAILED {row['error']}", flush=True)
+        else:
+            seconds, mb, ok = res.stdout.split()[-3:]
+            row = {"what": what, "weights_mb": weights / 2 ** 20, "peak_rss_mb": float(mb),
+                   "seconds": float(seconds), "ok": ok == "True"}
+            print(f"source memory: {what}: {weights / 2 ** 20:.0f} MiB weights -> peak RSS {float(mb):.0f} MB, "
+                  f"{float(seconds):.1f} s, ok={ok}", flush=True)
+        rows_out.append(row)
+    return rows_out
+
+
 def _median_process_s(cmd: list, repeat: int, env=None, cpu: list | None = None) -> float:
     """Median wall seconds of ``repeat`` fresh processes running ``cmd`` (output discarded).
     ``cpu``: a list that gets the median CPU seconds (user + system, the process and what it
@@ -612,7 +700,13 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
     ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory",
-                                       "targets", "speed"], action="append")
+                                       "targets", "speed", "source-memory"], action="append")
+    ap.add_argument("--source-rows", type=int, default=50000,
+                    help="--only source-memory: rows of the [rows, 1000] float32 weight (50000: 191 MB)")
+    ap.add_argument("--no-before", action="store_true",
+                    help="--only source-memory: skip the freezing path (it needs ~30x the weights)")
+    ap.add_argument("--source-kinds", default="saved_model,keras,tflite",
+                    help="--only source-memory: which inputs (the .tflite needs ~40x the weights in tf2onnx)")
     ap.add_argument("--speed-sizes", default="1000,10000,100000",
                     help="StridedSlice nodes for the whole-process speed ratios (--only speed)")
     ap.add_argument("--speed-no-verify", action="store_true",
@@ -653,6 +747,9 @@ def main(argv=None) -> int:
             results["verify_memory"] = bench_verify_memory(args.gib, Path(tmp), activation)
         if "targets" in only:
             results["targets"] = bench_targets(args.runs)
+        if "source-memory" in only:
+            results["source_memory"] = bench_source_memory(args.source_rows, Path(tmp), before=not args.no_before,
+                                                           kinds=args.source_kinds.split(","))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

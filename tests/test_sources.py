@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.cli import main as cli_main
@@ -215,3 +217,206 @@ def test_batch_worker_converts_a_tflite_input(tmp_path):
     assert entry["status"] == "converted", entry
     assert entry["checks"]["framework"].startswith("passed (bitwise against the TFLite interpreter")
     assert dst.is_file()
+
+
+# --------------------------------------------------------------------------- bounded-memory export
+
+def _variables_saved_model(folder: Path, dtype: str) -> Path:
+    """A SavedModel whose serving function slices three variables (rank 3, 0-d, empty) of ``dtype``."""
+    import tensorflow as tf
+    rng = np.random.default_rng(7)
+    np_dtype = np.dtype(tf.as_dtype(dtype).as_numpy_dtype)
+
+    def values(shape):
+        if np_dtype == np.bool_:
+            return rng.integers(0, 2, shape).astype(bool)
+        return (rng.standard_normal(shape) * 100).astype(np_dtype)
+
+    class Vars(tf.Module):
+        def __init__(self):
+            self.a = tf.Variable(values((37, 5, 3)), name="a")
+            self.b = tf.Variable(values(()), name="b")
+            self.c = tf.Variable(values((0, 4)), name="c")
+
+        @tf.function(input_signature=[tf.TensorSpec([5, 3], dtype, name="x")])
+        def serve(self, x):
+            return {"y": tf.concat([self.a[::2, 1:], x[None, 1:]], axis=0), "z": self.c[:, ::-1],
+                    "s": tf.stack([self.b, self.b]), "g": tf.gather(self.a, [36, 0, 3])[:, ::-1]}
+
+    m = Vars()
+    tf.saved_model.save(m, str(folder), signatures={"serving_default": m.serve})
+    return folder
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64", "bool", "bfloat16"])
+def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, monkeypatch, dtype):
+    """Every non-empty variable (threshold 1 byte) goes from TensorFlow to the external data file
+    in 64-byte slices, never frozen (read whole and through an embedding-style gather): its
+    initializer is bitwise the checkpoint's tensor, the graph keeps no copy and no input for it;
+    the empty one is frozen as before; the converted model matches TensorFlow bit for bit."""
+    import tensorflow as tf
+
+    from onnx_slice_tools import sources, tfexport
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1)
+    monkeypatch.setattr(tfexport, "CHUNK_BYTES", 64)
+    saved = _variables_saved_model(tmp_path / "sm", dtype)
+    with quiet_frameworks():
+        file = sources.export_source(saved, tmp_path)
+    head = onnx.load(str(file), load_external_data=False)
+    assert [i.name for i in head.graph.input] == ["x"]
+    external = {t.name for t in head.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
+    assert external == {"a:0", "b:0"}
+    assert all(t.name in external or len(t.SerializeToString()) < 200 for t in head.graph.initializer)
+    assert not any(n.op_type == "Constant" for n in head.graph.node)
+    weights = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer}
+    reader = tf.train.load_checkpoint(str(saved / "variables" / "variables"))
+    for key in "ab":
+        want = reader.get_tensor(f"{key}/.ATTRIBUTES/VARIABLE_VALUE")
+        got = weights[f"{key}:0"]
+        assert (got.dtype, got.shape) == (want.dtype, want.shape) and got.tobytes() == want.tobytes(), key
+    if dtype == "bfloat16":
+        return  # onnxruntime's Python API takes no bfloat16 inputs (facts.md)
+    result = sources.convert_source(saved)
+    assert result.ok and result.report.rewritten >= 2  # a[::2, 1:] and x[None, 1:] (c's slice is folded)
+    assert result.report.model_checks["framework"].startswith("passed (bitwise against TensorFlow"), \
+        result.report.model_checks["framework"]
+
+
+def test_a_variable_read_by_gather_nd_is_frozen_as_before(tmp_path):
+    """A resource read other than ReadVariableOp / ResourceGather (here ResourceGatherNd) keeps
+    tf2onnx's freezing path: the export is still exact."""
+    import tensorflow as tf
+
+    from onnx_slice_tools import tfexport
+    table = np.random.default_rng(3).standard_normal((200, 100)).astype(np.float32)  # 80 kB
+    var = tf.Variable(table)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int32, name="i")])
+    def fn(i):
+        return tf.gather_nd(var, i[:, None])[:, ::-1]
+
+    with quiet_frameworks():
+        concrete = fn.get_concrete_function(*fn.input_signature)
+        large = tfexport._large_variables(concrete, 1)
+        assert len(large) == 1
+        with pytest.raises(tfexport._Unfreezable, match="ResourceGatherNd"):
+            tfexport._freeze_except(concrete, large)
+        model = tfexport.export(fn, fn.input_signature, large_variable_bytes=1)
+    ours = convert(model).model
+    from onnx_slice_tools.verify import make_session
+    i = np.array([4, 0, 199], np.int32)
+    (got,) = make_session(ours.SerializeToString()).run(None, {"i": i})
+    want = fn(tf.constant(i)).numpy()
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_keras_weights_leave_tensorflow_unfrozen(tmp_path, monkeypatch):
+    import keras
+
+    from onnx_slice_tools import sources
+    inp = keras.Input((6, 3), name="x")
+    dense = keras.layers.Dense(40, use_bias=True, bias_initializer="random_normal")
+    keras.Model(inp, keras.layers.Cropping1D((1, 2))(dense(inp))).save(tmp_path / "m.keras")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 100)  # the kernel (480 B) and bias (160 B)
+    with quiet_frameworks():
+        file = sources.export_source(tmp_path / "m.keras", tmp_path)
+    head = onnx.load(str(file), load_external_data=False)
+    assert sum(t.data_location == onnx.TensorProto.EXTERNAL for t in head.graph.initializer) == 2
+    got = sorted((onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
+                  if t.name in {e.name for e in head.graph.initializer if e.data_location}), key=np.ndim)
+    want = sorted(keras.models.load_model(tmp_path / "m.keras").get_weights(), key=np.ndim)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    result = sources.convert_source(tmp_path / "m.keras")
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(0, 5), max_size=3), chunk=st.integers(1, 100))
+def test_chunked_variable_write_is_the_value_bytes(shape, chunk):
+    import io
+
+    import tensorflow as tf
+
+    from onnx_slice_tools import tfexport
+    value = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
+    out = io.BytesIO()
+    real, tfexport.CHUNK_BYTES = tfexport.CHUNK_BYTES, chunk
+    try:
+        tfexport._write_rows(tf.Variable(value), out)
+    finally:
+        tfexport.CHUNK_BYTES = real
+    assert out.getvalue() == value.tobytes()
+
+
+def test_convert_source_weights_live_in_a_private_folder_until_the_result_is_gone(tmp_path):
+    """The export's temporary folder (the weights on disk) outlives convert_source for the save
+    and is removed with the result; nothing is written beside the input."""
+    import gc
+    src = tmp_path / "sm"
+    shutil.copytree(MODELS / "saved_model_slices", src)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    from onnx_slice_tools.sources import convert_source
+    result = convert_source(src)
+    folder = Path(result.source_folder.name)
+    assert folder.is_dir() and not folder.is_relative_to(tmp_path)
+    result.save(tmp_path / "out" / "m.onnx")
+    del result
+    gc.collect()
+    assert not folder.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if "out" not in p.parts) == before
+
+
+def _fc_tflite(path: Path) -> Path:
+    """A .tflite: x[2, 64] @ a 10 kB float32 weight, then a StridedSlice."""
+    import tensorflow as tf
+    w = tf.constant(np.random.default_rng(5).standard_normal((64, 40)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 64], tf.float32, name="x")])
+    def fn(x):
+        return tf.matmul(x, w)[:, 1:-1:3]
+
+    with quiet_frameworks():
+        path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
+    return path
+
+
+def test_tflite_falls_back_to_the_whole_model_when_tf2onnx_fails_on_the_small_one(tmp_path, monkeypatch):
+    from onnx_slice_tools import sources, tfexport
+    path = _fc_tflite(tmp_path / "fc.tflite")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+
+    def refuse(*args):
+        raise ValueError("a converter needs the constant")
+    monkeypatch.setattr(tfexport, "_inputs_to_external", refuse)
+    (tmp_path / "out").mkdir()
+    file = sources.export_source(path, tmp_path / "out")
+    assert (tmp_path / "out" / "model.onnx.data").stat().st_size == 0  # the moved bytes were cut back
+    head = onnx.load(str(file), load_external_data=False)
+    assert len(head.graph.input) == 1 and not any(t.data_location for t in head.graph.initializer)
+    result = sources.convert_source(path)
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
+    """A .tflite's large constant buffer (here a 10 kB FullyConnected weight, threshold 1000 B)
+    goes to the external data file byte for byte, its tensor an input of the small model tf2onnx
+    converts, then an initializer: equal to the interpreter's tensor; the converted model matches
+    the interpreter; the 8-byte StridedSlice index buffers stay constants."""
+    from onnx_slice_tools import sources
+    path = _fc_tflite(tmp_path / "fc.tflite")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+    (tmp_path / "out").mkdir()
+    file = sources.export_source(path, tmp_path / "out")
+    head = onnx.load(str(file), load_external_data=False)
+    external = [t for t in head.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert len(external) == 1 and len(head.graph.input) == 1
+    (got,) = [onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
+              if t.name == external[0].name]
+    from onnx_slice_tools.oracles import tflite_interpreter
+    interp = tflite_interpreter(path.read_bytes())
+    (detail,) = [d for d in interp.get_tensor_details() if d["name"] == external[0].name]
+    want = interp.get_tensor(detail["index"])
+    assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+    result = sources.convert_source(path)
+    assert result.ok and result.report.rewritten == 1
+    assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
