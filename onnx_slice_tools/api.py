@@ -151,6 +151,7 @@ class ConvertResult:
     model: object  # onnx.ModelProto (external weights stay references to the input's files)
     report: Report
     ir_model: object = None  # the onnx_ir.Model behind ``model``
+    source_folder: object = None  # framework inputs: the private folder holding the external weights (kept with the result)
 
     @property
     def ok(self) -> bool:
