@@ -185,10 +185,6 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
-    ``target``: onnxruntime (default: the minimal lowering), portable or openvino (targets.py).
-    ``verify_on``: runtimes the per-rewrite checks run on ("onnxruntime,openvino,reference" or a
-    sequence; default: the target's).  ``fix_slices``: also rewrite the model's own Slice/Gather
-    nodes that break the target's constraints (fixslices.py), verified like every rewrite.
     ``cleanup``: run the cleanup passes (cleanup.py) after the rewrite; with ``verify`` the
     model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
     """
@@ -207,11 +203,6 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf, openvino or tflite")
     flavor = None if flavor == "auto" else flavor
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
-    target_spec = get_target(target)
-    runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
-    if verify:
-        for name in runtimes:
-            require(name)
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label)
