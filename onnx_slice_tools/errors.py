@@ -17,12 +17,15 @@ class StridedSliceError(OnnxSliceToolsError, ValueError):
     ``index`` is the position in begin/end/strides the problem is at (None when it
     concerns the whole spec), ``field`` the input or attribute involved
     (``"strides"``, ``"shrink_axis_mask"`` ...), ``reason`` a short sentence.
-    ``node`` and ``path`` are filled in when the spec came from a model.
+    ``node`` and ``path`` are filled in when the spec came from a model.  ``undefined``: the
+    framework has no defined result for the spec (TFLite's kernel: plan_tflite), rather than
+    rejecting it.
     """
 
     def __init__(self, reason: str, *, index: int | None = None, field: str | None = None,
-                 node: str | None = None, path: str | None = None):
+                 node: str | None = None, path: str | None = None, undefined: bool = False):
         self.reason = reason
+        self.undefined = undefined
         self.index = index
         self.field = field
         self.node = node
@@ -45,7 +48,7 @@ class StridedSliceError(OnnxSliceToolsError, ValueError):
         """A copy of this error that also names the node and/or file."""
         return StridedSliceError(self.reason, index=self.index, field=self.field,
                                  node=node if node is not None else self.node,
-                                 path=path if path is not None else self.path)
+                                 path=path if path is not None else self.path, undefined=self.undefined)
 
 
 class ModelError(OnnxSliceToolsError, ValueError):

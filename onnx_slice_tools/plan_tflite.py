@@ -119,7 +119,8 @@ def _offset_end(raw_end: int, start: int, stride: int, masked: bool, dim: int) -
 
 def _undefined(what: str, i: int | None, field: str) -> StridedSliceError:
     return StridedSliceError(f"{what}: TFLite's result is undefined here (its kernel leaves the output "
-                             "partly unwritten or reads outside its buffers)", index=i, field=field)
+                             "partly unwritten or reads outside its buffers)", index=i, field=field,
+                             undefined=True)
 
 
 class _Builder:
