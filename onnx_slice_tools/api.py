@@ -247,9 +247,10 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     t3 = time.perf_counter()
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
+    inplace = None  # the in-place run, its session kept for the cleanup check
     if verify:
-        _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
-                removed_domains=domains_before - set(m.opset_imports), keep_session=cleanup)
+        inplace = _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
+                          removed_domains=domains_before - set(m.opset_imports), keep_session=cleanup)
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
@@ -263,7 +264,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
                 "the rewrites were checked at opset " + str(lower_opset)
                 + ", the converted model by the checker and shape inference only")
     if cleanup and result.modified:  # last: what is saved is what the cleanup check ran
-        m, proto = _cleanup(report, m, proto, model, verify, verify_memory)
+        m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace)
     return ConvertResult(proto, report, m)
 
 
@@ -275,17 +276,17 @@ def _runnable_ir_version(current: int | None, opset: int) -> int:
     return min(max(current or 0, need), max(max_supported_ir_version(), need))
 
 
-def _cleanup(report: Report, m, before, source, verify: bool, budget: int):
+def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None):
     """The cleanup passes (cleanup.py) on the rewritten ``m``, after its verification, and --
     with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
     the cleanup changed nothing or stopped, the model as it was before (``before``): onnx-ir's
-    passes may still have touched it (e.g. trailing empty inputs dropped)."""
+    passes may still have touched it (e.g. trailing empty inputs dropped).  ``inplace``: the
+    in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup."""
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
     from .cleanup import cleanup_check
-    verified, inplace = report.__dict__.pop("_inplace", (None, None))  # _verify's session, if kept
-    run_before = inplace.run_outputs() if inplace is not None and verified is before else None
+    run_before = inplace.run_outputs() if inplace is not None and inplace.proto is before else None
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
@@ -334,11 +335,11 @@ def _baseline_proto(model, m, upgraded: bool):
 
 
 def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains,
-            keep_session: bool = False) -> None:
+            keep_session: bool = False):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
-    thread from the start; the other checks run meanwhile.  ``keep_session``: keep it for the
-    cleanup check (``_cleanup`` takes it: ``report._inplace``)."""
+    thread from the start; the other checks run meanwhile.  Returns the in-place run when
+    ``keep_session`` (its session kept for the cleanup check: ``_cleanup``), else None."""
     from .inplace import start_inplace, structural_diff
     t2 = time.perf_counter()
     pending = None
@@ -353,7 +354,7 @@ def _verify(report: Report, proto, baseline, result, model, opset: int, budget: 
                                                runtimes=report.verify_on or ("onnxruntime",))
     report.timings["verify_rewrites"] = time.perf_counter() - t2
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
-        return
+        return None
     t4 = time.perf_counter()
     problem = structural_diff(baseline, proto, result.changes, removed_domains)
     report.model_checks["structure"] = "passed" if problem is None else f"failed: {problem}"
@@ -361,11 +362,10 @@ def _verify(report: Report, proto, baseline, result, model, opset: int, budget: 
     report.timings["verify_static"] = time.perf_counter() - t4
     t5 = time.perf_counter()
     inplace = pending.result()
-    if keep_session:
-        report._inplace = (proto, pending)
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
     report.timings["verify_model"] = started + time.perf_counter() - t5
+    return pending if keep_session else None
 
 
 def _upgrade_opset(m, target: int, label):
