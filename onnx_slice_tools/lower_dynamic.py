@@ -105,17 +105,22 @@ def _const(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
+def _start(plan: Plan, opset: int, index_types: dict | None, prelude) -> tuple:
+    """The builder of a runtime-index lowering and which of begin/end/strides are runtime
+    values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
+    runtime = {f: getattr(plan.spec, f) is None for f in ("begin", "end", "strides")}
+    b = _Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
+    if prelude is not None:
+        prelude(b, plan)
+    return b, runtime
+
+
 def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude=None):
     """(ops, notes, index dtype) computing ``plan`` whose spec has runtime begin/end/strides.
 
     ``index_types``: "int32"/"int64"/None (unknown) for each runtime field.  ``prelude(builder,
     plan)``: computes run-time vectors first (lower_tflite.seed_indices)."""
-    spec = plan.spec
-    runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
-    index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
-    b = _Builder(opset, index_types)
-    if prelude is not None:
-        prelude(b, plan)
+    b, runtime = _start(plan, opset, index_types, prelude)
     notes: list[str] = []
     cur = X
 
@@ -524,12 +529,7 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     conversion, else ``Gather`` of a 1-D non-negative index that is out of range exactly where the
     framework raises (no 0-d index; on a statically empty tensor, where OpenVINO's CPU plugin
     crashes on a ``Gather``, a ``Slice`` whose index goes through :func:`_guard`)."""
-    spec = plan.spec
-    runtime = {f: getattr(spec, f) is None for f in ("begin", "end", "strides")}
-    index_types = {f: (index_types or {}).get(f) for f, r in runtime.items() if r}
-    b = _Builder(opset, index_types)
-    if prelude is not None:
-        prelude(b, plan)
+    b, runtime = _start(plan, opset, index_types, prelude)
     dims = _Dims(b, plan)
     notes: list[str] = []
     groups: list = []  # Slice argument groups: (starts, ends, axes, steps)
