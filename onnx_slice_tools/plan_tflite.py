@@ -138,6 +138,17 @@ class _Builder:
     def add(self, b, e, s, bm, em, kind="range"):
         self.items.append((b, e, s, bm, em, kind))
 
+    def take(self, entries, item) -> "_Builder":
+        """One item per dense entry: whole dims and new axes here, ``item(entry)`` for the others."""
+        for entry in entries:
+            if entry.kind == FULL:
+                self.full()
+            elif entry.kind == NEW:
+                self.new()
+            else:
+                item(entry)
+        return self
+
     def spec(self) -> SliceSpec:
         bits = {"begin_mask": 0, "end_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0}
         for i, (_, _, _, bm, em, kind) in enumerate(self.items):
@@ -186,14 +197,7 @@ def tflite_as_tf(spec: SliceSpec, shape: Sequence | None) -> tuple[SliceSpec, li
     if spec.offset:
         return _offset_spec(spec, entries, shape), notes
     b = _Builder()
-    for entry in entries:
-        if entry.kind == FULL:
-            b.full()
-        elif entry.kind == NEW:
-            b.new()
-        else:
-            _item(spec, entry, shape, b, notes)
-    return b.spec(), notes
+    return b.take(entries, lambda entry: _item(spec, entry, shape, b, notes)).spec(), notes
 
 
 def _check_stride(stride: int, i: int, shrink: bool) -> None:
@@ -300,29 +304,23 @@ def _runtime_spec(spec: SliceSpec, entries: list[DenseEntry], n: int, shape) -> 
                        begin_mask=spec.begin_mask & mask, end_mask=spec.end_mask & mask,
                        new_axis_mask=spec.new_axis_mask & mask,
                        shrink_axis_mask=spec.shrink_axis_mask & ~spec.new_axis_mask & mask)
-    b = _Builder()
     if not any(e.kind == ITEM for e in entries):  # every dim whole or new: the values are not read
-        for entry in entries:
-            b.new() if entry.kind == NEW else b.full()
-        return b.spec()
-    for entry in entries:
-        if entry.kind == FULL:
-            b.full()
-        elif entry.kind == NEW:
-            b.new()
-        else:
-            i = entry.index
-            stride = 1 if spec.strides is None else spec.strides[i]  # run-time strides: read there
-            shrink = spec.bit("shrink_axis_mask", i)
-            _check_stride(stride, i, shrink)
-            dim = shape[entry.axis]
-            if shrink and spec.begin is not None and isinstance(dim, int):
-                masked = spec.bit("begin_mask", i)
-                if _start(0 if masked else spec.begin[i], 1, False, dim) >= dim:
-                    raise _undefined(f"shrink index {spec.begin[i]} is out of range for dimension "
-                                     f"{entry.axis} of size {dim}", i, "begin")
-            b.add(0, 0, stride, False, False, "shrink" if spec.bit("shrink_axis_mask", i) else "range")
-    dense = b.spec()
+        return _Builder().take(entries, None).spec()
+
+    def item(entry):
+        i = entry.index
+        stride = 1 if spec.strides is None else spec.strides[i]  # run-time strides: read there
+        shrink = spec.bit("shrink_axis_mask", i)
+        _check_stride(stride, i, shrink)
+        dim = shape[entry.axis]
+        if shrink and spec.begin is not None and isinstance(dim, int):
+            masked = spec.bit("begin_mask", i)
+            if _start(0 if masked else spec.begin[i], 1, False, dim) >= dim:
+                raise _undefined(f"shrink index {spec.begin[i]} is out of range for dimension "
+                                 f"{entry.axis} of size {dim}", i, "begin")
+        b.add(0, 0, stride, False, False, "shrink" if shrink else "range")
+    b = _Builder()
+    dense = b.take(entries, item).spec()
     strides = None if spec.strides is None else dense.strides
     return from_tf(None, None, strides, runtime_length=len(entries), begin_mask=dense.begin_mask,
                    end_mask=dense.end_mask, new_axis_mask=dense.new_axis_mask,
