@@ -130,10 +130,20 @@ def numpy_getitem(x: np.ndarray, expr: str, values: dict) -> np.ndarray:
 CASES: list[dict] = []
 
 
-def add(source: str, repo: str, path: str, test: str, flavor: str, inp: dict, dtype: str = "float32", **kw):
+def add(source: str, repo: str, path: str, test: str, flavor: str, inp: dict, dtype: str = "float32", *,
+        expected_shape=None, expected_values=None, error=None, note=None, **kw):
+    """One case; the expectations and the note are recorded only when given."""
     case = {"id": f"{source}/{test}/{sum(c['test'] == test for c in CASES)}", "source": source,
             "repo": repo, "path": path, "test": test, "flavor": flavor, "input": inp, "dtype": dtype}
     case.update(kw)
+    if expected_shape is not None:
+        case["expected_shape"] = list(expected_shape)
+    if expected_values is not None:
+        case["expected_values"] = list(expected_values)
+    if error:
+        case["expected_error"] = error
+    if note:
+        case["note"] = note
     CASES.append(case)
     return case
 
@@ -157,34 +167,20 @@ def tf_raw(test: str, inp: dict, begin, end, strides, *, path=SS_OP_TEST, source
            dtype="float32", masks=(0, 0, 0, 0, 0), expected_shape=None, error=None, note=None, **kw):
     """An explicit ``tf.strided_slice`` / ValidateStridedSliceOp case (masks: begin, end,
     ellipsis, new_axis, shrink)."""
-    case = add(source, repo, path, test, "tf", inp, dtype, begin=list(begin), end=list(end),
+    return add(source, repo, path, test, "tf", inp, dtype, begin=list(begin), end=list(end),
                strides=list(strides), masks=dict(zip(("begin_mask", "end_mask", "ellipsis_mask",
-                                                      "new_axis_mask", "shrink_axis_mask"), masks)), **kw)
-    if expected_shape is not None:
-        case["expected_shape"] = list(expected_shape)
-    if error:
-        case["expected_error"] = error
-    if note:
-        case["note"] = note
-    return case
+                                                      "new_axis_mask", "shrink_axis_mask"), masks)),
+               expected_shape=expected_shape, error=error, note=note, **kw)
 
 
 def ov(test: str, path: str, shape, begin, end, strides, bm, em, new, shrink, ell, *, dtype="float32",
        start=0, expected_shape=None, expected_values=None, error=None, note=None, **kw):
     """An OpenVINO StridedSlice-1 case (masks as its 0/1 vectors; ``strides`` None: 3 inputs)."""
-    case = add("openvino", OV_REPO, path, test, "openvino", {"shape": list(shape), "start": start}, dtype,
+    return add("openvino", OV_REPO, path, test, "openvino", {"shape": list(shape), "start": start}, dtype,
                begin=list(begin), end=list(end), strides=None if strides is None else list(strides),
                masks={"begin_mask": list(bm), "end_mask": list(em), "new_axis_mask": list(new),
-                      "shrink_axis_mask": list(shrink), "ellipsis_mask": list(ell)}, **kw)
-    if expected_shape is not None:
-        case["expected_shape"] = list(expected_shape)
-    if expected_values is not None:
-        case["expected_values"] = list(expected_values)
-    if error:
-        case["expected_error"] = error
-    if note:
-        case["note"] = note
-    return case
+                      "shrink_axis_mask": list(shrink), "ellipsis_mask": list(ell)},
+               expected_shape=expected_shape, expected_values=expected_values, error=error, note=note, **kw)
 
 
 # =========================================================================== TensorFlow
