@@ -488,57 +488,56 @@ class _Attempt:
         elems = {vi.name: vi.type.tensor_type.elem_type for vi in _fed_inputs(proto)}
         elems.update({name: self.shapes[name][0] for name in taps.names if name in self.shapes})
         elems.update(taps.elems)
-        result = _runs(self, self.session, self.checked, self.sk, self.sizes, self.shapes, self.need, elems,
-                       self._skip_all)
+        result = self._runs(elems)
         if not self.keep_session or taps.loop:
             self.session = None  # (Loop taps stack per iteration: they can fail where the model runs)
         return result
 
-
-def _runs(attempt, session, checked, sk, sizes, shapes, need, elems, skip_all) -> InplaceResult:
-    """Runs on fresh random inputs until every checked rewrite was reached (or the runs are spent)."""
-    proto, taps, memory_budget, weight_bytes, seed = (attempt.proto, attempt.taps, attempt.budget,
-                                                      attempt.weight_bytes, attempt.seed)
-    rng = np.random.default_rng(seed)
-    pending, runs = list(checked), 0
-    while pending and runs < _RUNS + _BRANCH_RUNS:
-        runs += 1
-        try:
-            feeds = random_feeds(proto, sizes, shapes, rng)
-        except Skip as exc:
-            return skip_all(str(exc))
-        try:
-            got = run_taps(session, feeds, taps.names, elems)
-        except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
-            if len(pending) < len(checked):
-                break  # an earlier run checked some: the rest stay "not reached"
-            shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
-            failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
-            grow = _dims_reaching(proto, _failing_node(str(exc)))
-            if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow):
-                return skip_all(failure)
-            sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-            shapes, bad = _infer(sk, sizes)
-            need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
-            if bad is not None:
-                return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
-            if need > memory_budget:
-                return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
-            continue
-        pending = [r for r in pending if not _check_if_reached(r, got, taps)]
-    for r in pending:
-        r.inplace = (f"skipped: its If branch was not taken in {runs} runs on random inputs"
-                     if id(r) in taps.branch else "skipped: its Loop ran no iteration on random inputs"
-                     if id(r) in taps.loop else "skipped: not run")
-    problems = [f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}" for r in checked
-                if r.inplace.startswith("failed")]
-    if problems:
-        status = f"failed: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
-    elif pending:
-        status = f"skipped: {len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)"
-    else:
-        status = PASSED
-    return InplaceResult(status, sizes, need)
+    def _runs(self, elems: dict) -> InplaceResult:
+        """Runs on fresh random inputs until every checked rewrite was reached (or the runs are spent)."""
+        proto, taps, memory_budget, weight_bytes, seed = self.proto, self.taps, self.budget, self.weight_bytes, self.seed
+        session, checked, sk, sizes, shapes, need, skip_all = (self.session, self.checked, self.sk, self.sizes,
+                                                               self.shapes, self.need, self._skip_all)
+        rng = np.random.default_rng(seed)
+        pending, runs = list(checked), 0
+        while pending and runs < _RUNS + _BRANCH_RUNS:
+            runs += 1
+            try:
+                feeds = random_feeds(proto, sizes, shapes, rng)
+            except Skip as exc:
+                return skip_all(str(exc))
+            try:
+                got = run_taps(session, feeds, taps.names, elems)
+            except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
+                if len(pending) < len(checked):
+                    break  # an earlier run checked some: the rest stay "not reached"
+                shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
+                failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
+                grow = _dims_reaching(proto, _failing_node(str(exc)))
+                if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow):
+                    return skip_all(failure)
+                sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
+                shapes, bad = _infer(sk, sizes)
+                need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
+                if bad is not None:
+                    return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
+                if need > memory_budget:
+                    return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
+                continue
+            pending = [r for r in pending if not _check_if_reached(r, got, taps)]
+        for r in pending:
+            r.inplace = (f"skipped: its If branch was not taken in {runs} runs on random inputs"
+                         if id(r) in taps.branch else "skipped: its Loop ran no iteration on random inputs"
+                         if id(r) in taps.loop else "skipped: not run")
+        problems = [f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}" for r in checked
+                    if r.inplace.startswith("failed")]
+        if problems:
+            status = f"failed: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        elif pending:
+            status = f"skipped: {len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)"
+        else:
+            status = PASSED
+        return InplaceResult(status, sizes, need)
 
 
 def _make_session(model):
