@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from .checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .errors import ModelError
 from .errors import first_line as _first_line
-from .files import adopt_files, load_ir, load_model_proto, model_weight_bytes, save_model  # noqa: F401
+from .files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
 from .files import has_external_tensors as _external_tensors
 from .files import with_external_data as _with_external_data
 from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
@@ -150,8 +150,13 @@ def _rewrite_status(check) -> str:
 class ConvertResult:
     model: object  # onnx.ModelProto (external weights stay references to the input's files)
     report: Report
-    ir_model: object = None  # the onnx_ir.Model behind ``model``
+    ir_model: object = None  # the onnx_ir.Model behind ``model`` (None: the protobuf path, see rewrite_proto.py)
     source_folder: object = None  # framework inputs: the private folder holding the external weights (kept with the result)
+    inputs: list | None = None  # files.FileId of the files the model was read from (None: ``ir_model``'s)
+
+    def input_files(self) -> list:
+        """The files the converted model was read from (model and data files): never written over."""
+        return list(self.inputs) if self.inputs is not None else input_files(self.ir_model)
 
     @property
     def ok(self) -> bool:
@@ -164,7 +169,7 @@ class ConvertResult:
         Returns a files.SavedModel.  ``model`` is ``ir_model`` serialized: written as it is when
         no weights move."""
         if self.ir_model is None:
-            return save_model(self.model, path, external_data=external_data, protect=protect)
+            return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()])
         return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
 
 
@@ -188,12 +193,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     ``cleanup``: run the cleanup passes (cleanup.py) after the rewrite; with ``verify`` the
     model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
     """
-    import onnx_ir as ir
-
-    from .rewrite import _has_strided_slice, derive_shapes
     from .runtimes import parse_runtimes, require
     from .targets import get_target
-    from .verify import max_supported_opset
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -204,23 +205,80 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     flavor = None if flavor == "auto" else flavor
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
-    t0 = time.perf_counter()
-    m = load_ir(model, path_hint=label)
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,
                     verify_on=tuple(runtimes) if verify else ())
+    options = dict(flavor=flavor, opset=opset, verify=verify, verify_memory=verify_memory, cleanup=cleanup,
+                   target_spec=target_spec)
+    read = None
+    if not fix_slices:  # the protobuf path (rewrite_proto.py) when it applies, else onnx-ir
+        done, read = _convert_proto(model, report, label, **options)
+        if done is not None:
+            return done
+    return _convert_ir(model, report, label, fix_slices=fix_slices, read=read, **options)
+
+
+def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec):
+    """:func:`convert` on the ModelProto (rewrite_proto.py): the same rewrite, checks, cleanup
+    and report without onnx-ir's round trip, for models it applies to.  Returns (result or None,
+    the proto read and validated from a path, for the onnx-ir path)."""
+    from .files import load_plain_proto
+    from .rewrite import derive_shapes
+    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, has_strided_slice, proto_default_opset
+    from .rewrite_proto import set_proto_opset
+    t0 = time.perf_counter()
+    proto, inputs, external = load_plain_proto(model, path_hint=label)
+    read = proto if isinstance(model, (str, os.PathLike)) else None
+    if external:  # onnx-ir reads external data lazily
+        return None, read
+    report.timings["load"] = time.perf_counter() - t0
+    current = proto_default_opset(proto)
+    if current is None or current < 11 or opset not in (None, current) or declines(proto):
+        return None, read
+    target, lower_opset = opsets(current, opset, label)
+    report.opset = target
+    t1 = time.perf_counter()
+    found = has_strided_slice(proto)
+    baseline = None
+    if found and verify:  # the model before the rewrite: the structural proof's baseline
+        import onnx
+        baseline = onnx.ModelProto()
+        baseline.CopyFrom(proto)
+    shapes = derive_shapes(proto) if found else {}
+    domains_before = {o.domain for o in proto.opset_import}
+    try:
+        result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(proto, shapes)
+    except ValueError:  # declined after all: nothing was changed
+        return None, read
+    report.records = result.records
+    set_proto_opset(proto, lower_opset)
+    proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
+    report.timings["rewrite"] = time.perf_counter() - t1
+    inplace = None
+    if verify:
+        inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
+                          removed_domains=domains_before - {o.domain for o in proto.opset_import},
+                          weight_bytes=proto_weight_bytes(proto), load_weights=lambda p: p, keep_session=cleanup)
+    m = None
+    if cleanup and result.modified:
+        import onnx_ir as ir
+        m, proto = _cleanup(report, ir.from_proto(proto), proto, model, verify, verify_memory, inplace)
+    return ConvertResult(proto, report, m, inputs=inputs), None
+
+
+
+def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
+                fix_slices, read=None) -> ConvertResult:
+    """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: the
+    proto of the path ``model``, already read and validated."""
+    import onnx_ir as ir
+
+    from .rewrite import _has_strided_slice, derive_shapes
+    t0 = time.perf_counter()
+    m = load_ir(model, path_hint=label, proto=read)
     report.timings["load"] = time.perf_counter() - t0
 
     current = default_opset(m)
-    target = opset or current or 17
-    if target < 11:
-        raise ModelError(f"the model imports opset {target}; onnx-slice-tools emits opset 11 or newer "
-                         "(convert with --opset 11 or more on the command line, opset=11 in Python)", path=label)
-    if target > max_supported_opset():
-        raise ModelError(f"opset {target} is newer than the installed onnxruntime runs "
-                         f"(up to {max_supported_opset()})", path=label)
-    # The opset is converted after the rewrite, when no StridedSlice is left for onnx's version
-    # converter to trip on (it has no schema for them in subgraphs); models below opset 11 first.
-    lower_opset = current if current is not None and current >= 11 else target
+    target, lower_opset = opsets(current, opset, label)
     upgraded = current is not None and current < 11
     if upgraded:
         m = _upgrade_opset(m, target, label)
@@ -249,8 +307,10 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report.timings["serialize"] = time.perf_counter() - t3
     inplace = None  # the in-place run, its session kept for the cleanup check
     if verify:
-        inplace = _verify(report, proto, baseline, result, model, lower_opset, verify_memory,
-                          removed_domains=domains_before - set(m.opset_imports), keep_session=cleanup)
+        inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
+                          removed_domains=domains_before - set(m.opset_imports), weight_bytes=model_weight_bytes(m),
+                          load_weights=lambda p: _with_external_data(p, model) if _external_tensors(m) else p,
+                          keep_session=cleanup)
     if lower_opset != target and all(r.lowering is not None for r in result.records):
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
@@ -266,6 +326,22 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if cleanup and result.modified:  # last: what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace)
     return ConvertResult(proto, report, m)
+
+
+def opsets(current: int | None, opset: int | None, label) -> tuple[int, int]:
+    """(the opset to write, the opset to rewrite at) for a model importing ``current`` when
+    ``opset`` is asked; ModelError for an opset below 11 or newer than onnxruntime runs.  The
+    opset is converted after the rewrite, when no StridedSlice is left for onnx's version
+    converter to trip on (it has no schema for them in subgraphs); models below opset 11 first."""
+    from .verify import max_supported_opset
+    target = opset or current or 17
+    if target < 11:
+        raise ModelError(f"the model imports opset {target}; onnx-slice-tools emits opset 11 or newer "
+                         "(convert with --opset 11 or more on the command line, opset=11 in Python)", path=label)
+    if target > max_supported_opset():
+        raise ModelError(f"opset {target} is newer than the installed onnxruntime runs "
+                         f"(up to {max_supported_opset()})", path=label)
+    return target, current if current is not None and current >= 11 else target
 
 
 def _runnable_ir_version(current: int | None, opset: int) -> int:
@@ -334,8 +410,8 @@ def _baseline_proto(model, m, upgraded: bool):
     return onnx.load(str(model), load_external_data=False)
 
 
-def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains,
-            keep_session: bool = False):
+def _verify(report: Report, proto, baseline, result, opset: int, budget: int, removed_domains, *,
+            weight_bytes: int, load_weights, keep_session: bool = False):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
     thread from the start; the other checks run meanwhile.  Returns the in-place run when
@@ -344,10 +420,8 @@ def _verify(report: Report, proto, baseline, result, model, opset: int, budget: 
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
-        ir_model = result.model
-        pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=model_weight_bytes(ir_model),
-                                load_weights=lambda p: _with_external_data(p, model) if _external_tensors(ir_model)
-                                else p, keep_session=keep_session)
+        pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=weight_bytes,
+                                load_weights=load_weights, keep_session=keep_session)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
     report.signatures_checked = verify_records(report.records, opset, memory_budget=budget,

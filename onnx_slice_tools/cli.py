@@ -62,7 +62,7 @@ def cmd_convert(args) -> int:
                              path=str(src))
         result = convert(src, **options)
     rep = result.report
-    inputs = input_files(result.ir_model)  # the model and every data file it reads
+    inputs = result.input_files()  # the model and every data file it reads
     if framework:
         from .files import FileId
         inputs += [FileId.of(f) for f in source_files(src)]

@@ -309,14 +309,50 @@ def read_model_proto(path):
     return proto
 
 
-def load_ir(source, *, path_hint: str | None = None):
+def load_plain_proto(source, *, path_hint: str | None = None):
+    """(proto, input files, has external tensors) of a path or a ModelProto, validated (see
+    :func:`read_model_proto`).  A given ModelProto is copied (the caller may edit the copy);
+    its input files are none."""
+    import onnx
+    if isinstance(source, (str, os.PathLike)):
+        proto = read_model_proto(source)
+        inputs = [FileId.of(source)]
+    elif isinstance(source, onnx.ModelProto):
+        from .validate import validate_model
+        validate_model(source, path_hint)
+        proto, inputs = onnx.ModelProto(), []
+        proto.CopyFrom(source)
+    else:
+        raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
+    return proto, inputs, any(_is_external(t) for t in proto_tensors(proto))
+
+
+def proto_weight_bytes(proto) -> int:
+    """Bytes of the main graph's initializers of a ModelProto (as :func:`model_weight_bytes`)."""
+    import numpy as np
+    from onnx import helper
+    total = 0
+    for t in proto.graph.initializer:
+        if t.HasField("raw_data"):
+            total += len(t.raw_data)
+            continue
+        n = int(np.prod(t.dims, dtype=np.int64)) if t.dims else 1
+        try:
+            total += n * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+        except Exception:  # noqa: BLE001 - strings and unknown types: their serialized size
+            total += t.ByteSize()
+    return total
+
+
+def load_ir(source, *, path_hint: str | None = None, proto=None):
     """An onnx_ir.Model from a path (external data checked, then read lazily from the model's
-    folder) or a ModelProto.  A loaded model records its input files (:func:`input_files`)."""
+    folder) or a ModelProto.  A loaded model records its input files (:func:`input_files`).
+    ``proto``: the path's proto, already read by :func:`read_model_proto`."""
     import onnx
     import onnx_ir as ir
     if isinstance(source, (str, os.PathLike)):
         p = Path(source)
-        proto = read_model_proto(p)
+        proto = proto if proto is not None else read_model_proto(p)
         data_files = check_external_data(proto, p)
         try:
             m = ir.serde.deserialize_model(proto)
@@ -715,7 +751,8 @@ def _externalize(m, data_file: Path, data_name: str, move_inline: bool) -> list:
 
 
 def save_model(model, path, *, external_data: bool | None = None, protect=(), proto=None) -> SavedModel:
-    """Save a ModelProto or an onnx_ir.Model to ``path`` (see the module doc).
+    """Save a ModelProto or an onnx_ir.Model to ``path`` (see the module doc).  A ModelProto
+    without external tensors, below the protobuf limit, is written as it is (no onnx-ir).
 
     A model with external weights (or above ~1.8 GB) is written as ``path`` plus
     ``path.data`` (streamed from the input's files, never all in memory); ``external_data``
@@ -723,15 +760,21 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
     model's own are always protected).  ``proto``: the onnx_ir model already serialized
     (``ir.to_proto(model)``), written as it is when no tensor moves (saves a serialization)."""
     import onnx
-    import onnx_ir as ir
     path = Path(path)
-    m = ir.from_proto(model) if isinstance(model, onnx.ModelProto) else model
+    if isinstance(model, onnx.ModelProto) and external_data is not True and not any(
+            _is_external(t) for t in proto_tensors(model)) and model.ByteSize() <= PROTO_LIMIT:
+        m, proto, use_external = None, model, False  # written as it is: no tensor moves
+    else:
+        import onnx_ir as ir
+        m = ir.from_proto(model) if isinstance(model, onnx.ModelProto) else model
+        use_external = None
     inputs = list(protect) + input_files(m)
     data_file = data_path(path)
     check_output(path, inputs, what="output")
     check_output(data_file, inputs, what="output")
-    use_external = external_data if external_data is not None else (
-        has_external_tensors(m) or model_weight_bytes(m) > PROTO_LIMIT)
+    if use_external is None:
+        use_external = external_data if external_data is not None else (
+            has_external_tensors(m) or model_weight_bytes(m) > PROTO_LIMIT)
     with _writing(path):
         return _save(m, path, data_file, inputs, use_external, external_data, proto)
 
@@ -751,7 +794,7 @@ def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_d
                 if use_external:
                     undo = _externalize(m, tmp_data, data_file.name,
                                         move_inline=bool(external_data) or model_weight_bytes(m) > PROTO_LIMIT)
-                elif external_data is False:
+                elif external_data is False and m is not None:
                     for t, put in list(_ir_tensor_slots(m)):
                         if isinstance(t, ir.ExternalTensor):
                             put(ir.Tensor(t.numpy(), name=t.name, doc_string=t.doc_string))

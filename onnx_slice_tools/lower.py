@@ -231,11 +231,81 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
     return Lowering(plan, tuple(ops), tuple(notes))
 
 
-# --------------------------------------------------------------------------- emission (onnx-ir)
+# --------------------------------------------------------------------------- emission
+
+@dataclass(frozen=True)
+class Step:
+    """One node to emit, backend-neutral (onnx-ir here, protobuf in rewrite_proto.py).
+
+    ``inputs``: ("x",) the sliced data, ("in", field) a runtime begin/end/strides,
+    ("node", k) the output of step k, ("const", values, dtype, scalar) a pooled constant.
+    The node is named ``<name>/<suffix>`` and its output ``<node name>:0`` (made unique)."""
+
+    suffix: str
+    op_type: str
+    inputs: tuple
+    attrs: tuple = ()  # ((name, int | tuple of ints), ...)
+
+
+def _const_ref(values, dtype: str = "int64", scalar: bool = False) -> tuple:
+    return ("const", tuple(values), dtype, scalar)
+
+
+def steps(lowering: Lowering, opset: int) -> tuple:
+    """The nodes that compute ``lowering`` at ``opset`` (axes of Squeeze/Unsqueeze as an
+    attribute before opset 13, as an input from 13), in emission order.  Pure: callers cache
+    it per lowering."""
+    out = []
+    if lowering.dynamic:
+        dtype = lowering.index_dtype
+        for k, op in enumerate(lowering.ops):
+            inputs = [_dynamic_ref(r, dtype) for r in op.inputs]
+            attrs = [(key, _ONNX_INT[v] if key == "to" else v) for key, v in op.attrs]
+            if op.op_type in (UNSQUEEZE, SQUEEZE):
+                if opset >= 13:
+                    inputs.append(_const_ref(op.axes))
+                else:
+                    attrs.append(("axes", tuple(op.axes)))
+            out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, tuple(inputs), tuple(attrs)))
+        return tuple(out)
+    cur = ("x",)
+    for k, op in enumerate(lowering.ops):
+        attrs = ()
+        if op.op_type == SLICE:
+            inputs = (cur, _const_ref(op.starts), _const_ref(op.ends), _const_ref(op.axes), _const_ref(op.steps))
+        elif op.op_type in (SQUEEZE, UNSQUEEZE):
+            if opset >= 13:
+                inputs = (cur, _const_ref(op.axes))
+            else:
+                inputs, attrs = (cur,), (("axes", tuple(op.axes)),)
+        elif op.op_type == RESHAPE:
+            inputs = (cur, _const_ref(op.shape))
+        else:
+            inputs = (cur,)
+        out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, inputs, attrs))
+        cur = ("node", k)
+    return tuple(out)
+
+
+def _dynamic_ref(r, dtype: str) -> tuple:
+    kind = r[0]
+    if kind in ("x", "in", "node"):
+        return r
+    if kind == "const":
+        return _const_ref(r[1], dtype)
+    if kind == "const64":
+        return _const_ref(r[1], "int64")
+    if kind == "scalar":
+        return _const_ref((r[1],), dtype, scalar=True)
+    if kind == "bool":
+        return _const_ref(tuple(int(v) for v in r[1]), "bool")
+    raise ValueError(f"unknown reference {r!r}")
+
 
 class ConstantPool:
     """Int64 constants for one graph, deduplicated by value: initializers in graphs,
-    ``Constant`` nodes in functions (which cannot hold initializers)."""
+    ``Constant`` nodes in functions (which cannot hold initializers).  Values are onnx-ir
+    values; :meth:`_create` is the backend (rewrite_proto.ProtoConstantPool makes protos)."""
 
     def __init__(self, graph, prefix: str, use_nodes: bool = False, names=None):
         from .names import NameAllocator
@@ -248,27 +318,42 @@ class ConstantPool:
         self.nodes: list = []  # Constant nodes created (functions only)
 
     def get(self, values: tuple[int, ...], dtype: str = "int64", scalar: bool = False):
-        import numpy as np
-        import onnx_ir as ir
         key = (tuple(values), dtype, scalar)
-        if key in self.cache:
-            return self.cache[key]
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        import numpy as np
         name = self.names.fresh(f"{self.prefix}c{self.count}")
         self.count += 1
         if dtype == "int32":  # same meaning for axes shorter than 2**31
             values = [min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values]
         arr = np.array(values, dtype=dtype)
-        tensor = ir.tensor(arr[0] if scalar else arr, name=name)
+        value = self.cache[key] = self._create(name, arr[0] if scalar else arr)
+        return value
+
+    def _create(self, name: str, arr):
+        import onnx_ir as ir
+        tensor = ir.tensor(arr, name=name)
         if self.use_nodes:
             node = ir.node("Constant", [], {"value": tensor}, outputs=[ir.Value(name=name)], name=name)
             self.nodes.append(node)
-            value = node.outputs[0]
-        else:
-            value = ir.Value(name=name, const_value=tensor, shape=ir.Shape([] if scalar else [len(values)]),
-                             type=ir.TensorType(tensor.dtype))
-            self.graph.register_initializer(value)
-        self.cache[key] = value
+            return node.outputs[0]
+        value = ir.Value(name=name, const_value=tensor, shape=ir.Shape(list(arr.shape)),
+                         type=ir.TensorType(tensor.dtype))
+        self.graph.register_initializer(value)
         return value
+
+
+def resolve(ref: tuple, x, runtime: dict, outs: list, consts: ConstantPool):
+    """A step input (see :class:`Step`) as a value of the backend ``consts`` belongs to."""
+    kind = ref[0]
+    if kind == "x":
+        return x
+    if kind == "node":
+        return outs[ref[1]]
+    if kind == "in":
+        return runtime[ref[1]]
+    return consts.get(ref[1], ref[2], ref[3])
 
 
 def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
@@ -279,28 +364,17 @@ def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
     node and value names come from ``consts.names`` (unique in the model); ``runtime`` maps
     "begin"/"end"/"strides" to the values of runtime indices."""
     import onnx_ir as ir
-    if lowering.dynamic:
-        return _emit_dynamic(lowering, x, opset, consts, name, runtime or {})
-    nodes = []
-    cur = x
-    for k, op in enumerate(lowering.ops):
-        node_name = f"{name}/{op.op_type}" + (f"_{k}" if k else "")
-        if op.op_type == SLICE:
-            inputs = [cur, consts.get(op.starts), consts.get(op.ends), consts.get(op.axes), consts.get(op.steps)]
-            node = ir.node(SLICE, inputs, name=node_name)
-        elif op.op_type in (SQUEEZE, UNSQUEEZE):
-            if opset >= 13:
-                node = ir.node(op.op_type, [cur, consts.get(op.axes)], name=node_name)
-            else:
-                node = ir.node(op.op_type, [cur], {"axes": list(op.axes)}, name=node_name)
-        elif op.op_type == RESHAPE:
-            node = ir.node(RESHAPE, [cur, consts.get(op.shape)], name=node_name)
-        else:
-            node = ir.node(IDENTITY, [cur], name=node_name)
+    runtime = runtime or {}
+    nodes: list = []
+    outs: list = []
+    for step in steps(lowering, opset):
+        inputs = [resolve(r, x, runtime, outs, consts) for r in step.inputs]
+        attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in step.attrs}
+        node = ir.node(step.op_type, inputs, attrs or None, name=f"{name}/{step.suffix}")
         _name_node(node, consts.names)
         nodes.append(node)
-        cur = node.outputs[0]
-    return nodes, cur
+        outs.append(node.outputs[0])
+    return nodes, outs[-1]
 
 
 _ONNX_INT = {"int32": 6, "int64": 7}
@@ -310,43 +384,3 @@ def _name_node(node, names) -> None:
     """Give ``node`` (named ``base``) and its output (``base:0``) names unused in the model."""
     node.name = names.fresh(node.name)
     node.outputs[0].name = names.fresh(f"{node.name}:0")
-
-
-def _emit_dynamic(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str, runtime: dict):
-    import onnx_ir as ir
-    dtype = lowering.index_dtype
-    outs: list = []
-    nodes: list = []
-
-    def ref(r):
-        kind = r[0]
-        if kind == "x":
-            return x
-        if kind == "in":
-            return runtime[r[1]]
-        if kind == "node":
-            return outs[r[1]]
-        if kind == "const":
-            return consts.get(r[1], dtype)
-        if kind == "const64":
-            return consts.get(r[1], "int64")
-        if kind == "scalar":
-            return consts.get((r[1],), dtype, scalar=True)
-        if kind == "bool":
-            return consts.get(tuple(int(v) for v in r[1]), "bool")
-        raise ValueError(f"unknown reference {r!r}")
-
-    for k, op in enumerate(lowering.ops):
-        node_name = f"{name}/{op.op_type}" + (f"_{k}" if k else "")
-        inputs = [ref(r) for r in op.inputs]
-        attrs = {key: (_ONNX_INT[v] if key == "to" else v) for key, v in op.attrs}
-        if op.op_type in (UNSQUEEZE, SQUEEZE):
-            if opset >= 13:
-                inputs.append(consts.get(op.axes))
-            else:
-                attrs["axes"] = list(op.axes)
-        node = ir.node(op.op_type, inputs, attrs, name=node_name)
-        _name_node(node, consts.names)
-        nodes.append(node)
-        outs.append(node.outputs[0])
-    return nodes, outs[-1]

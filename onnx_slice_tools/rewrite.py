@@ -116,18 +116,26 @@ class RewriteResult:
 
 # --------------------------------------------------------------------------- reading nodes
 
+#: AttributeProto types (onnx-ir's AttributeType is an IntEnum of the same numbers).
+_INT, _STRING, _INTS = 2, 3, 7
+
+
 def detect_flavor(node) -> str | None:
     """TFLite when an ``offset`` attribute is present; TF when the masks are INT attributes,
     OpenVINO when INTS or STRING; None if unclear."""
-    import onnx_ir as ir
-    if "offset" in node.attributes:
+    return flavor_of({name: a.type for name, a in node.attributes.items()}, node.domain)
+
+
+def flavor_of(attr_types, domain: str) -> str | None:
+    """:func:`detect_flavor` from a node's attribute types (name -> AttributeProto type) and domain."""
+    if "offset" in attr_types:
         return TFLITE
-    kinds = {a.type for name, a in node.attributes.items() if name in MASK_NAMES}
-    if kinds & {ir.AttributeType.INTS, ir.AttributeType.STRING}:
+    kinds = {t for name, t in attr_types.items() if name in MASK_NAMES}
+    if kinds & {_INTS, _STRING}:
         return OPENVINO
-    if ir.AttributeType.INT in kinds:
+    if _INT in kinds:
         return TF
-    if node.domain in OPENVINO_DOMAINS:
+    if domain in OPENVINO_DOMAINS:
         return OPENVINO
     return TF if not kinds else None
 
@@ -142,9 +150,11 @@ def _const_ints(value, field_name: str, cache: dict | None = None) -> tuple[int,
             cache[key] = _const_ints(value, field_name)
         return cache[key]
     tensor = ir.convenience.get_const_tensor(value)
-    if tensor is None:
-        return None
-    arr = tensor.numpy()
+    return None if tensor is None else index_values(tensor.numpy(), field_name)
+
+
+def index_values(arr, field_name: str) -> tuple[int, ...]:
+    """A constant begin/end/strides array as ints; StridedSliceError unless 1-D integers."""
     if arr.dtype.kind not in "iu":
         raise StridedSliceError(f"{field_name} must be int32 or int64, got {arr.dtype}", field=field_name)
     if arr.ndim != 1:
@@ -169,9 +179,17 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
     Raises StridedSliceError (field named) for bad attributes or inputs.  ``cache`` (a
     dict kept by the caller for one pass) remembers constant inputs already read.
     ``dims_of(value)``: the shape to trust for a runtime begin/end/strides (default: declared)."""
-    import onnx_ir as ir
-    dims_of = dims_of or value_dims
-    inputs = list(node.inputs)
+    return parse_node(list(node.inputs), node.attributes, flavor, lambda v, f: _const_ints(v, f, cache),
+                      dims_of or value_dims, cache)
+
+
+def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict | None = None
+               ) -> tuple[SliceSpec, dict]:
+    """:func:`read_node` on any representation: ``inputs`` (data, begin, end[, strides]; None
+    for a missing one), ``attrs`` (name -> an object with ``type``, an AttributeProto type, and
+    ``value``: int, list of ints or str), ``const_of(input, field)`` (its constant ints or None
+    for a runtime value), ``dims_of(input)`` (the trusted shape of a runtime one).  The runtime
+    dict maps fields to the inputs as given."""
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
@@ -181,7 +199,7 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
     vals, runtime, lengths = [], {}, []
     for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
         value = inputs[k] if k < len(inputs) else None
-        v = _const_ints(value, f, cache)
+        v = None if value is None else const_of(value, f)
         vals.append(v)
         if value is not None and v is None:
             runtime[f] = value
@@ -204,8 +222,6 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
                                     field=next(iter(runtime)))
         runtime_length = lengths[0][1]
     begin, end, strides = vals
-    begin, end, strides = vals
-    attrs = node.attributes
     if flavor in (TF, TFLITE):
         masks = {}
         names = MASK_NAMES + (("offset",) if flavor == TFLITE else ())
@@ -213,7 +229,7 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
             a = attrs.get(m)
             if a is None:
                 masks[m] = 0
-            elif a.type != ir.AttributeType.INT:
+            elif a.type != _INT:
                 which = "TensorFlow" if flavor == TF else "TFLite"
                 raise StridedSliceError(f"{m} must be an INT attribute in the {which} flavour", field=m)
             else:
@@ -227,9 +243,9 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
         a = attrs.get(m)
         if a is None:
             masks[m] = ()
-        elif a.type == ir.AttributeType.STRING:
+        elif a.type == _STRING:
             masks[m] = a.value
-        elif a.type == ir.AttributeType.INTS:
+        elif a.type == _INTS:
             masks[m] = list(a.value)
         else:
             raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)

@@ -1,0 +1,602 @@
+"""The rewrite pass on protobuf: :class:`rewrite.StridedSliceRewritePass`'s rewrite of the main
+graph, spliced into the parsed ``ModelProto`` without building an onnx-ir model.
+
+Why a second path: onnx-ir reads every node of a model into Python objects and writes them all
+back, ~50 us per node, where a rewrite touches only the StridedSlice nodes and their constant
+inputs.  At 10,000 nodes the onnx-ir round trip alone cost more than reading and writing the
+whole file (docs/benchmarks.md, section 8).  This pass reads only what the rewrite needs (the
+StridedSlice nodes, their constants, the declarations of their inputs and outputs) and emits
+the same nodes, constants, names, records and :class:`rewrite.RewriteChanges`: the spec
+parsing (``rewrite.parse_node``), the plan and the lowering (``lower.steps``) are the onnx-ir
+pass's own, only the last step -- making nodes -- differs.
+
+It applies to the common case and declines the rest (:func:`declines`, then the onnx-ir pass
+runs): StridedSlice nodes in the main graph only, no external data, no graph input that is also
+a graph output, begin/end/strides from initializers or ``Constant`` nodes with a ``value``,
+``value_int`` or ``value_ints``.
+``tests/test_rewrite_proto.py`` checks that both paths give the same model on every model
+the tests build.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from typing import NamedTuple
+
+from .errors import StridedSliceError
+from .lower import ConstantPool, lower, steps
+from .names import NameAllocator
+from .plan import make_plan
+from .rewrite import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape_disagreement, flavor_of,
+                      index_values, parse_node)
+
+_EXTERNAL = 1  # TensorProto.EXTERNAL
+_GRAPH, _GRAPHS = 5, 10  # AttributeProto types
+_CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
+
+
+class _Attr(NamedTuple):
+    type: int
+    value: object
+
+
+def _attr_value(a):
+    if a.type == 2:
+        return a.i
+    if a.type == 7:
+        return list(a.ints)
+    if a.type == 3:
+        return a.s.decode("utf-8", "replace")
+    return None
+
+
+def _subgraphs(node):
+    for a in node.attribute:
+        if a.type == _GRAPH:
+            yield a.g
+        elif a.type == _GRAPHS:
+            yield from a.graphs
+
+
+def _all_nodes(graph):
+    """Nodes of ``graph`` and its subgraphs, any depth."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            yield node
+            for a in node.attribute:
+                if a.type == _GRAPH:
+                    stack.append(a.g)
+                elif a.type == _GRAPHS:
+                    stack.extend(a.graphs)
+
+
+def declines(proto) -> str | None:
+    """Why this pass does not apply to ``proto`` (the onnx-ir pass runs instead), or None."""
+    main = proto.graph
+    for t in main.initializer:
+        if t.data_location == _EXTERNAL:
+            return "external data"
+    for node in main.node:
+        for a in node.attribute:
+            if a.type not in (_GRAPH, _GRAPHS):
+                continue
+            for g in [a.g] if a.type == _GRAPH else a.graphs:
+                if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
+                    return "a StridedSlice in a subgraph"
+                if any(t.data_location == _EXTERNAL for t in g.initializer):
+                    return "external data"
+    for f in proto.functions:
+        for node in f.node:
+            if node.op_type == "StridedSlice" or any(True for _ in _subgraphs(node)):
+                return "a function with a StridedSlice or a subgraph"
+    if proto.graph.sparse_initializer:
+        return "sparse initializers"
+    if {vi.name for vi in main.input} & {vi.name for vi in main.output}:
+        return "a graph input that is also a graph output"  # onnx-ir merges their declarations
+    return None
+
+
+def has_strided_slice(proto) -> bool:
+    """Any StridedSlice in ``proto`` (main graph, subgraphs, functions)."""
+    return any(n.op_type == "StridedSlice" for n in _all_nodes(proto.graph)) or \
+        any(n.op_type == "StridedSlice" for f in proto.functions for n in f.node)
+
+
+class _Declined(Exception):
+    pass
+
+
+def _decl(type_proto):
+    """(elem_type or None, dims or None, has a type) of a declared TypeProto."""
+    if not type_proto.HasField("tensor_type"):
+        return None, None, type_proto.WhichOneof("value") is not None
+    tt = type_proto.tensor_type
+    dims = None
+    if tt.HasField("shape"):
+        dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+    return tt.elem_type, dims, True
+
+
+class _Graph:
+    """What the rewrite reads of the main graph, indexed once."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.inputs = {vi.name for vi in graph.input}
+        self.outputs = {vi.name: k for k, vi in enumerate(graph.output)}
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.value_info = {vi.name: vi for vi in graph.value_info}
+        self.input_decl = {vi.name: vi for vi in graph.input}
+        nodes = graph.node
+        self.producers = {o: k for k, node in enumerate(nodes) for o in node.output if o}
+        # reads of every name, subgraphs included (they read outer names too)
+        self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in _all_nodes(graph)))
+        self._declared: dict = {}
+        self.domains = collections.Counter(n.domain for n in _all_nodes(graph))  # subgraphs too
+        self._types: dict = {}  # declared output type filled in -> a TypeProto to merge
+
+    def declared(self, name: str):
+        """(elem_type, dims, has a type) as onnx-ir reads a value's declaration: the graph output's,
+        else the graph input's, else value_info, else an initializer's own."""
+        hit = self._declared.get(name)
+        if hit is None:
+            hit = self._declared[name] = self._declaration(name)
+        return hit
+
+    def _declaration(self, name: str):
+        k = self.outputs.get(name)
+        if k is not None:
+            return _decl(self.graph.output[k].type)
+        vi = self.input_decl.get(name) or self.value_info.get(name)
+        if vi is not None:
+            return _decl(vi.type)
+        t = self.initializers.get(name)
+        if t is not None:
+            return t.data_type, tuple(t.dims), True
+        return None, None, False
+
+    def constant(self, name: str, field_name: str):
+        """The constant ints of ``name`` or None for a runtime value (see rewrite._const_ints)."""
+        if name in self.inputs:
+            return None
+        t = self.initializers.get(name)
+        if t is not None:
+            from onnx import numpy_helper
+            return index_values(numpy_helper.to_array(t), field_name)
+        k = self.producers.get(name)
+        if k is None:
+            return None
+        node = self.graph.node[k]
+        if node.op_type != "Constant" or node.domain != "":  # as onnx-ir's get_const_tensor
+            return None
+        attrs = {a.name: a for a in node.attribute}
+        if len(attrs) != 1 or not set(attrs) <= _CONSTANT_FIELDS or len(node.output) != 1:
+            raise _Declined("a Constant of another kind feeds a StridedSlice")
+        import numpy as np
+        a = attrs.popitem()[1]
+        if a.name == "value":
+            from onnx import numpy_helper
+            if a.t.data_location == _EXTERNAL:
+                raise _Declined("external data")
+            return index_values(numpy_helper.to_array(a.t), field_name)
+        arr = np.array(a.i if a.name == "value_int" else list(a.ints), dtype=np.int64)
+        return index_values(arr, field_name)
+
+
+class ProtoConstantPool(ConstantPool):
+    """The pool of the main graph as ``TensorProto`` initializers (values are their names)."""
+
+    def __init__(self, prefix: str, names):
+        super().__init__(None, prefix, names=names)
+        self.tensors: list = []
+
+    def _create(self, name: str, arr):
+        from onnx import numpy_helper
+        self.tensors.append(numpy_helper.from_array(arr, name))
+        return name
+
+
+def model_names(proto) -> NameAllocator:
+    """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
+    onnx-ir model, plus value_info names: a generated name never meets a stale declaration)."""
+    taken: set = set()
+
+    def graph_names(g):
+        taken.update(vi.name for vi in g.input)
+        taken.update(vi.name for vi in g.output)
+        taken.update(t.name for t in g.initializer)
+        taken.update(vi.name for vi in g.value_info)
+        nodes = g.node
+        taken.update(n.name for n in nodes)
+        taken.update(itertools.chain.from_iterable(n.input for n in nodes))
+        taken.update(itertools.chain.from_iterable(n.output for n in nodes))
+        for node in nodes:
+            for a in node.attribute:
+                if a.type == _GRAPH:
+                    graph_names(a.g)
+                elif a.type == _GRAPHS:
+                    for sub in a.graphs:
+                        graph_names(sub)
+
+    graph_names(proto.graph)
+    for f in proto.functions:
+        taken.update(f.input)
+        taken.update(f.output)
+        for node in f.node:
+            taken.add(node.name)
+            taken.update(node.input)
+            taken.update(node.output)
+    taken.discard("")
+    return NameAllocator(taken)
+
+
+class _Plan(NamedTuple):
+    """One StridedSlice node's rewrite, read before anything changes."""
+
+    index: int          # position in graph.node
+    record: RewriteRecord
+    lowering: object    # lower.Lowering, or None when the node stays
+    runtime: dict       # field -> tensor name
+
+
+class ProtoStridedSliceRewritePass:
+    """:class:`rewrite.StridedSliceRewritePass` on a ``ModelProto`` (edited in place) whose
+    StridedSlice nodes are all in the main graph (see :func:`declines`).  Returns a
+    :class:`rewrite.RewriteResult` whose ``model`` is the proto; raises ``ValueError`` with the
+    reason when it declines a model (nothing changed then)."""
+
+    prefix = "sst"
+
+    def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
+        from .rewrite import StridedSliceRewritePass
+        StridedSliceRewritePass(flavor=flavor, opset=opset, target=target)  # the same argument checks
+        self.flavor = flavor
+        self.opset = opset
+        self.target = target
+
+    def __call__(self, proto, shapes: dict) -> RewriteResult:
+        reason = declines(proto)
+        if reason is not None:
+            raise ValueError(reason)
+        g = _Graph(proto.graph)
+        self._shapes = shapes
+        try:
+            plans = self._read_all(g)
+        except _Declined as exc:
+            raise ValueError(str(exc)) from None
+        records = [p.record for p in plans]
+        if not any(p.lowering is not None for p in plans):
+            return RewriteResult(proto, False, records)
+        return self._splice(proto, g, plans)
+
+    # ------------------------------------------------------------------ reading
+
+    def _dims(self, name):
+        return self._shapes.get(name, (None, None))[1] if name else None
+
+    def _elem(self, name):
+        return self._shapes.get(name, (None, None))[0] if name else None
+
+    def _read_all(self, g: _Graph) -> list:
+        consts: dict = {}  # (name, field) -> ints: one initializer often feeds many nodes
+        parse_cache: dict = {}
+        lowerings: dict = {}
+        renamed: dict = {}  # identity rewrites so far: later nodes read the data instead
+
+        def const_of(name, field_name):
+            key = (name, field_name)
+            if key not in consts:
+                consts[key] = g.constant(name, field_name)
+            return consts[key]
+
+        # models repeat a few patterns on a few tensors thousands of times: what depends on the
+        # index inputs and attributes, on the data, and on both is each worked out once
+        signatures: dict = {}
+        data: dict = {}
+        plans = []
+        for k, node in enumerate(g.graph.node):
+            if node.op_type != "StridedSlice":
+                continue
+            if len(node.output) != 1 or not node.output[0]:
+                raise _Declined("a StridedSlice without exactly one output")
+            inputs = [renamed.get(name, name) for name in node.input] if renamed else list(node.input)
+            key = (node.domain, tuple(inputs[1:]), tuple(a.SerializeToString() for a in node.attribute))
+            sig = signatures.get(key)
+            if sig is None:
+                sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of,
+                                                        parse_cache)
+            x = inputs[0] if inputs else ""
+            about = data.get(x)
+            if about is None:
+                about = data[x] = self._data(g, x or None)
+            plans.append(self._plan(g, k, node, x or None, sig, about, lowerings))
+            renamed.update(plans[-1].record.renamed)
+        return plans
+
+    def _signature(self, g: _Graph, node, inputs: list, const_of, parse_cache) -> tuple:
+        """(flavor, spec, runtime, index types, error, error kind) of a node's index inputs,
+        attributes and domain."""
+        attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
+        flavor = self.flavor or flavor_of({n: a.type for n, a in attrs.items()}, node.domain)
+        if flavor is None:
+            return None, None, {}, {}, "cannot tell the flavour from the mask attributes; pass flavor", "invalid"
+        try:
+            spec, runtime = parse_node(inputs, attrs, flavor, const_of, self._dims, parse_cache)
+        except StridedSliceError as exc:
+            return flavor, None, {}, {}, str(exc), "unsupported" if "not supported" in exc.reason else "invalid"
+        index_types = {f: _index_type(self._elem(v) or g.declared(v)[0]) for f, v in runtime.items()}
+        return flavor, spec, runtime, index_types, None, None
+
+    def _data(self, g: _Graph, x) -> tuple:
+        """(derived dims, warnings, element type) of a sliced tensor."""
+        dims = self._dims(x)
+        declared_elem, declared, _ = g.declared(x)
+        problem = _shape_disagreement(declared, dims)
+        warnings = [] if not problem else [
+            f"declared input shape {_fmt(declared)} disagrees with the shape derived "
+            f"from the graph inputs {_fmt(dims)} ({problem}); using the derived one"]
+        return dims, warnings, self._elem(x) or declared_elem
+
+    def _plan(self, g: _Graph, k: int, node, x, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
+        out = node.output[0]
+        flavor, spec, runtime, index_types, error, error_kind = sig
+        rec = RewriteRecord(node=node.name or out, graph="main", flavor=flavor, spec=spec, error=error,
+                            error_kind=error_kind)
+        if error is not None:
+            return _Plan(k, rec, None, {})
+        dims, warnings, elem = about
+        rec.input_shape = dims
+        rec.warnings = list(warnings)
+        key = (spec, dims, tuple(sorted(index_types.items())) if index_types else ())
+        hit = lowerings.get(key)
+        if hit is None:
+            try:
+                plan = make_plan(spec, dims)
+                lowering = lower(plan, self.opset, index_types, target=self.target)
+            except StridedSliceError as exc:
+                hit = (exc, None, None)
+            else:
+                hit = (plan.output_shape, lowering, lowering.is_identity)
+            lowerings[key] = hit
+        if hit[1] is None:
+            exc = hit[0]
+            rec.error = str(exc)
+            rec.error_kind = "unsupported" if "not supported" in exc.reason else "invalid"
+            return _Plan(k, rec, None, {})
+        rec.output_shape, rec.lowering, identity = hit
+        out_elem, rec.declared_output, _ = g.declared(out)
+        rec.elem_type = elem or out_elem or None
+        rec.data_name, rec.output_name = x, out
+        rec.index_names = dict(runtime)
+        rec.index_types = dict(index_types)
+        rec.replaced = [(out,)]
+        if identity and out not in g.outputs:
+            rec.output_name = x
+            rec.renamed = {out: x}
+        return _Plan(k, rec, rec.lowering, runtime)
+
+    # ------------------------------------------------------------------ splicing
+
+    def _splice(self, proto, g: _Graph, plans: list) -> RewriteResult:
+        from onnx import NodeProto
+        graph = proto.graph
+        names = model_names(proto)
+        pool = ProtoConstantPool(f"{self.prefix}0/", names)
+        templates: dict = {}  # id(lowering) -> its steps, constants named
+        fresh = names.fresh
+        nodes, added, freed, renamed = [], [], [], {}
+        uses = g.uses
+        everything = graph.node
+        done = 0
+        for p in plans:
+            if p.lowering is None:
+                continue
+            nodes.extend(everything[done:p.index])
+            done = p.index + 1
+            node = everything[p.index]
+            rec = p.record
+            inputs = [rec.data_name, *(renamed.get(name, name) for name in node.input[1:])]
+            for name in inputs:
+                uses[name] -= 1
+            freed.extend(name for name in inputs[1:] if name)
+            x, out, runtime = rec.data_name, node.output[0], p.runtime
+            if rec.renamed:
+                renamed.update(rec.renamed)
+                uses[x] += uses[out]  # its readers read the data now
+                uses[out] = 0
+                continue
+            template, read = templates.get(id(p.lowering)) or (None, None)
+            if template is None:  # the first node of a lowering names its constants
+                template = _template(steps(p.lowering, self.opset), pool)
+                read = sorted({r[1] for _, _, refs, _ in template for r in refs if r[0] == "in"})
+                templates[id(p.lowering)] = template, read
+            uses[x] += 1
+            for f in read:  # a runtime field the lowering does not read is freed (e.g. end = begin + 1)
+                uses[runtime[f]] += 1
+            outs: list = []
+            for op_type, suffix, refs, attributes in template:
+                inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
+                          else runtime[r[1]] for r in refs]
+                name = fresh(f"{rec.node}/{suffix}")
+                output = fresh(f"{name}:0")
+                new = NodeProto(op_type=op_type, name=name, input=inputs, output=[output])
+                if attributes:
+                    new.attribute.extend(attributes)
+                outs.append(output)
+                nodes.append(new)
+            new.output[0] = out
+            added.extend(outs[:-1])
+            added.append(out)
+            self._declare_output(g, rec, out)
+        nodes.extend(everything[done:])
+        removed = {"nodes": [], "initializers": []}
+        dead_nodes = _remove_if_unused(g, freed, uses, removed)
+        removed_domains = collections.Counter(everything[p.index].domain for p in plans if p.lowering is not None)
+        removed_domains.update(n.domain for n in everything if id(n) in dead_nodes)
+        if renamed:
+            _rename_uses(graph, renamed)
+        del graph.node[:]
+        graph.node.extend(n for n in nodes if id(n) not in dead_nodes)
+        dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
+        if removed["initializers"]:
+            keep = [t for t in graph.initializer if t.name not in dropped]
+            del graph.initializer[:]
+            graph.initializer.extend(keep)
+        graph.initializer.extend(pool.tensors)
+        if dropped and any(vi.name in dropped for vi in graph.value_info):
+            keep_vi = [vi for vi in graph.value_info if vi.name not in dropped]
+            del graph.value_info[:]
+            graph.value_info.extend(keep_vi)
+        drop_unused_domains(proto, g.domains, removed_domains)
+        records = [p.record for p in plans]
+        result = RewriteResult(proto, True, records)
+        result.changes = RewriteChanges(
+            removed_nodes={t for r in records if r.lowering is not None for t in r.replaced} | set(removed["nodes"]),
+            removed_initializers=set(removed["initializers"]),
+            added_nodes={(o,) for o in added},
+            added_initializers={t.name for t in pool.tensors},
+            renamed=renamed)
+        return result
+
+    def _declare_output(self, g: _Graph, rec: RewriteRecord, out: str) -> None:
+        """What the original output did not declare, as the onnx-ir pass fills it in: the data's
+        type, and the plan's shape."""
+        elem, dims, typed = g.declared(out)
+        if typed and (dims is not None or elem is None):  # all declared, or not a tensor
+            return
+        x_elem = g.declared(rec.data_name)[0]
+        if not typed and x_elem is None:
+            return
+        key = (typed, x_elem, rec.output_shape)
+        fill = g._types.get(key)
+        if fill is None:
+            fill = g._types[key] = _filled_type(None if typed else x_elem, rec.output_shape)
+        k = g.outputs.get(out)
+        if k is not None:
+            vi = g.graph.output[k]
+        else:
+            vi = g.value_info.get(out)
+            if vi is None:
+                vi = g.graph.value_info.add()
+                vi.name = out
+                g.value_info[out] = vi
+        vi.type.MergeFrom(fill)
+
+
+def _filled_type(elem, shape):
+    """A TypeProto holding ``elem`` (unless None) and ``shape`` (unless None): merged into a
+    declaration that has neither."""
+    from onnx import TypeProto
+    t = TypeProto()
+    tt = t.tensor_type
+    if elem is not None:
+        tt.elem_type = elem
+    if shape is not None:
+        tt.shape.SetInParent()
+        for d in shape:
+            dim = tt.shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            elif d is not None:
+                dim.dim_param = d
+    else:
+        tt.SetInParent()
+    return t
+
+
+def _template(plan_steps, pool: ProtoConstantPool) -> list:
+    """(op_type, suffix, inputs, attributes) per step: constants as their pooled names (the pool
+    names each value once, in the order of the first use), other inputs as step references."""
+    out = []
+    for step in plan_steps:
+        refs = [pool.get(r[1], r[2], r[3]) if r[0] == "const" else r for r in step.inputs]
+        out.append((step.op_type, step.suffix, refs, [_attribute(k, v) for k, v in step.attrs]))
+    return out
+
+
+def _index_type(elem) -> str | None:
+    return {6: "int32", 7: "int64"}.get(elem)
+
+
+def _attribute(key: str, value):
+    from onnx import helper
+    return helper.make_attribute(key, list(value) if isinstance(value, tuple) else value)
+
+
+def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
+    """rewrite._remove_if_unused on the proto: initializers, Constant nodes and the standard
+    nodes that fed only the replaced nodes, recursively.  Returns the ids of the dead nodes."""
+    dead: set = set()
+    done: set = set()
+    todo = list(freed)
+    graph = g.graph
+    while todo:
+        name = todo.pop()
+        if name in done or uses[name] > 0 or name in g.outputs or name in g.inputs:
+            continue
+        done.add(name)
+        k = g.producers.get(name)
+        if k is not None:
+            producer = graph.node[k]
+            if id(producer) in dead:
+                continue
+            if producer.domain not in ("", "ai.onnx") or any(uses[o] > 0 or o in g.outputs for o in producer.output if o):
+                continue
+            if any(a.type in (_GRAPH, _GRAPHS) for a in producer.attribute):
+                continue  # If/Loop/Scan: leave control flow alone
+            removed["nodes"].append(tuple(producer.output))
+            dead.add(id(producer))
+            inputs = [i for i in producer.input if i]
+            for i in inputs:
+                uses[i] -= 1
+            todo.extend(inputs)
+        elif name in g.initializers:
+            removed["initializers"].append(name)
+    return dead
+
+
+def _rename_uses(graph, renamed: dict) -> None:
+    """Every read of a renamed value (main graph and subgraphs) reads its new name."""
+    for node in _all_nodes(graph):
+        if any(i in renamed for i in node.input):
+            new = [renamed.get(i, i) for i in node.input]
+            del node.input[:]
+            node.input.extend(new)
+
+
+def drop_unused_domains(proto, counts: collections.Counter, removed: collections.Counter) -> None:
+    """Opset imports of custom domains no node uses after the rewrite (as onnx-ir's pass: also
+    those no node used before).  ``counts``: nodes per domain in the main graph and its
+    subgraphs before, ``removed``: the nodes the rewrite removed, per domain."""
+    used = {d for d, n in counts.items() if n > removed.get(d, 0)}
+    for f in proto.functions:
+        used.add(f.domain)
+        for n in f.node:
+            used.add(n.domain)
+            for sub in _subgraphs(n):
+                used.update(m.domain for m in _all_nodes(sub))
+    keep = [o for o in proto.opset_import if o.domain in ("", "ai.onnx") or o.domain in used]
+    if len(keep) != len(proto.opset_import):
+        del proto.opset_import[:]
+        proto.opset_import.extend(keep)
+
+
+def proto_default_opset(proto) -> int | None:
+    """The default-domain opset a ModelProto imports (as rewrite.default_opset)."""
+    for d in ("", "ai.onnx"):
+        for o in proto.opset_import:
+            if o.domain == d:
+                return o.version
+    return None
+
+
+def set_proto_opset(proto, opset: int) -> None:
+    """The default domain imported as ``""`` at ``opset`` (as rewrite.set_default_opset)."""
+    keep = [o for o in proto.opset_import if o.domain not in ("", "ai.onnx")]
+    del proto.opset_import[:]
+    entry = proto.opset_import.add()
+    entry.domain, entry.version = "", opset
+    proto.opset_import.extend(keep)

@@ -1,0 +1,225 @@
+"""The protobuf rewrite path (rewrite_proto.py) gives what the onnx-ir pass gives.
+
+For every model here both passes run on the same input with the same derived shapes, and must
+agree on the records (their JSON), the changes (the structural proof's input) and the model:
+the same nodes in the same order, initializers, graph inputs and outputs, value_info and opset
+imports.  Two differences are allowed, both from onnx-ir's writer and not the rewrite: onnx-ir
+adds a value_info entry for every initializer, and drops an explicitly empty node domain.
+
+The corpus: the sample models, the synthetic benchmark models, every peer case
+(tests/data/peer_cases.json, 821 specs, accepted and rejected) as StridedSlice nodes of one model
+in six ways (constant or runtime indices; input declared static, symbolic, of unknown rank), and
+a model of the graph surgery's corner cases (identity rewrites read by other nodes and by a
+subgraph, chained slices, ``Constant`` node indices, a tf2onnx ``end = begin + 1`` the lowering
+does not read, declarations that disagree with the derived shapes, an unused custom domain).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper
+
+from onnx_slice_tools import convert
+from onnx_slice_tools.errors import StridedSliceError
+from onnx_slice_tools.files import load_ir, read_model_proto
+from onnx_slice_tools.rewrite import TF_DOMAIN, StridedSliceRewritePass, default_opset, derive_shapes
+from onnx_slice_tools.rewrite_proto import ProtoStridedSliceRewritePass, declines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_script(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _node_bytes(n):
+    n = onnx.NodeProto.FromString(n.SerializeToString())
+    if n.domain == "":
+        n.ClearField("domain")
+    return n.SerializeToString()
+
+
+def _model_view(p):
+    g = p.graph
+    inits = {t.name for t in g.initializer}
+    return {
+        "ir_version": p.ir_version,
+        "nodes": [_node_bytes(n) for n in g.node],
+        "initializers": sorted((t.name, t.data_type, tuple(t.dims), onnx.numpy_helper.to_array(t).tobytes())
+                               for t in g.initializer),
+        "inputs": [i.SerializeToString() for i in g.input],
+        "outputs": [o.SerializeToString() for o in g.output],
+        "value_info": sorted(v.SerializeToString() for v in g.value_info if v.name not in inits),
+        "opsets": sorted((o.domain, o.version) for o in p.opset_import),
+        "functions": [f.SerializeToString() for f in p.functions],
+    }
+
+
+def _both(model: onnx.ModelProto, **options):
+    """(onnx-ir pass result, its proto, protobuf pass result, its proto) on copies of ``model``."""
+    m = ir.from_proto(model)
+    opset = default_opset(m)
+    shapes = derive_shapes(model)
+    a = StridedSliceRewritePass(opset=opset, **options)(m, shapes=shapes)
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model)
+    b = ProtoStridedSliceRewritePass(opset=opset, **options)(proto, shapes)
+    return a, ir.to_proto(m), b, proto
+
+
+def assert_same_rewrite(model: onnx.ModelProto, **options) -> int:
+    """Both passes agree on ``model`` (see the module doc); returns the nodes rewritten."""
+    assert declines(model) is None
+    a, pa, b, pb = _both(model, **options)
+    assert [r.to_json() for r in b.records] == [r.to_json() for r in a.records]
+    assert [(r.data_name, r.output_name, r.index_names, r.renamed, r.replaced) for r in b.records] == \
+        [(r.data_name, r.output_name, r.index_names, r.renamed, r.replaced) for r in a.records]
+    assert b.changes == a.changes
+    assert b.modified == a.modified
+    va, vb = _model_view(pa), _model_view(pb)
+    for key in va:
+        assert vb[key] == va[key], key
+    return sum(r.lowering is not None for r in a.records)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "models").glob("*.onnx")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("target", ["onnxruntime", "portable"])
+def test_sample_models(path, target):
+    model = read_model_proto(path)
+    if declines(model):
+        assert "subgraph" in declines(model)  # tf_if_branch: the onnx-ir path
+        return
+    assert assert_same_rewrite(model, target=target) > 0
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("fan_out", [8, 200])
+def test_benchmark_models(symbolic, fan_out):
+    bench = _load_script("bench")
+    assert assert_same_rewrite(bench.synthetic_model(200, symbolic, fan_out=fan_out)) == 200
+
+
+def _peer_rows():
+    peer_cases = _load_script("peer_cases")
+    rows = []
+    for case in json.loads((ROOT / "tests" / "data" / "peer_cases.json").read_text())["cases"]:
+        x = peer_cases.make_input(case["input"], case["dtype"])
+        try:
+            spec = peer_cases.spec_of(case)
+        except StridedSliceError:
+            continue
+        rows.append((case, x, spec))
+    return rows
+
+
+@pytest.mark.parametrize("runtime, dims", [(False, "declared"), (True, "declared"), (False, "symbolic"),
+                                           (True, "symbolic"), (False, "unknown rank"), (True, "unknown rank")])
+def test_peer_cases(runtime, dims):
+    from test_peer_cases import peer_model
+    rows = _peer_rows()
+    assert len(rows) >= 800
+    model, _ = peer_model(rows, runtime, dims)
+    rewritten = assert_same_rewrite(model)
+    assert rewritten >= 600  # the rest are refused (and recorded) alike
+
+
+def _corner_model(consistent: bool = False) -> onnx.ModelProto:
+    """The graph surgery's corner cases in one model (see the module doc); ``consistent``: no
+    declaration that contradicts the derived shapes (those fail the checks, rightly)."""
+    i32 = TensorProto.INT32
+
+    def ss(name, x, out, b, e, s, **masks):
+        return helper.make_node("StridedSlice", [x, b, e, s], [out], name=name, domain=TF_DOMAIN, **masks)
+
+    inits = [helper.make_tensor(n, i32, [len(v)], v) for n, v in (
+        ("b0", [0, 0]), ("e0", [0, 0]), ("s1", [1, 1]), ("bc", [0, 1]), ("ec", [0, 3]),
+        ("one", [1]), ("bs", [0, 2]), ("st", [1, 1]))]
+    nodes = [
+        # identity (x[:, :]) read by a Relu, by a later StridedSlice and by an If branch
+        ss("ident", "x", "xi", "b0", "e0", "s1", begin_mask=3, end_mask=3),
+        helper.make_node("Relu", ["xi"], ["r"], name="relu"),
+        ss("crop", "xi", "c", "bc", "ec", "s1", begin_mask=1, end_mask=1),
+        # chained: a slice of a slice, the inner one also a graph output
+        ss("chain", "c", "cc", "b0", "e0", "s1", begin_mask=1, end_mask=1, shrink_axis_mask=2),
+        # Constant node indices (value_ints and a value tensor)
+        helper.make_node("Constant", [], ["kb"], name="kb", value_ints=[0, 1]),
+        helper.make_node("Constant", [], ["ke"], name="ke",
+                         value=helper.make_tensor("ke_t", TensorProto.INT64, [2], [0, 2])),
+        ss("consts", "r", "k", "kb", "ke", "st", begin_mask=1, end_mask=1),
+        # tf2onnx's shrink: end = begin + 1 computed by an Add the lowering does not read
+        helper.make_node("Add", ["bs", "one"], ["es"], name="end_plus_one"),
+        ss("shrink", "x", "sh", "bs", "es", "st", begin_mask=1, end_mask=1, shrink_axis_mask=2),
+        # runtime begin from a graph input
+        ss("runtime", "x", "rt", "rb", "ec", "s1", begin_mask=1, end_mask=1),
+        helper.make_node("If", ["cond"], ["branch"], name="if",
+                         then_branch=helper.make_graph([helper.make_node("Neg", ["xi"], ["t"])], "then", [],
+                                                       [helper.make_tensor_value_info("t", 1, [2, "n"])]),
+                         else_branch=helper.make_graph([helper.make_node("Abs", ["xi"], ["f"])], "else", [],
+                                                       [helper.make_tensor_value_info("f", 1, [2, "n"])])),
+        helper.make_node("Mul", ["cc", "cc"], ["sq"], name="square"),
+    ]
+    graph = helper.make_graph(
+        nodes, "corners",
+        [helper.make_tensor_value_info("x", 1, [2, "n"]), helper.make_tensor_value_info("rb", i32, [2]),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [*(helper.make_tensor_value_info(n, 1, None) for n in ("c", "sh", "rt")),  # filled in by the rewrite
+         *(helper.make_tensor_value_info(n, 1, s) for n, s in (("branch", [2, "n"]), ("sq", [2]), ("r", [2, "n"]),
+                                                               ("k", [2, 1] if consistent else None)))],
+        inits,
+        value_info=[helper.make_tensor_value_info("xi", 1, [2, "n"] if consistent else [3, 5]),  # derived: [2, n]
+                    helper.make_tensor_value_info("cc", 1, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1),
+                                                    helper.make_opsetid("com.unused", 1)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_graph_surgery_corners(opset):
+    model = _corner_model()
+    if opset == 11:
+        model.opset_import[0].version = 11
+    assert assert_same_rewrite(model) == 6
+
+
+def test_corner_model_converts_verified_on_the_protobuf_path():
+    """The corner model through ``convert``: every check passes, the output runs as the input's
+    reference says, and no onnx-ir model was built (the protobuf path took it)."""
+    result = convert(_corner_model(consistent=True), cleanup=False)
+    assert result.report.verdict == "verified", result.report.problem()
+    assert result.ir_model is None
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    from onnx_slice_tools.verify import make_session
+    got = make_session(result.model.SerializeToString()).run(
+        None, {"x": x, "rb": np.array([0, 1], np.int32), "cond": np.array(True)})
+    names = [o.name for o in result.model.graph.output]
+    by = dict(zip(names, got))
+    np.testing.assert_array_equal(by["c"], x[:, 1:3])
+    np.testing.assert_array_equal(by["sq"], x[:, 1] * x[:, 1])
+    np.testing.assert_array_equal(by["k"], np.maximum(x, 0)[:, 1:2])
+    np.testing.assert_array_equal(by["sh"], x[:, 2])
+    np.testing.assert_array_equal(by["rt"], x[:, 1:3])
+    np.testing.assert_array_equal(by["branch"], -x)
+    assert by["r"].shape == (2, 4)
+
+
+def test_declined_models_take_the_onnx_ir_path(tmp_path):
+    """A StridedSlice in a subgraph, external data, an opset change: the onnx-ir path, same report."""
+    result = convert(ROOT / "models" / "tf_if_branch.onnx")
+    assert result.ir_model is not None and result.report.verdict == "verified"
+    result = convert(_corner_model(consistent=True), opset=18, cleanup=False)
+    assert result.ir_model is not None
+    assert result.report.verdict.startswith("unverified (opset_conversion skipped"), result.report.verdict
+    fast = convert(_corner_model(consistent=True), cleanup=False)
+    assert fast.ir_model is None
+    assert [r.to_json() for r in fast.report.records] == [r.to_json() for r in result.report.records]
