@@ -223,7 +223,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     the proto read and validated from a path, for the onnx-ir path)."""
     from .files import load_plain_proto
     from .rewrite import derive_shapes
-    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, has_strided_slice, proto_default_opset
+    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, has_strided_slice, proto_default_opset, strided_slice_inputs
     from .rewrite_proto import set_proto_opset
     t0 = time.perf_counter()
     proto, inputs, external = load_plain_proto(model, path_hint=label)
@@ -243,7 +243,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         import onnx
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
-    shapes = derive_shapes(proto) if found else {}
+    shapes = derive_shapes(proto, names=strided_slice_inputs(proto)) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
         result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(proto, shapes)
@@ -260,8 +260,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
                           weight_bytes=proto_weight_bytes(proto), load_weights=lambda p: p, keep_session=cleanup)
     m = None
     if cleanup and result.modified:
-        import onnx_ir as ir
-        m, proto = _cleanup(report, ir.from_proto(proto), proto, model, verify, verify_memory, inplace)
+        m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace)
     return ConvertResult(proto, report, m, inputs=inputs), None
 
 
@@ -358,7 +357,9 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
     the cleanup changed nothing or stopped, the model as it was before (``before``): onnx-ir's
     passes may still have touched it (e.g. trailing empty inputs dropped).  ``inplace``: the
-    in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup."""
+    in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
+    ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
+    it is, with no onnx-ir model, when they change nothing."""
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
     from .cleanup import cleanup_check
@@ -366,18 +367,21 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
+    plain = m is None
     try:
+        if plain:
+            m = ir.from_proto(before)
         report.cleanup = run_cleanup(m, proto=before)
     except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
         report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
         report.model_checks["cleanup"] = (f"failed: the cleanup stopped ({report.cleanup['error']}); "
                                           "convert with --no-cleanup")
-        return adopt_files(ir.from_proto(before), m), before
+        return (None if plain else adopt_files(ir.from_proto(before), m)), before
     report.timings["cleanup"] = time.perf_counter() - t
     if not report.cleanup["changed"]:
         if verify:
             report.model_checks["cleanup"] = "passed (nothing to clean)"
-        return _as_before(m, before), before
+        return (None if plain else _as_before(m, before)), before
     after = ir.to_proto(m)
     if verify:
         t = time.perf_counter()

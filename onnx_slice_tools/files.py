@@ -780,7 +780,9 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
 
 
 def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_data, proto=None) -> SavedModel:
-    import onnx_ir as ir
+    """``m`` None: ``proto`` is written as it is (onnx-ir is not even imported)."""
+    if m is not None:
+        import onnx_ir as ir
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temps(path.parent)
     tmpdir = path.parent / _temp_name()

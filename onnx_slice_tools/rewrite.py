@@ -508,7 +508,7 @@ def _proto_for_inference(model):
     return ir.to_proto(model)
 
 
-def derive_shapes(proto, max_bytes: int = 1024) -> dict:
+def derive_shapes(proto, max_bytes: int = 1024, names=None) -> dict:
     """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
     the graph inputs' declared shapes and the initializers alone.
 
@@ -516,7 +516,8 @@ def derive_shapes(proto, max_bytes: int = 1024) -> dict:
     shapes removed (they are declarations, never trusted), initializers that are external, above
     ``max_bytes`` or overridable (also graph inputs) turned into typed inputs (weights are never
     read), no data propagation: linear in the model size.  Custom ops get no shape, so values
-    after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape)."""
+    after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape).
+    ``names``: only these values (of the main graph) are wanted (a set; the others are not read)."""
     try:
         inferred = infer_isolated(skeleton(proto, max_bytes))
     except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
@@ -524,6 +525,8 @@ def derive_shapes(proto, max_bytes: int = 1024) -> dict:
     out: dict = {}
 
     def add(vi, rank_only=False):
+        if names is not None and vi.name not in names:
+            return
         if not vi.type.HasField("tensor_type"):
             return
         tt = vi.type.tensor_type
@@ -539,7 +542,10 @@ def derive_shapes(proto, max_bytes: int = 1024) -> dict:
         for vi in list(g.value_info) + list(g.output):
             add(vi)
         for t in g.initializer:
-            out.setdefault(t.name, (t.data_type, tuple(t.dims)))
+            if names is None or t.name in names:
+                out.setdefault(t.name, (t.data_type, tuple(t.dims)))
+        if names is not None:
+            return  # main-graph values only
         for n in g.node:
             for a in n.attribute:
                 for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):

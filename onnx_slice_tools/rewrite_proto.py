@@ -59,6 +59,23 @@ def _subgraphs(node):
             yield from a.graphs
 
 
+def _graphs_of(node) -> list:
+    return [g for a in node.attribute if a.type in (_GRAPH, _GRAPHS) for g in ([a.g] if a.type == _GRAPH else a.graphs)]
+
+
+def subgraph_holders(graph) -> list:
+    """The nodes of ``graph`` (not its subgraphs) that hold subgraphs."""
+    return [n for n in graph.node if n.attribute and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute)]
+
+
+def _all_graphs_in(graph):
+    """``graph`` and its subgraphs, any depth."""
+    out = [graph]
+    for node in _all_nodes(graph):
+        out.extend(_graphs_of(node))
+    return out
+
+
 def _all_nodes(graph):
     """Nodes of ``graph`` and its subgraphs, any depth."""
     stack = [graph]
@@ -73,21 +90,19 @@ def _all_nodes(graph):
                     stack.extend(a.graphs)
 
 
-def declines(proto) -> str | None:
-    """Why this pass does not apply to ``proto`` (the onnx-ir pass runs instead), or None."""
+def declines(proto, holders: list | None = None) -> str | None:
+    """Why this pass does not apply to ``proto`` (the onnx-ir pass runs instead), or None.
+    ``holders``: :func:`subgraph_holders` of its main graph, if known."""
     main = proto.graph
     for t in main.initializer:
         if t.data_location == _EXTERNAL:
             return "external data"
-    for node in main.node:
-        for a in node.attribute:
-            if a.type not in (_GRAPH, _GRAPHS):
-                continue
-            for g in [a.g] if a.type == _GRAPH else a.graphs:
-                if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
-                    return "a StridedSlice in a subgraph"
-                if any(t.data_location == _EXTERNAL for t in g.initializer):
-                    return "external data"
+    for node in subgraph_holders(main) if holders is None else holders:
+        for g in _graphs_of(node):
+            if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
+                return "a StridedSlice in a subgraph"
+            if any(t.data_location == _EXTERNAL for sub in _all_graphs_in(g) for t in sub.initializer):
+                return "external data"
     for f in proto.functions:
         for node in f.node:
             if node.op_type == "StridedSlice" or any(True for _ in _subgraphs(node)):
@@ -103,6 +118,11 @@ def has_strided_slice(proto) -> bool:
     """Any StridedSlice in ``proto`` (main graph, subgraphs, functions)."""
     return any(n.op_type == "StridedSlice" for n in _all_nodes(proto.graph)) or \
         any(n.op_type == "StridedSlice" for f in proto.functions for n in f.node)
+
+
+def strided_slice_inputs(proto) -> set:
+    """The names the main graph's StridedSlice nodes read: the shapes the rewrite needs."""
+    return {name for n in proto.graph.node if n.op_type == "StridedSlice" for name in n.input}
 
 
 class _Declined(Exception):
@@ -121,9 +141,10 @@ def _decl(type_proto):
 
 
 class _Graph:
-    """What the rewrite reads of the main graph, indexed once."""
+    """What the rewrite reads of the main graph, indexed once.  ``holders``: its nodes with
+    subgraphs."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, holders: list):
         self.graph = graph
         self.inputs = {vi.name for vi in graph.input}
         self.outputs = {vi.name: k for k, vi in enumerate(graph.output)}
@@ -131,12 +152,21 @@ class _Graph:
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
         nodes = graph.node
-        self.producers = {o: k for k, node in enumerate(nodes) for o in node.output if o}
-        # reads of every name, subgraphs included (they read outer names too)
-        self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in _all_nodes(graph)))
+        inner = [n for holder in holders for g in _graphs_of(holder) for n in _all_nodes(g)]
+        # reads of every name, subgraphs included (they read outer names too), and nodes per domain
+        self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
+        self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
+        self._producers = None
         self._declared: dict = {}
-        self.domains = collections.Counter(n.domain for n in _all_nodes(graph))  # subgraphs too
+        self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
         self._types: dict = {}  # declared output type filled in -> a TypeProto to merge
+
+    @property
+    def producers(self) -> dict:
+        """Output name -> index of the main-graph node producing it (indexed on first use)."""
+        if self._producers is None:
+            self._producers = {o: k for k, node in enumerate(self.graph.node) for o in node.output if o}
+        return self._producers
 
     def declared(self, name: str):
         """(elem_type, dims, has a type) as onnx-ir reads a value's declaration: the graph output's,
@@ -148,11 +178,13 @@ class _Graph:
 
     def _declaration(self, name: str):
         k = self.outputs.get(name)
-        if k is not None:
-            return _decl(self.graph.output[k].type)
-        vi = self.input_decl.get(name) or self.value_info.get(name)
-        if vi is not None:
-            return _decl(vi.type)
+        vi = self.graph.output[k] if k is not None else self.input_decl.get(name) or self.value_info.get(name)
+        if vi is not None:  # declarations repeat (e.g. every output a float tensor of unknown shape)
+            key = vi.type.SerializeToString()
+            hit = self._by_bytes.get(key)
+            if hit is None:
+                hit = self._by_bytes[key] = _decl(vi.type)
+            return hit
         t = self.initializers.get(name)
         if t is not None:
             return t.data_type, tuple(t.dims), True
@@ -240,6 +272,7 @@ class _Plan(NamedTuple):
     record: RewriteRecord
     lowering: object    # lower.Lowering, or None when the node stays
     runtime: dict       # field -> tensor name
+    inputs: tuple = ()  # the node's inputs (identity rewrites before it applied)
 
 
 class ProtoStridedSliceRewritePass:
@@ -258,10 +291,11 @@ class ProtoStridedSliceRewritePass:
         self.target = target
 
     def __call__(self, proto, shapes: dict) -> RewriteResult:
-        reason = declines(proto)
+        holders = subgraph_holders(proto.graph)
+        reason = declines(proto, holders)
         if reason is not None:
             raise ValueError(reason)
-        g = _Graph(proto.graph)
+        g = _Graph(proto.graph, holders)
         self._shapes = shapes
         try:
             plans = self._read_all(g)
@@ -302,8 +336,8 @@ class ProtoStridedSliceRewritePass:
                 continue
             if len(node.output) != 1 or not node.output[0]:
                 raise _Declined("a StridedSlice without exactly one output")
-            inputs = [renamed.get(name, name) for name in node.input] if renamed else list(node.input)
-            key = (node.domain, tuple(inputs[1:]), tuple(a.SerializeToString() for a in node.attribute))
+            inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
+            key = (node.domain, inputs[1:], tuple(a.SerializeToString() for a in node.attribute))
             sig = signatures.get(key)
             if sig is None:
                 sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of,
@@ -312,7 +346,7 @@ class ProtoStridedSliceRewritePass:
             about = data.get(x)
             if about is None:
                 about = data[x] = self._data(g, x or None)
-            plans.append(self._plan(g, k, node, x or None, sig, about, lowerings))
+            plans.append(self._plan(g, k, node, inputs, sig, about, lowerings))
             renamed.update(plans[-1].record.renamed)
         return plans
 
@@ -340,8 +374,9 @@ class ProtoStridedSliceRewritePass:
             f"from the graph inputs {_fmt(dims)} ({problem}); using the derived one"]
         return dims, warnings, self._elem(x) or declared_elem
 
-    def _plan(self, g: _Graph, k: int, node, x, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
+    def _plan(self, g: _Graph, k: int, node, inputs, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
         out = node.output[0]
+        x = inputs[0] if inputs else None
         flavor, spec, runtime, index_types, error, error_kind = sig
         rec = RewriteRecord(node=node.name or out, graph="main", flavor=flavor, spec=spec, error=error,
                             error_kind=error_kind)
@@ -376,7 +411,7 @@ class ProtoStridedSliceRewritePass:
         if identity and out not in g.outputs:
             rec.output_name = x
             rec.renamed = {out: x}
-        return _Plan(k, rec, rec.lowering, runtime)
+        return _Plan(k, rec, rec.lowering, runtime, inputs)
 
     # ------------------------------------------------------------------ splicing
 
@@ -387,7 +422,8 @@ class ProtoStridedSliceRewritePass:
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
         fresh = names.fresh
-        nodes, added, freed, renamed = [], [], [], {}
+        nodes, added, freed, renamed = [], [], set(), {}
+        origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
         uses = g.uses
         everything = graph.node
         done = 0
@@ -395,14 +431,14 @@ class ProtoStridedSliceRewritePass:
             if p.lowering is None:
                 continue
             nodes.extend(everything[done:p.index])
+            origin.extend(range(done, p.index))
             done = p.index + 1
-            node = everything[p.index]
             rec = p.record
-            inputs = [rec.data_name, *(renamed.get(name, name) for name in node.input[1:])]
+            inputs = [renamed.get(name, name) for name in p.inputs] if renamed else p.inputs
             for name in inputs:
                 uses[name] -= 1
-            freed.extend(name for name in inputs[1:] if name)
-            x, out, runtime = rec.data_name, node.output[0], p.runtime
+            freed.update(inputs[1:])
+            x, out, runtime = rec.data_name, rec.replaced[0][0], p.runtime
             if rec.renamed:
                 renamed.update(rec.renamed)
                 uses[x] += uses[out]  # its readers read the data now
@@ -427,19 +463,22 @@ class ProtoStridedSliceRewritePass:
                     new.attribute.extend(attributes)
                 outs.append(output)
                 nodes.append(new)
+                origin.append(-1)
             new.output[0] = out
             added.extend(outs[:-1])
             added.append(out)
             self._declare_output(g, rec, out)
         nodes.extend(everything[done:])
+        origin.extend(range(done, len(everything)))
         removed = {"nodes": [], "initializers": []}
-        dead_nodes = _remove_if_unused(g, freed, uses, removed)
+        freed.discard("")
+        dead_nodes = _remove_if_unused(g, list(freed), uses, removed)
         removed_domains = collections.Counter(everything[p.index].domain for p in plans if p.lowering is not None)
-        removed_domains.update(n.domain for n in everything if id(n) in dead_nodes)
+        removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
             _rename_uses(graph, renamed)
         del graph.node[:]
-        graph.node.extend(n for n in nodes if id(n) not in dead_nodes)
+        graph.node.extend(n for n, k in zip(nodes, origin) if k not in dead_nodes)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
             keep = [t for t in graph.initializer if t.name not in dropped]
@@ -528,7 +567,7 @@ def _attribute(key: str, value):
 
 def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
     """rewrite._remove_if_unused on the proto: initializers, Constant nodes and the standard
-    nodes that fed only the replaced nodes, recursively.  Returns the ids of the dead nodes."""
+    nodes that fed only the replaced nodes, recursively.  Returns the indices of the dead nodes."""
     dead: set = set()
     done: set = set()
     todo = list(freed)
@@ -541,14 +580,14 @@ def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
         k = g.producers.get(name)
         if k is not None:
             producer = graph.node[k]
-            if id(producer) in dead:
+            if k in dead:
                 continue
             if producer.domain not in ("", "ai.onnx") or any(uses[o] > 0 or o in g.outputs for o in producer.output if o):
                 continue
             if any(a.type in (_GRAPH, _GRAPHS) for a in producer.attribute):
                 continue  # If/Loop/Scan: leave control flow alone
             removed["nodes"].append(tuple(producer.output))
-            dead.add(id(producer))
+            dead.add(k)
             inputs = [i for i in producer.input if i]
             for i in inputs:
                 uses[i] -= 1
