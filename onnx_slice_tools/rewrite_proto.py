@@ -34,6 +34,7 @@ from .rewrite import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape
 _EXTERNAL = 1  # TensorProto.EXTERNAL
 _GRAPH, _GRAPHS = 5, 10  # AttributeProto types
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
+_OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
 
 
 class _Attr(NamedTuple):
@@ -337,7 +338,10 @@ class ProtoStridedSliceRewritePass:
             if len(node.output) != 1 or not node.output[0]:
                 raise _Declined("a StridedSlice without exactly one output")
             inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
-            key = (node.domain, inputs[1:], tuple(a.SerializeToString() for a in node.attribute))
+            raw = node.SerializeToString()
+            # fields serialize in number order: op_type (4), then attribute (5) and domain (7); the
+            # bytes from op_type on hold all of them (from an earlier match: more, never less)
+            key = (inputs[1:], raw[raw.find(_OP_TYPE):])
             sig = signatures.get(key)
             if sig is None:
                 sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of,

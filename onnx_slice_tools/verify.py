@@ -48,7 +48,13 @@ make_session = onnxruntime_session
 
 @functools.lru_cache(maxsize=None)
 def max_supported_opset() -> int:
-    """The newest default-domain opset that the installed onnxruntime loads (probed once)."""
+    """The newest default-domain opset that the installed onnxruntime loads (probed once per
+    installation: probes.py)."""
+    from .probes import cached
+    return cached("max_opset", _probe_opset)
+
+
+def _probe_opset() -> int:
     import onnx
     from onnx import TensorProto, helper
     for opset in range(onnx.defs.onnx_opset_version(), 10, -1):
@@ -67,6 +73,12 @@ def max_supported_opset() -> int:
 
 @functools.lru_cache(maxsize=None)
 def max_supported_ir_version() -> int:
+    """The newest IR version the installed onnxruntime loads (probed once per installation)."""
+    from .probes import cached
+    return cached("max_ir_version", _probe_ir_version)
+
+
+def _probe_ir_version() -> int:
     import onnx
     from onnx import TensorProto, helper
     for ir in range(onnx.IR_VERSION, 6, -1):

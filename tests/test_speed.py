@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -77,3 +78,44 @@ def test_cleanup_that_changes_nothing_leaves_the_model_as_rewritten(tmp_path):
     assert cleaned.report.cleanup["changed"] is False and cleaned.ir_model is not None
     assert ir.to_proto(cleaned.ir_model).SerializeToString() == plain.model.SerializeToString() == \
         cleaned.model.SerializeToString()
+
+
+def test_runtime_probes_are_remembered_per_installation(tmp_path, monkeypatch):
+    """The newest opset / IR version onnxruntime loads: probed by building sessions the first
+    time, then read from the cache (no onnxruntime import); a corrupt cache, another
+    installation's entry, or ONNX_SLICE_TOOLS_NO_CACHE probe again."""
+    from onnx_slice_tools import probes
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(probes.NO_CACHE_ENV, raising=False)
+    calls = []
+
+    def probe():
+        calls.append(1)
+        return 21
+
+    assert probes.cached("max_opset", probe) == 21 and len(calls) == 1
+    assert probes.cached("max_opset", probe) == 21 and len(calls) == 1  # remembered
+    cache = tmp_path / "onnx-slice-tools" / "probes.json"
+    key = probes.installation_key()
+    assert key is not None and json.loads(cache.read_text()) == {key: {"max_opset": 21}}
+    cache.write_text(json.dumps({"another installation": {"max_opset": 99}}))
+    assert probes.cached("max_opset", probe) == 21 and len(calls) == 2  # not this installation's
+    cache.write_text("{not json")
+    assert probes.cached("max_opset", probe) == 21 and len(calls) == 3
+    cache.write_text(json.dumps({key: {"max_opset": True}}))  # not an int
+    assert probes.cached("max_opset", probe) == 21 and len(calls) == 4
+    monkeypatch.setenv(probes.NO_CACHE_ENV, "1")
+    assert probes.cached("max_opset", probe) == 21 and len(calls) == 5
+    monkeypatch.delenv(probes.NO_CACHE_ENV)
+    (tmp_path / "onnx-slice-tools").chmod(0o500)  # unwritable: still answers
+    try:
+        assert probes.cached("max_ir_version", probe) == 21
+    finally:
+        (tmp_path / "onnx-slice-tools").chmod(0o700)
+    # the real probes: a fresh process answers from the cache without importing onnxruntime
+    code = ("import sys; from onnx_slice_tools.verify import max_supported_opset as m; "
+            "print(m(), 'onnxruntime' in sys.modules)")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "real"), PYTHONPATH=str(ROOT))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split()[1] == "True" and again.stdout.split() == [first.stdout.split()[0], "False"]
