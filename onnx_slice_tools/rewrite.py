@@ -517,7 +517,13 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None) -> dict:
     ``max_bytes`` or overridable (also graph inputs) turned into typed inputs (weights are never
     read), no data propagation: linear in the model size.  Custom ops get no shape, so values
     after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape).
-    ``names``: only these values (of the main graph) are wanted (a set; the others are not read)."""
+    ``names``: only these values (of the main graph) are wanted (a set; the others are not read).
+    When they are all graph inputs and initializers, no inference runs: it would return their
+    declarations as they are."""
+    if names is not None:
+        declared = _declared_sources(proto, names, max_bytes)
+        if declared is not None:
+            return declared
     try:
         inferred = infer_isolated(skeleton(proto, max_bytes))
     except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
@@ -551,6 +557,31 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None) -> dict:
                 for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
                     walk(sub, False)
     walk(inferred.graph, True)
+    return out
+
+
+def _declared_sources(proto, names, max_bytes: int) -> dict | None:
+    """:func:`derive_shapes` of ``names`` when each is a main-graph input or initializer (what
+    inference on the skeleton returns for them), else None."""
+    g = proto.graph
+    inputs = {vi.name: vi for vi in g.input}
+    initializers = {t.name: t for t in g.initializer}
+    wanted = {n for n in names if n}
+    if not wanted <= inputs.keys() | initializers.keys():
+        return None
+    out = {}
+    for name in wanted:
+        vi = inputs.get(name)
+        if vi is not None:
+            if vi.type.HasField("tensor_type"):
+                tt = vi.type.tensor_type
+                dims = None if not tt.HasField("shape") else tuple(
+                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+                out[name] = (tt.elem_type or None, dims)
+            continue
+        t = initializers[name]
+        as_input = t.data_location == 1 or t.ByteSize() > max_bytes  # EXTERNAL or big: a typed input there
+        out[name] = (t.data_type or None if as_input else t.data_type, tuple(t.dims))
     return out
 
 
@@ -591,9 +622,13 @@ def skeleton(proto, max_bytes: int = 1024):
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
             g.initializer.append(t)
-    for o in src.output:
-        g.output.append(onnx.helper.make_tensor_value_info(o.name, o.type.tensor_type.elem_type, None)
-                        if o.type.HasField("tensor_type") else o)
+    for o in src.output:  # the element type kept, the shape dropped
+        vi = g.output.add()
+        vi.name = o.name
+        if o.type.HasField("tensor_type"):
+            vi.type.tensor_type.elem_type = o.type.tensor_type.elem_type
+        else:
+            vi.type.CopyFrom(o.type)
 
     def strip(graph):
         del graph.value_info[:]

@@ -223,3 +223,17 @@ def test_declined_models_take_the_onnx_ir_path(tmp_path):
     fast = convert(_corner_model(consistent=True), cleanup=False)
     assert fast.ir_model is None
     assert [r.to_json() for r in fast.report.records] == [r.to_json() for r in result.report.records]
+
+
+@pytest.mark.parametrize("fan_out", [8, 50])
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_shapes_of_graph_inputs_need_no_inference(symbolic, fan_out):
+    """derive_shapes(names=...) of graph inputs and initializers (no inference run) equals what
+    inference gives for them; with any other name it runs inference as before."""
+    from onnx_slice_tools.rewrite_proto import strided_slice_inputs
+    model = _load_script("bench").synthetic_model(50, symbolic, fan_out=fan_out)
+    big = helper.make_tensor("big", TensorProto.INT64, [300], list(range(300)))  # above max_bytes: an input
+    model.graph.initializer.append(big)
+    names = strided_slice_inputs(model) | {"big"}
+    full = derive_shapes(model)
+    assert derive_shapes(model, names=names) == {n: full[n] for n in names if n in full}
