@@ -35,6 +35,8 @@ _EXTERNAL = 1  # TensorProto.EXTERNAL
 _GRAPH, _GRAPHS = 5, 10  # AttributeProto types
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
 _OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
+#: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
+_GRAPH_TYPES = (b"\xa0\x01\x05", b"\xa0\x01\x0a")
 
 
 class _Attr(NamedTuple):
@@ -65,8 +67,10 @@ def _graphs_of(node) -> list:
 
 
 def subgraph_holders(graph) -> list:
-    """The nodes of ``graph`` (not its subgraphs) that hold subgraphs."""
-    return [n for n in graph.node if n.attribute and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute)]
+    """The nodes of ``graph`` (not its subgraphs) other than StridedSlice that hold subgraphs
+    (a StridedSlice with a graph attribute is declined while it is read: ``_GRAPH_TYPES``)."""
+    return [n for n in graph.node if n.attribute and n.op_type != "StridedSlice"
+            and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute)]
 
 
 def _all_graphs_in(graph):
@@ -339,6 +343,8 @@ class ProtoStridedSliceRewritePass:
                 raise _Declined("a StridedSlice without exactly one output")
             inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
             raw = node.SerializeToString()
+            if any(t in raw for t in _GRAPH_TYPES):  # maybe a graph attribute (or the bytes by chance)
+                raise _Declined("a StridedSlice that may hold a subgraph")
             # fields serialize in number order: op_type (4), then attribute (5) and domain (7); the
             # bytes from op_type on hold all of them (from an earlier match: more, never less)
             key = (inputs[1:], raw[raw.find(_OP_TYPE):])
@@ -381,14 +387,43 @@ class ProtoStridedSliceRewritePass:
     def _plan(self, g: _Graph, k: int, node, inputs, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
         out = node.output[0]
         x = inputs[0] if inputs else None
-        flavor, spec, runtime, index_types, error, error_kind = sig
-        rec = RewriteRecord(node=node.name or out, graph="main", flavor=flavor, spec=spec, error=error,
-                            error_kind=error_kind)
-        if error is not None:
-            return _Plan(k, rec, None, {})
         dims, warnings, elem = about
-        rec.input_shape = dims
-        rec.warnings = list(warnings)
+        base = lowerings.get((id(sig), dims))
+        if base is None:  # the record's fields shared by every node of this signature and shape
+            base = lowerings[(id(sig), dims)] = self._base(sig, dims, lowerings)
+        rec = RewriteRecord.__new__(RewriteRecord)
+        fields = rec.__dict__
+        fields.update(base)
+        fields["node"] = node.name or out
+        fields["warnings"] = list(warnings) if base["spec"] is not None else []
+        fields["renamed"] = {}
+        if base["lowering"] is None:
+            fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
+            if base["spec"] is not None:
+                fields["input_shape"] = dims
+            return _Plan(k, rec, None, {})
+        fields["input_shape"] = dims
+        out_elem, fields["declared_output"], _ = g.declared(out)
+        fields["elem_type"] = elem or out_elem or None
+        fields["data_name"] = x
+        fields["output_name"] = out
+        runtime = sig[2]
+        fields["index_names"] = dict(runtime)
+        fields["index_types"] = dict(base["index_types"])
+        fields["replaced"] = [(out,)]
+        if base["lowering"].is_identity and out not in g.outputs:
+            fields["output_name"] = x
+            fields["renamed"] = {out: x}
+        return _Plan(k, rec, base["lowering"], runtime, inputs)
+
+    def _base(self, sig: tuple, dims, lowerings: dict) -> dict:
+        """A record's fields (every field: a fresh record's defaults, then what the signature and
+        the input's dims decide) for the nodes that share them; per-node fields are set after."""
+        flavor, spec, runtime, index_types, error, error_kind = sig
+        fields = dict(RewriteRecord(node="", graph="main").__dict__, flavor=flavor, spec=spec, error=error,
+                      error_kind=error_kind)
+        if error is not None:
+            return fields
         key = (spec, dims, tuple(sorted(index_types.items())) if index_types else ())
         hit = lowerings.get(key)
         if hit is None:
@@ -396,26 +431,17 @@ class ProtoStridedSliceRewritePass:
                 plan = make_plan(spec, dims)
                 lowering = lower(plan, self.opset, index_types, target=self.target)
             except StridedSliceError as exc:
-                hit = (exc, None, None)
+                hit = (exc, None)
             else:
-                hit = (plan.output_shape, lowering, lowering.is_identity)
+                hit = (plan.output_shape, lowering)
             lowerings[key] = hit
         if hit[1] is None:
-            exc = hit[0]
-            rec.error = str(exc)
-            rec.error_kind = "unsupported" if "not supported" in exc.reason else "invalid"
-            return _Plan(k, rec, None, {})
-        rec.output_shape, rec.lowering, identity = hit
-        out_elem, rec.declared_output, _ = g.declared(out)
-        rec.elem_type = elem or out_elem or None
-        rec.data_name, rec.output_name = x, out
-        rec.index_names = dict(runtime)
-        rec.index_types = dict(index_types)
-        rec.replaced = [(out,)]
-        if identity and out not in g.outputs:
-            rec.output_name = x
-            rec.renamed = {out: x}
-        return _Plan(k, rec, rec.lowering, runtime, inputs)
+            fields["error"] = str(hit[0])
+            fields["error_kind"] = "unsupported" if "not supported" in hit[0].reason else "invalid"
+            return fields
+        fields["output_shape"], fields["lowering"] = hit
+        fields["index_types"] = index_types
+        return fields
 
     # ------------------------------------------------------------------ splicing
 
