@@ -278,6 +278,7 @@ class _Plan(NamedTuple):
     lowering: object    # lower.Lowering, or None when the node stays
     runtime: dict       # field -> tensor name
     inputs: tuple = ()  # the node's inputs (identity rewrites before it applied)
+    fill: bool = False  # the output's declaration lacks a type or a shape (filled in as onnx-ir does)
 
 
 class ProtoStridedSliceRewritePass:
@@ -403,7 +404,7 @@ class ProtoStridedSliceRewritePass:
                 fields["input_shape"] = dims
             return _Plan(k, rec, None, {})
         fields["input_shape"] = dims
-        out_elem, fields["declared_output"], _ = g.declared(out)
+        out_elem, fields["declared_output"], typed = g.declared(out)
         fields["elem_type"] = elem or out_elem or None
         fields["data_name"] = x
         fields["output_name"] = out
@@ -414,7 +415,8 @@ class ProtoStridedSliceRewritePass:
         if base["lowering"].is_identity and out not in g.outputs:
             fields["output_name"] = x
             fields["renamed"] = {out: x}
-        return _Plan(k, rec, base["lowering"], runtime, inputs)
+        fill = not typed or fields["declared_output"] is None and out_elem is not None
+        return _Plan(k, rec, base["lowering"], runtime, inputs, fill)
 
     def _base(self, sig: tuple, dims, lowerings: dict) -> dict:
         """A record's fields (every field: a fresh record's defaults, then what the signature and
@@ -451,7 +453,7 @@ class ProtoStridedSliceRewritePass:
         names = model_names(proto)
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
-        fresh = names.fresh
+        fresh, taken = names.fresh, names.taken
         nodes, added, freed, renamed = [], [], set(), {}
         origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
         uses = g.uses
@@ -477,27 +479,40 @@ class ProtoStridedSliceRewritePass:
             template, read = templates.get(id(p.lowering)) or (None, None)
             if template is None:  # the first node of a lowering names its constants
                 template = _template(steps(p.lowering, self.opset), pool)
-                read = sorted({r[1] for _, _, refs, _ in template for r in refs if r[0] == "in"})
+                read = sorted({r[1] for _, _, refs, _, _ in template for r in refs if r[0] == "in"})
                 templates[id(p.lowering)] = template, read
             uses[x] += 1
             for f in read:  # a runtime field the lowering does not read is freed (e.g. end = begin + 1)
                 uses[runtime[f]] += 1
             outs: list = []
-            for op_type, suffix, refs, attributes in template:
-                inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
-                          else runtime[r[1]] for r in refs]
-                name = fresh(f"{rec.node}/{suffix}")
-                output = fresh(f"{name}:0")
-                new = NodeProto(op_type=op_type, name=name, input=inputs, output=[output])
+            cur = x
+            for op_type, suffix, refs, tail, attributes in template:
+                if tail is not None:  # the previous output (or the data) and constants
+                    inputs = [cur, *tail]
+                else:
+                    inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
+                              else runtime[r[1]] for r in refs]
+                name = f"{rec.node}/{suffix}"
+                if name in taken:
+                    name = fresh(name)
+                else:
+                    taken.add(name)
+                cur = f"{name}:0"
+                if cur in taken:
+                    cur = fresh(cur)
+                else:
+                    taken.add(cur)
+                new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
                 if attributes:
                     new.attribute.extend(attributes)
-                outs.append(output)
+                outs.append(cur)
                 nodes.append(new)
                 origin.append(-1)
             new.output[0] = out
             added.extend(outs[:-1])
             added.append(out)
-            self._declare_output(g, rec, out)
+            if p.fill:
+                self._declare_output(g, rec, out)
         nodes.extend(everything[done:])
         origin.extend(range(done, len(everything)))
         removed = {"nodes": [], "initializers": []}
@@ -577,12 +592,16 @@ def _filled_type(elem, shape):
 
 
 def _template(plan_steps, pool: ProtoConstantPool) -> list:
-    """(op_type, suffix, inputs, attributes) per step: constants as their pooled names (the pool
-    names each value once, in the order of the first use), other inputs as step references."""
+    """(op_type, suffix, inputs, tail, attributes) per step: constants as their pooled names (the
+    pool names each value once, in the order of the first use), other inputs as step references;
+    ``tail``: the constant names after the first input when that is the previous step's output
+    (the data for the first step) and every other input a constant, else None."""
     out = []
-    for step in plan_steps:
+    for k, step in enumerate(plan_steps):
         refs = [pool.get(r[1], r[2], r[3]) if r[0] == "const" else r for r in step.inputs]
-        out.append((step.op_type, step.suffix, refs, [_attribute(k, v) for k, v in step.attrs]))
+        previous = ("x",) if k == 0 else ("node", k - 1)
+        tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
+        out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs]))
     return out
 
 
