@@ -466,7 +466,7 @@ class ProtoStridedSliceRewritePass:
             origin.extend(range(done, p.index))
             done = p.index + 1
             rec = p.record
-            inputs = [renamed.get(name, name) for name in p.inputs] if renamed else p.inputs
+            inputs = p.inputs  # as read: the identity rewrites before it already applied
             for name in inputs:
                 uses[name] -= 1
             freed.update(inputs[1:])
