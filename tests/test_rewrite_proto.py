@@ -167,15 +167,27 @@ def _corner_model(consistent: bool = False) -> onnx.ModelProto:
                          else_branch=helper.make_graph([helper.make_node("Abs", ["xi"], ["f"])], "else", [],
                                                        [helper.make_tensor_value_info("f", 1, [2, "n"])])),
         helper.make_node("Mul", ["cc", "cc"], ["sq"], name="square"),
+        # a slice of a weight (the data an initializer)
+        ss("weights", "w", "ws", "b0", "ec", "s1", begin_mask=1, end_mask=1),
     ]
+    if not consistent:  # nodes the rewrite refuses (recorded, left in place)
+        nodes += [
+            helper.make_node("StridedSlice", ["x", "b0"], ["two"], name="two_inputs", domain=TF_DOMAIN),
+            ss("float_mask", "x", "fm", "b0", "e0", "s1", begin_mask=1.0),
+            ss("unknown_length", "x", "ul", "rl", "rl", "rl"),
+            ss("bad_lengths", "x", "bl", "one", "e0", "s1"),
+        ]
     graph = helper.make_graph(
         nodes, "corners",
         [helper.make_tensor_value_info("x", 1, [2, "n"]), helper.make_tensor_value_info("rb", i32, [2]),
-         helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         *([] if consistent else [helper.make_tensor_value_info("rl", i32, ["k"])])],
         [*(helper.make_tensor_value_info(n, 1, None) for n in ("c", "sh", "rt")),  # filled in by the rewrite
          *(helper.make_tensor_value_info(n, 1, s) for n, s in (("branch", [2, "n"]), ("sq", [2]), ("r", [2, "n"]),
-                                                               ("k", [2, 1] if consistent else None)))],
-        inits,
+                                                               ("k", [2, 1] if consistent else None))),
+         helper.make_tensor_value_info("ws", 1, None),
+         *([] if consistent else [helper.make_tensor_value_info(n, 1, None) for n in ("two", "fm", "ul", "bl")])],
+        [*inits, helper.make_tensor("w", 1, [4, 6], np.arange(24, dtype=np.float32))],
         value_info=[helper.make_tensor_value_info("xi", 1, [2, "n"] if consistent else [3, 5]),  # derived: [2, n]
                     helper.make_tensor_value_info("cc", 1, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1),
@@ -189,7 +201,9 @@ def test_graph_surgery_corners(opset):
     model = _corner_model()
     if opset == 11:
         model.opset_import[0].version = 11
-    assert assert_same_rewrite(model) == 6
+    assert assert_same_rewrite(model) == 7
+    a, _, b, _ = _both(model)
+    assert sorted(r.error_kind or "" for r in b.records if r.error) == ["invalid", "invalid", "invalid", "unsupported"]
 
 
 def test_corner_model_converts_verified_on_the_protobuf_path():
@@ -210,6 +224,7 @@ def test_corner_model_converts_verified_on_the_protobuf_path():
     np.testing.assert_array_equal(by["sh"], x[:, 2])
     np.testing.assert_array_equal(by["rt"], x[:, 1:3])
     np.testing.assert_array_equal(by["branch"], -x)
+    np.testing.assert_array_equal(by["ws"], np.arange(24, dtype=np.float32).reshape(4, 6)[:, :3])
     assert by["r"].shape == (2, 4)
 
 
