@@ -223,7 +223,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     the proto read and validated from a path, for the onnx-ir path)."""
     from .files import load_plain_proto
     from .rewrite import derive_shapes
-    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, has_strided_slice, proto_default_opset, strided_slice_inputs
+    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, has_strided_slice, proto_default_opset, strided_slice_inputs, subgraph_holders
     from .rewrite_proto import set_proto_opset
     t0 = time.perf_counter()
     proto, inputs, external = load_plain_proto(model, path_hint=label)
@@ -243,7 +243,9 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         import onnx
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
-    shapes = derive_shapes(proto, names=strided_slice_inputs(proto)) if found else {}
+    # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
+    shapes = derive_shapes(proto, names=strided_slice_inputs(proto), has_subgraphs=bool(subgraph_holders(proto.graph))) \
+        if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
         result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(proto, shapes)

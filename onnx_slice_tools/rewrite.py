@@ -508,7 +508,7 @@ def _proto_for_inference(model):
     return ir.to_proto(model)
 
 
-def derive_shapes(proto, max_bytes: int = 1024, names=None) -> dict:
+def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None) -> dict:
     """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
     the graph inputs' declared shapes and the initializers alone.
 
@@ -519,13 +519,13 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None) -> dict:
     after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape).
     ``names``: only these values (of the main graph) are wanted (a set; the others are not read).
     When they are all graph inputs and initializers, no inference runs: it would return their
-    declarations as they are."""
+    declarations as they are.  ``has_subgraphs``: see :func:`skeleton`."""
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
             return declared
     try:
-        inferred = infer_isolated(skeleton(proto, max_bytes))
+        inferred = infer_isolated(skeleton(proto, max_bytes, has_subgraphs))
     except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -599,12 +599,13 @@ def infer_isolated(model, strict: bool = False):
     return onnx.load_from_string(infer_shapes(model.SerializeToString(), strict))
 
 
-def skeleton(proto, max_bytes: int = 1024):
+def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None):
     """A copy of ``proto`` for shape inference: graph structure and declared graph inputs only.
 
     Initializers that are external, above ``max_bytes`` or also graph inputs become typed
     inputs (their declared shape; the data of an overridable one may be replaced at run
-    time); value_info (every graph and function) and graph output shapes are dropped."""
+    time); value_info (every graph and function) and graph output shapes are dropped.
+    ``has_subgraphs`` False: the caller knows no main-graph node holds a subgraph (no walk)."""
     import onnx
     sk = onnx.ModelProto()
     sk.ir_version = proto.ir_version
@@ -630,20 +631,26 @@ def skeleton(proto, max_bytes: int = 1024):
         else:
             vi.type.CopyFrom(o.type)
 
+    def strip_inner(nodes):
+        for n in nodes:
+            for a in n.attribute:
+                if a.type == a.GRAPH:
+                    strip(a.g)
+                elif a.type == a.GRAPHS:
+                    for sub in a.graphs:
+                        strip(sub)
+
     def strip(graph):
         del graph.value_info[:]
-        for n in graph.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
-                    strip(sub)
-    strip(g)
+        strip_inner(graph.node)
+
+    del g.value_info[:]
+    if has_subgraphs is not False:
+        strip_inner(g.node)
     for f in sk.functions:
         if hasattr(f, "value_info"):
             del f.value_info[:]
-        for n in f.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
-                    strip(sub)
+        strip_inner(f.node)
     return sk
 
 
