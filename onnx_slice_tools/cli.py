@@ -44,7 +44,7 @@ def _console(**kw):
 
 def cmd_convert(args) -> int:
     from .api import convert
-    from .files import check_convert_outputs, input_files, write_text
+    from .files import check_convert_outputs, write_text
     src, dst = Path(args.input), Path(args.output)
     check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,

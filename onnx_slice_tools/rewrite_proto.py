@@ -448,12 +448,10 @@ class ProtoStridedSliceRewritePass:
     # ------------------------------------------------------------------ splicing
 
     def _splice(self, proto, g: _Graph, plans: list) -> RewriteResult:
-        from onnx import NodeProto
         graph = proto.graph
         names = model_names(proto)
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
-        fresh, taken = names.fresh, names.taken
         nodes, added, freed, renamed = [], [], set(), {}
         origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
         uses = g.uses
@@ -484,31 +482,10 @@ class ProtoStridedSliceRewritePass:
             uses[x] += 1
             for f in read:  # a runtime field the lowering does not read is freed (e.g. end = begin + 1)
                 uses[runtime[f]] += 1
-            outs: list = []
-            cur = x
-            for op_type, suffix, refs, tail, attributes in template:
-                if tail is not None:  # the previous output (or the data) and constants
-                    inputs = [cur, *tail]
-                else:
-                    inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
-                              else runtime[r[1]] for r in refs]
-                name = f"{rec.node}/{suffix}"
-                if name in taken:
-                    name = fresh(name)
-                else:
-                    taken.add(name)
-                cur = f"{name}:0"
-                if cur in taken:
-                    cur = fresh(cur)
-                else:
-                    taken.add(cur)
-                new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
-                if attributes:
-                    new.attribute.extend(attributes)
-                outs.append(cur)
-                nodes.append(new)
-                origin.append(-1)
-            new.output[0] = out
+            new, outs = _instantiate(template, x, runtime, rec.node, names)
+            nodes.extend(new)
+            origin.extend([-1] * len(new))
+            new[-1].output[0] = out
             added.extend(outs[:-1])
             added.append(out)
             if p.fill:
@@ -589,6 +566,43 @@ def _filled_type(elem, shape):
     else:
         tt.SetInParent()
     return t
+
+
+def _instantiate(template: list, x: str, runtime: dict, base: str, names) -> tuple[list, list]:
+    """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
+    Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``."""
+    from onnx import NodeProto
+    taken, fresh = names.taken, names.fresh
+    nodes, outs = [], []
+    cur = x
+    for op_type, suffix, refs, tail, attributes in template:
+        if tail is not None:  # the previous output (or the data) and constants
+            inputs = [cur, *tail]
+        else:
+            inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
+                      else runtime[r[1]] for r in refs]
+        name = f"{base}/{suffix}"
+        if name in taken:
+            name = fresh(name)
+        else:
+            taken.add(name)
+        cur = f"{name}:0"
+        if cur in taken:
+            cur = fresh(cur)
+        else:
+            taken.add(cur)
+        new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
+        if attributes:
+            new.attribute.extend(attributes)
+        outs.append(cur)
+        nodes.append(new)
+    return nodes, outs
+
+
+def emit_proto(lowering, x: str, opset: int, pool: ProtoConstantPool, name: str, runtime: dict | None = None):
+    """:func:`lower.emit` as NodeProtos: (nodes, output name); constants go to ``pool.tensors``."""
+    nodes, outs = _instantiate(_template(steps(lowering, opset), pool), x, runtime or {}, name, pool.names)
+    return nodes, outs[-1]
 
 
 def _template(plan_steps, pool: ProtoConstantPool) -> list:

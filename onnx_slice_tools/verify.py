@@ -32,7 +32,7 @@ import numpy as np
 
 from .errors import StridedSliceError
 from .errors import first_line
-from .lower import RESHAPE, ConstantPool, Lowering, emit
+from .lower import RESHAPE, Lowering
 from .plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
 from .reference import apply_plan
 from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
@@ -466,29 +466,34 @@ def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool 
 
 def _build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
     """One ONNX model checking ``cases`` (input ``x<i>`` and output ``y<i>`` per case, ``i`` from
-    ``ids``), with the declared input shapes."""
-    import onnx_ir as ir
-    graph = ir.Graph([], [], nodes=[], name="onnx_slice_tools_checks",
-                     opset_imports={"": opset})
-    consts = ConstantPool(graph, "k/")
-    for i, case in zip(ids if ids is not None else range(len(cases)), cases):
+    ``ids``), with the declared input shapes (NodeProtos from rewrite_proto.emit_proto: the
+    rewrite's own emission)."""
+    from onnx import TensorProto, helper
+
+    from .names import NameAllocator
+    from .rewrite_proto import ProtoConstantPool, emit_proto
+    names = NameAllocator()
+    consts = ProtoConstantPool("k/", names)
+    inputs, outputs, nodes = [], [], []
+    ids = ids if ids is not None else range(len(cases))
+    names.taken.update(f"x{i}" for i in ids)
+    for i, case in zip(ids, cases):
         shape = case.lowering.plan.input_shape
-        x = ir.Value(name=f"x{i}", type=ir.TensorType(ir.DataType(case.elem_type)),
-                     shape=None if shape is None else ir.Shape(
-                         [d if d is not None else None for d in shape]))
-        graph.inputs.append(x)
+        inputs.append(helper.make_tensor_value_info(f"x{i}", case.elem_type, None if shape is None else list(shape)))
         runtime = {}
         for f in case.runtime_fields:
-            dtype = ir.DataType.INT32 if case.index_types.get(f) == "int32" else ir.DataType.INT64
-            runtime[f] = ir.Value(name=f"{f[0]}{i}", type=ir.TensorType(dtype),
-                                  shape=ir.Shape([case.written_spec.n]))
-            graph.inputs.append(runtime[f])
-        nodes, y = emit(case.lowering, x, opset, consts, f"r{i}", runtime)
-        graph.extend(nodes)
-        y.name = f"y{i}"
-        graph.outputs.append(y)
-    model = ir.Model(graph, ir_version=ir_version_for(opset))
-    return ir.to_proto(model)
+            dtype = TensorProto.INT32 if case.index_types.get(f) == "int32" else TensorProto.INT64
+            runtime[f] = f"{f[0]}{i}"
+            names.taken.add(runtime[f])
+            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [case.written_spec.n]))
+        new, y = emit_proto(case.lowering, f"x{i}", opset, consts, f"r{i}", runtime)
+        new[-1].output[0] = f"y{i}"
+        nodes.extend(new)
+        outputs.append(helper.make_tensor_value_info(f"y{i}", case.elem_type, None))
+    graph = helper.make_graph(nodes, "onnx_slice_tools_checks", inputs, outputs, consts.tensors)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir_version_for(opset)
+    return model
 
 
 def _any_shape(proto):
