@@ -525,7 +525,8 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         if declared is not None:
             return declared
     try:
-        inferred = infer_isolated(skeleton(proto, max_bytes, has_subgraphs))
+        inferred = infer_isolated(proto if _own_skeleton(proto, max_bytes, has_subgraphs)
+                                  else skeleton(proto, max_bytes, has_subgraphs))
     except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -597,6 +598,20 @@ def infer_isolated(model, strict: bool = False):
         return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
     from .isolated import infer_shapes
     return onnx.load_from_string(infer_shapes(model.SerializeToString(), strict))
+
+
+def _own_skeleton(proto, max_bytes: int, has_subgraphs: bool | None) -> bool:
+    """Whether inference on ``proto`` itself is inference on its :func:`skeleton` (nothing to
+    drop or turn into an input): no value_info, no output shape, no function, no subgraph
+    (``has_subgraphs`` False), only small initializers that are not graph inputs."""
+    g = proto.graph
+    if has_subgraphs is not False or g.value_info or proto.functions or g.sparse_initializer:
+        return False
+    declared = {vi.name for vi in g.input}
+    if any(t.name in declared or t.data_location == 1 or t.ByteSize() > max_bytes for t in g.initializer):
+        return False
+    return not any(vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape") or
+                   not vi.type.HasField("tensor_type") for vi in g.output)
 
 
 def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None):

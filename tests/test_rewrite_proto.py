@@ -252,3 +252,18 @@ def test_shapes_of_graph_inputs_need_no_inference(symbolic, fan_out):
     names = strided_slice_inputs(model) | {"big"}
     full = derive_shapes(model)
     assert derive_shapes(model, names=names) == {n: full[n] for n in names if n in full}
+
+
+@pytest.mark.parametrize("declared_outputs", [False, True])
+def test_inference_on_the_model_itself_when_it_is_its_own_skeleton(declared_outputs):
+    """A model with nothing for the skeleton to drop (no value_info, output shapes, big or
+    overridable initializers, subgraphs) is inferred as it is: the same shapes."""
+    from onnx_slice_tools.rewrite import _own_skeleton
+    from onnx_slice_tools.rewrite_proto import strided_slice_inputs
+    model = _load_script("bench").synthetic_model(64, False)
+    if declared_outputs:  # a declared output shape: the skeleton drops it
+        model.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 4
+    assert _own_skeleton(model, 1024, has_subgraphs=False) is not declared_outputs
+    assert _own_skeleton(model, 1024, has_subgraphs=None) is False
+    names = strided_slice_inputs(model)
+    assert derive_shapes(model, names=names, has_subgraphs=False) == derive_shapes(model, names=names)
