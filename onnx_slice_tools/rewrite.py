@@ -519,14 +519,21 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape).
     ``names``: only these values (of the main graph) are wanted (a set; the others are not read).
     When they are all graph inputs and initializers, no inference runs: it would return their
-    declarations as they are.  ``has_subgraphs``: see :func:`skeleton`."""
+    declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
+    node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
+    inferred (a node's inferred types depend on its inputs' alone)."""
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
             return declared
+    keep = None
+    if names is not None and has_subgraphs is False and not proto.functions:
+        keep = _ancestors(proto.graph, names)  # inference of a node reads only its inputs' types
+        if len(keep) == len(proto.graph.node):
+            keep = None
     try:
-        inferred = infer_isolated(proto if _own_skeleton(proto, max_bytes, has_subgraphs)
-                                  else skeleton(proto, max_bytes, has_subgraphs))
+        inferred = infer_isolated(proto if keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
+                                  else skeleton(proto, max_bytes, has_subgraphs, keep=keep))
     except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -600,6 +607,22 @@ def infer_isolated(model, strict: bool = False):
     return onnx.load_from_string(infer_shapes(model.SerializeToString(), strict))
 
 
+def _ancestors(graph, names) -> list:
+    """Indices (in order) of the main-graph nodes that ``names`` depend on: their producers, and
+    their inputs' producers, transitively (no subgraphs: their outer reads are not inputs)."""
+    producers = {o: k for k, node in enumerate(graph.node) for o in node.output if o}
+    nodes = graph.node
+    todo = [producers[n] for n in names if n in producers]
+    seen = set(todo)
+    while todo:
+        for name in nodes[todo.pop()].input:
+            k = producers.get(name)
+            if k is not None and k not in seen:
+                seen.add(k)
+                todo.append(k)
+    return sorted(seen)
+
+
 def _own_skeleton(proto, max_bytes: int, has_subgraphs: bool | None) -> bool:
     """Whether inference on ``proto`` itself is inference on its :func:`skeleton` (nothing to
     drop or turn into an input): no value_info, no output shape, no function, no subgraph
@@ -614,13 +637,14 @@ def _own_skeleton(proto, max_bytes: int, has_subgraphs: bool | None) -> bool:
                    not vi.type.HasField("tensor_type") for vi in g.output)
 
 
-def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None):
+def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, keep=None):
     """A copy of ``proto`` for shape inference: graph structure and declared graph inputs only.
 
     Initializers that are external, above ``max_bytes`` or also graph inputs become typed
     inputs (their declared shape; the data of an overridable one may be replaced at run
     time); value_info (every graph and function) and graph output shapes are dropped.
-    ``has_subgraphs`` False: the caller knows no main-graph node holds a subgraph (no walk)."""
+    ``has_subgraphs`` False: the caller knows no main-graph node holds a subgraph (no walk).
+    ``keep``: indices of the main-graph nodes to keep (the others and the graph outputs dropped)."""
     import onnx
     sk = onnx.ModelProto()
     sk.ir_version = proto.ir_version
@@ -628,7 +652,7 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None):
     sk.functions.extend(proto.functions)
     g, src = sk.graph, proto.graph
     g.name = src.name
-    g.node.extend(src.node)
+    g.node.extend(src.node if keep is None else [src.node[k] for k in keep])
     declared = {vi.name for vi in src.input}
     g.input.extend(src.input)
     for t in src.initializer:
@@ -638,7 +662,7 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None):
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
             g.initializer.append(t)
-    for o in src.output:  # the element type kept, the shape dropped
+    for o in src.output if keep is None else ():  # the element type kept, the shape dropped
         vi = g.output.add()
         vi.name = o.name
         if o.type.HasField("tensor_type"):

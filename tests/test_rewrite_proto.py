@@ -267,3 +267,19 @@ def test_inference_on_the_model_itself_when_it_is_its_own_skeleton(declared_outp
     assert _own_skeleton(model, 1024, has_subgraphs=None) is False
     names = strided_slice_inputs(model)
     assert derive_shapes(model, names=names, has_subgraphs=False) == derive_shapes(model, names=names)
+
+
+def test_inference_of_the_ancestors_only():
+    """With no subgraph, the shapes of the StridedSlice inputs come from inferring only the nodes
+    they depend on: the same shapes as inferring the whole model (peer model: 800 slices of
+    800 inputs; benchmark model: slices of a Relu chain)."""
+    from onnx_slice_tools.rewrite import _ancestors
+    from onnx_slice_tools.rewrite_proto import strided_slice_inputs
+    from test_peer_cases import peer_model
+    chain = _load_script("bench").synthetic_model(96, True)
+    for model in (chain, peer_model(_peer_rows(), False, "symbolic")[0]):
+        names = strided_slice_inputs(model)
+        assert derive_shapes(model, names=names, has_subgraphs=False) == \
+            {n: v for n, v in derive_shapes(model).items() if n in names}
+    keep = _ancestors(chain.graph, strided_slice_inputs(chain))
+    assert [chain.graph.node[k].op_type for k in keep] == ["Relu"] * 11
