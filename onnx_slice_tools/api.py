@@ -168,8 +168,9 @@ class ConvertResult:
         file, weights the input kept in external data streamed to ``<path>.data``.
         Returns a files.SavedModel.  ``model`` is ``ir_model`` serialized: written as it is when
         no weights move."""
-        if self.ir_model is None:
-            return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()])
+        if self.ir_model is None:  # the protobuf path: it takes no model with external data
+            return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()],
+                              no_external=self.inputs is not None)
         return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
 
 

@@ -750,7 +750,8 @@ def _externalize(m, data_file: Path, data_name: str, move_inline: bool) -> list:
     return undo
 
 
-def save_model(model, path, *, external_data: bool | None = None, protect=(), proto=None) -> SavedModel:
+def save_model(model, path, *, external_data: bool | None = None, protect=(), proto=None,
+               no_external: bool = False) -> SavedModel:
     """Save a ModelProto or an onnx_ir.Model to ``path`` (see the module doc).  A ModelProto
     without external tensors, below the protobuf limit, is written as it is (no onnx-ir).
 
@@ -758,11 +759,12 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
     ``path.data`` (streamed from the input's files, never all in memory); ``external_data``
     forces either layout.  ``protect``: more input files never to write over (a loaded
     model's own are always protected).  ``proto``: the onnx_ir model already serialized
-    (``ir.to_proto(model)``), written as it is when no tensor moves (saves a serialization)."""
+    (``ir.to_proto(model)``), written as it is when no tensor moves (saves a serialization).
+    ``no_external``: the caller knows the ModelProto holds no external tensor (no walk)."""
     import onnx
     path = Path(path)
-    if isinstance(model, onnx.ModelProto) and external_data is not True and not any(
-            _is_external(t) for t in proto_tensors(model)) and model.ByteSize() <= PROTO_LIMIT:
+    if isinstance(model, onnx.ModelProto) and external_data is not True and (no_external or not any(
+            _is_external(t) for t in proto_tensors(model))) and model.ByteSize() <= PROTO_LIMIT:
         m, proto, use_external = None, model, False  # written as it is: no tensor moves
     else:
         import onnx_ir as ir
