@@ -151,6 +151,7 @@ class _Graph:
 
     def __init__(self, graph, holders: list):
         self.graph = graph
+        self.holders = holders
         self.inputs = {vi.name for vi in graph.input}
         self.outputs = {vi.name: k for k, vi in enumerate(graph.output)}
         self.initializers = {t.name: t for t in graph.initializer}
@@ -236,29 +237,27 @@ class ProtoConstantPool(ConstantPool):
         return name
 
 
-def model_names(proto) -> NameAllocator:
+def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator:
     """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
-    onnx-ir model, plus value_info names: a generated name never meets a stale declaration)."""
+    onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
+    ``holders``: the main graph's nodes holding subgraphs (:func:`subgraph_holders`), ``reads``:
+    every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), when known."""
     taken: set = set()
 
-    def graph_names(g):
+    def graph_names(g, inner=None, known_reads=None):
         taken.update(vi.name for vi in g.input)
         taken.update(vi.name for vi in g.output)
         taken.update(t.name for t in g.initializer)
         taken.update(vi.name for vi in g.value_info)
         nodes = g.node
         taken.update(n.name for n in nodes)
-        taken.update(itertools.chain.from_iterable(n.input for n in nodes))
+        taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
         taken.update(itertools.chain.from_iterable(n.output for n in nodes))
-        for node in nodes:
-            for a in node.attribute:
-                if a.type == _GRAPH:
-                    graph_names(a.g)
-                elif a.type == _GRAPHS:
-                    for sub in a.graphs:
-                        graph_names(sub)
+        for node in nodes if inner is None else inner:
+            for sub in _graphs_of(node):
+                graph_names(sub)
 
-    graph_names(proto.graph)
+    graph_names(proto.graph, holders, reads)
     for f in proto.functions:
         taken.update(f.input)
         taken.update(f.output)
@@ -449,39 +448,32 @@ class ProtoStridedSliceRewritePass:
 
     def _splice(self, proto, g: _Graph, plans: list) -> RewriteResult:
         graph = proto.graph
-        names = model_names(proto)
+        names = model_names(proto, g.holders, g.uses)
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
-        nodes, added, freed, renamed = [], [], set(), {}
+        nodes, added, renamed, emitted, replaced = [], [], {}, [], []
         origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
-        uses = g.uses
         everything = graph.node
         done = 0
         for p in plans:
             if p.lowering is None:
                 continue
+            replaced.append(p)
             nodes.extend(everything[done:p.index])
             origin.extend(range(done, p.index))
             done = p.index + 1
             rec = p.record
-            inputs = p.inputs  # as read: the identity rewrites before it already applied
-            for name in inputs:
-                uses[name] -= 1
-            freed.update(inputs[1:])
-            x, out, runtime = rec.data_name, rec.replaced[0][0], p.runtime
             if rec.renamed:
                 renamed.update(rec.renamed)
-                uses[x] += uses[out]  # its readers read the data now
-                uses[out] = 0
                 continue
+            x, out, runtime = rec.data_name, rec.replaced[0][0], p.runtime
             template, read = templates.get(id(p.lowering)) or (None, None)
             if template is None:  # the first node of a lowering names its constants
                 template = _template(steps(p.lowering, self.opset), pool)
                 read = sorted({r[1] for _, _, refs, _, _ in template for r in refs if r[0] == "in"})
                 templates[id(p.lowering)] = template, read
-            uses[x] += 1
-            for f in read:  # a runtime field the lowering does not read is freed (e.g. end = begin + 1)
-                uses[runtime[f]] += 1
+            emitted.append(x)
+            emitted.extend(runtime[f] for f in read)  # a runtime field not read is freed (e.g. end = begin + 1)
             new, outs = _instantiate(template, x, runtime, rec.node, names)
             nodes.extend(new)
             origin.extend([-1] * len(new))
@@ -492,10 +484,17 @@ class ProtoStridedSliceRewritePass:
                 self._declare_output(g, rec, out)
         nodes.extend(everything[done:])
         origin.extend(range(done, len(everything)))
+        # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
+        uses = g.uses
+        uses.subtract(collections.Counter(itertools.chain.from_iterable(p.inputs for p in replaced)))
+        uses.update(emitted)
+        for out, x in renamed.items():  # an identity's readers read the data now
+            uses[x] += uses[out]
+            uses[out] = 0
+        freed = {name for p in replaced for name in p.inputs[1:] if name}
         removed = {"nodes": [], "initializers": []}
-        freed.discard("")
-        dead_nodes = _remove_if_unused(g, list(freed), uses, removed)
-        removed_domains = collections.Counter(everything[p.index].domain for p in plans if p.lowering is not None)
+        dead_nodes = _remove_if_unused(g, sorted(freed), uses, removed)
+        removed_domains = collections.Counter(everything[p.index].domain for p in replaced)
         removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
             _rename_uses(graph, renamed)
