@@ -24,6 +24,8 @@ import collections
 import itertools
 from typing import NamedTuple
 
+from onnx import NodeProto
+
 from .errors import StridedSliceError
 from .lower import ConstantPool, lower, steps
 from .names import NameAllocator
@@ -570,7 +572,6 @@ def _filled_type(elem, shape):
 def _instantiate(template: list, x: str, runtime: dict, base: str, names) -> tuple[list, list]:
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``."""
-    from onnx import NodeProto
     taken, fresh = names.taken, names.fresh
     nodes, outs = [], []
     cur = x
@@ -639,6 +640,9 @@ def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
         if name in done or uses[name] > 0 or name in g.outputs or name in g.inputs:
             continue
         done.add(name)
+        if name in g.initializers:  # (SSA: an initializer is no node's output; no node index needed)
+            removed["initializers"].append(name)
+            continue
         k = g.producers.get(name)
         if k is not None:
             producer = graph.node[k]
@@ -654,8 +658,6 @@ def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
             for i in inputs:
                 uses[i] -= 1
             todo.extend(inputs)
-        elif name in g.initializers:
-            removed["initializers"].append(name)
     return dead
 
 
