@@ -282,14 +282,23 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
     the cleanup changed nothing or stopped, the model as it was before (``before``): onnx-ir's
     passes may still have touched it (e.g. trailing empty inputs dropped).  ``inplace``: the
-    in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup."""
+    in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
+    When the proto-level pre-check (cleanup_scan.py) proves no pass can change ``before``, the
+    passes do not run: the report is the one they would give."""
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
     from .cleanup import cleanup_check
+    from .cleanup_scan import nothing_to_clean, unchanged_report
     run_before = inplace.run_outputs() if inplace is not None and inplace.proto is before else None
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
+    if nothing_to_clean(before):
+        report.cleanup = unchanged_report(before)
+        report.timings["cleanup"] = time.perf_counter() - t
+        if verify:
+            report.model_checks["cleanup"] = "passed (nothing to clean)"
+        return m, before
     try:
         report.cleanup = run_cleanup(m, proto=before)
     except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
