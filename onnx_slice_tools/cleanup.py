@@ -16,7 +16,8 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
   constants compared by value) computed once per graph;
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
 
-Nothing changes a value's bits: folding evaluates only integer data movement and integer
+``cleanup_scan.may_change`` tells on the proto, soundly and cheaply, when none of these passes can
+change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer data movement and integer
 ``Add``/``Sub``/``Mul``/``Neg`` whose results fit the type; lifting and merging keep every op's
 elementwise computation.  Graph outputs keep their names, types and shapes (a node producing
 a graph output is never replaced).

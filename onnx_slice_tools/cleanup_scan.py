@@ -15,6 +15,7 @@ This module imports no onnx-ir: the protobuf path uses it before any onnx-ir mod
 
 from __future__ import annotations
 
+import gc
 import os
 
 import numpy as np
@@ -54,28 +55,34 @@ class MayChange(Exception):
 class _Def:
     """One value: a graph input, an initializer or a node output (``node``, ``index``)."""
 
-    __slots__ = ("kind", "graph", "node", "index", "tensor", "ins", "outs", "uses", "out_any", "out_own",
+    __slots__ = ("kind", "graph", "node", "tensor", "ins", "uses", "out_any",
                  "fact", "key", "lift")
 
-    def __init__(self, kind, graph, node=None, index=0, tensor=None):
-        self.kind, self.graph, self.node, self.index, self.tensor = kind, graph, node, index, tensor
-        self.ins = self.outs = ()  # a node output: the node's input and output definitions
+    def __init__(self, kind, graph, node=None, ins=(), tensor=None):
+        self.kind, self.graph, self.node, self.ins, self.tensor = kind, graph, node, ins, tensor
         self.uses = 0
-        self.out_any = self.out_own = False  # an output of some graph / of its own graph
+        self.out_any = False  # an output of its graph (onnx-ir: is_graph_output)
         self.fact = False  # cleanup._Facts may know something about it
-        self.key = None    # its part of a CSE key (memo)
+        # its part of a CSE key: node outputs by identity (their ids are unique while the scan
+        # holds them); constants by value, computed when first read (None)
+        self.key = id(self) if kind == "node" else None
         self.lift = None   # LiftScalarsPass._lift may lift it (memo)
 
 
 def may_change(proto) -> str | None:
     """None when no cleanup pass (``cleanup.default_passes()`` and ``RemoveDeadPass``) can change
     ``proto``; else a short reason naming the pass and the node."""
+    paused = gc.isenabled()
+    gc.disable()  # ~15 objects a node, no cycles: a collection would only rescan the caller's heap
     try:
         _Scan(proto).run()
     except MayChange as exc:
         return str(exc)
     except RecursionError:
         return "may change: the graph nests too deep for the pre-check"
+    finally:
+        if paused:
+            gc.enable()
     return None
 
 
@@ -125,20 +132,23 @@ class _Scan:
         self.proto = proto
         imports = {o.domain: o.version for o in proto.opset_import}
         self.opset = imports.get("", imports.get("ai.onnx"))
-        self.graphs: list = []  # (graph, [(node, input defs, output defs)], CSE duplicates, scope, is main)
+        self.graphs: list = []  # (graph, [(node, input defs, output defs)] a pass matches, CSE duplicates, scope)
         self.arrays: dict = {}  # id(def) -> (def, its small constant's array or None)
         self.schemas: dict = {}
+        self.const_keys: dict = {}  # a small constant's (dtype, shape, bytes) -> its CSE key
+        self.scope_graphs: dict = {}  # id(scope) -> its graph
+        self.declared: dict = {}  # id(scope) -> names its graph's nodes output (forward references)
 
     def run(self) -> None:
         if len(self.proto.functions):
             raise MayChange("may change: the model has functions (not pre-checked)")
-        self.walk(self.proto.graph, [], main=True)
+        self.walk(self.proto.graph, [])
         for entry in self.graphs:
             self.check(*entry)
 
     # ------------------------------------------------------------------ the walk
 
-    def walk(self, graph, outer: list, main: bool = False) -> None:
+    def walk(self, graph, outer: list) -> None:
         """Definitions and uses of every value of ``graph`` (subgraphs entered at their node,
         seeing what is defined before it, as onnx-ir's deserialisation does), the facts that
         cleanup._Facts may know, the CSE duplicates, and the nodes some pass looks at."""
@@ -148,7 +158,10 @@ class _Scan:
         get = scope.get
         chain = [scope, *outer]
         gid = id(graph)
+        self.scope_graphs[id(scope)] = graph
         for vi in graph.input:
+            if vi.name in scope:
+                raise MayChange(f"may change: input {vi.name!r} is listed twice in graph {graph.name!r}")
             scope[vi.name] = _Def("input", gid, tensor=vi)
         for t in graph.initializer:
             d = get(t.name)
@@ -163,20 +176,15 @@ class _Scan:
         dups: list = []
         value_key = self.value_key
         for node in graph.node:
-            ins, in_keys = [], []
-            names = node.input
-            for name in names:
-                if not name:
+            ins = []
+            for name in node.input:
+                if name:
+                    d = get(name) or self.lookup(chain, name, node)
+                    d.uses += 1
+                    ins.append(d)
+                else:
                     ins.append(None)
-                    in_keys.append(None)
-                    continue
-                d = get(name)
-                if d is None:
-                    d = self.lookup(chain, name, node)
-                d.uses += 1
-                ins.append(d)
-                in_keys.append(d.key if d.key is not None else value_key(d))
-            if names and not names[-1]:
+            if ins and ins[-1] is None:
                 raise MayChange(f"RemoveDeadPass may change {_where(node)}: trailing empty inputs")
             attributes = node.attribute
             if attributes:
@@ -186,31 +194,27 @@ class _Scan:
                     elif a.type == _GRAPHS:
                         for g in a.graphs:
                             self.walk(g, chain)
-            outs = []
-            for i, name in enumerate(node.output):
-                d = _Def("node", gid, node, i)
-                d.ins, d.outs = ins, outs
-                outs.append(d)
-                if not name:
-                    continue
-                if name in scope:
+            op, domain = node.op_type, node.domain
+            outs = [_Def("node", gid, node, ins) for _ in node.output]
+            for d, name in zip(outs, node.output):
+                if name in scope or not name:
+                    if not name:
+                        continue
                     raise MayChange(f"may change: {name!r} is defined twice in graph {graph.name!r}")
                 scope[name] = d
-            op, domain = node.op_type, node.domain
-            if not outs or not node.output[-1]:
+            if not outs or not name:
                 raise MayChange(f"RemoveDeadPass may change {_where(node)}: no outputs or trailing empty ones")
             if domain in _DEFAULT:
-                if op != "Constant":
-                    outs[0].key = outs[0]  # compared by identity in CSE keys
-                if (op in _FACT_OPS or op == "Constant") and len(outs) == 1 and self.fact(outs[0]):
-                    outs[0].fact = True
-                    looked_at.append((node, ins, outs))
+                if op in _FACT_OPS or op == "Constant":
+                    if op == "Constant":
+                        outs[0].key = None  # a constant: compared by value in CSE keys
+                    if len(outs) == 1 and self.fact(outs[0]):
+                        outs[0].fact = True
+                        looked_at.append((node, ins, outs))
+                    elif op in _LOOKED_AT:
+                        looked_at.append((node, ins, outs))
                 elif op in _LOOKED_AT:
                     looked_at.append((node, ins, outs))
-            else:
-                outs[0].key = outs[0]
-            for d in outs[1:]:
-                d.key = d
             if op in NONDETERMINISTIC:
                 continue
             if attributes:
@@ -219,28 +223,36 @@ class _Scan:
                     continue
             else:
                 attrs = ()
-            if domain == "ai.onnx":
-                domain = ""
-            if op == "Constant" and domain == "":
+            if op == "Constant" and domain in _DEFAULT:
                 key = ("Constant", node.overload, attrs)
             else:
-                key = (domain, op, node.overload, len(outs), tuple(in_keys), attrs)
+                key = ("" if domain == "ai.onnx" else domain, op, node.overload, len(outs),
+                       tuple([None if d is None else d.key if d.key is not None else value_key(d) for d in ins]),
+                       attrs)
             if keys.setdefault(key, node) is not node:
                 dups.append((node, outs))
-        for vi in graph.output:
-            d = get(vi.name) or self.lookup(chain, vi.name, None)
+        for vi in graph.output:  # onnx-ir looks graph outputs up in their own graph only
+            d = get(vi.name)
+            if d is None:
+                raise MayChange(f"may change: graph output {vi.name!r} of {graph.name!r} is not defined there")
             d.out_any = True
-            d.out_own = d.out_own or d.graph == gid
-        self.graphs.append((graph, looked_at, dups, scope, main))
+        self.graphs.append((graph, looked_at, dups, scope))
 
-    @staticmethod
-    def lookup(chain, name, node):
+    def lookup(self, chain, name, node):
+        """``name`` looked up from the innermost scope out, as onnx-ir does -- which declares
+        every node output of a graph before reading its nodes: a name some scope defines later
+        (a forward reference, possibly shadowing an outer value) is left to the passes."""
         for s in chain:
             d = s.get(name)
             if d is not None:
                 return d
-        where = f"{_where(node)} reads" if node is not None else "graph output"
-        raise MayChange(f"may change: {where} {name!r} before it is defined")
+            declared = self.declared.get(id(s))
+            if declared is None:
+                graph = self.scope_graphs[id(s)]
+                declared = self.declared[id(s)] = {o for n in graph.node for o in n.output}
+            if name in declared:
+                break
+        raise MayChange(f"may change: {_where(node)} reads {name!r} before it is defined")
 
     # ------------------------------------------------------------------ constants
 
@@ -304,12 +316,11 @@ class _Scan:
             return None
         if d.key is None:
             arr = self.array(d)
-            if arr is _EXOTIC:
-                d.key = ("const", "exotic")  # compares equal to every other: never finer than onnx-ir
-            elif arr is not None:
-                d.key = ("const", str(arr.dtype), arr.shape, arr.tobytes())
-            else:
-                d.key = d
+            if arr is None:
+                d.key = id(d)  # every definition lives as long as the scan: ids stay unique
+            else:  # equal constants share one negative number (ids are positive)
+                value = "exotic" if arr is _EXOTIC else (str(arr.dtype), arr.shape, arr.tobytes())
+                d.key = self.const_keys.setdefault(value, -1 - len(self.const_keys))
         return d.key
 
     # ------------------------------------------------------------------ cleanup._Facts, abstractly
@@ -376,14 +387,14 @@ class _Scan:
 
     # ------------------------------------------------------------------ the passes' conditions
 
-    def check(self, graph, looked_at, dups, scope, main) -> None:
+    def check(self, graph, looked_at, dups, scope) -> None:
         gid = id(graph)
         for d in scope.values():
-            if d.uses or d.out_own:
+            if d.uses or d.out_any:
                 continue
             if d.kind == "node":
-                self.check_unused(d)
-            elif d.kind == "init" and (main or not d.out_any):
+                self.check_unused(d, scope)
+            elif d.kind == "init":
                 raise MayChange(f"RemoveDeadPass may change it: initializer {d.tensor.name!r} is not used")
         for node, ins, outs in looked_at:
             op = node.op_type
@@ -403,12 +414,12 @@ class _Scan:
             if not any(d.out_any for d in outs):
                 raise MayChange(f"CommonSubexpressionPass may change {_where(node)} (an equal node before it)")
 
-    def check_unused(self, d) -> None:
+    def check_unused(self, d, scope) -> None:
         """onnx-ir's RemoveUnusedNodesPass (and cleanup's bulk removal) on an output nothing
         uses: a dead node, or an unused optional output (BatchNormalization: see check)."""
         node = d.node
-        outs = d.outs
-        unused = [not o.uses and not o.out_own for o in outs]
+        outs = [scope[name] if name else None for name in node.output]
+        unused = [o is None or not o.uses and not o.out_any for o in outs]
         if all(unused):
             raise MayChange(f"RemoveDeadPass may change it: {_where(node)} is dead")
         if node.domain not in ("", "ai.onnx", "onnx.ai"):

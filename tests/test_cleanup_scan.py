@@ -275,11 +275,22 @@ def random_graph(seed: int):
         ints.append(const(_INT_CONSTS[v]))
     for _ in range(int(rng.integers(2, 10))):
         op = rng.choice(["Shape", "Size", "Gather", "Concat", "Squeeze", "Unsqueeze", "Slice", "Reshape",
-                         "Cast", "Add", "Mul", "Neg", "Relu", "dup", "If"])
+                         "Cast", "Add", "Mul", "Neg", "Relu", "dup", "If", "MaxPool", "ConstantInts"])
         y = fresh()
         pick_f, pick_i = (lambda: str(rng.choice(floats))), (lambda: str(rng.choice(ints)))
         if op == "Shape":
-            nodes.append(helper.make_node("Shape", [pick_f()], [y]))
+            bounds = {} if rng.random() < 0.7 else {"start": int(rng.integers(-2, 2))}
+            nodes.append(helper.make_node("Shape", [pick_f()], [y], **bounds))
+        elif op == "ConstantInts":  # Constant's value_int / value_ints forms
+            value = {"value_int": 2} if rng.random() < 0.5 else {"value_ints": [1, 2]}
+            nodes.append(helper.make_node("Constant", [], [y], **value))
+        elif op == "MaxPool":  # an optional second output, used or not
+            nodes.append(helper.make_node("MaxPool", ["x3"], [y, y + "_idx"], kernel_shape=[1]))
+            floats.append(y)
+            if rng.random() < 0.5:
+                nodes.append(helper.make_node("Cast", [y + "_idx"], [y + "_c"], to=I64))
+                ints.append(y + "_c")
+            continue
         elif op == "Size":
             nodes.append(helper.make_node("Size", [pick_f()], [y]))
         elif op == "Gather":
@@ -328,7 +339,12 @@ def random_graph(seed: int):
         elif op == "If":
             a, b = fresh("t"), fresh("e")
             inner = pick_f()
-            then = helper.make_graph([helper.make_node("Relu", [inner], [a])], "then", [], [out(a)])
+            then_nodes = [helper.make_node("Relu", [inner], [a])]
+            if rng.random() < 0.3:  # a name of the outer graph shadowed in the branch, and outer arithmetic
+                then_nodes = [helper.make_node("Shape", [inner], [inner + "_s"]),
+                              helper.make_node("Add", [pick_i(), pick_i()], [ints[0]]),
+                              helper.make_node("Relu", [inner], [a])]
+            then = helper.make_graph(then_nodes, "then", [], [out(a)])
             other = helper.make_graph([helper.make_node("Neg", [inner], [b])] +
                                       ([helper.make_node("Neg", [inner], [b + "d"])] if rng.random() < 0.3 else []),
                                       "else", [], [out(b)])
@@ -343,7 +359,9 @@ def random_graph(seed: int):
     for name in produced:
         if name not in used and rng.random() < 0.85 or name == produced[-1]:
             outputs.append(out(name, F if name in floats else I64 if name in ints else 0))
-    inputs = [x_input(dims), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+    if rng.random() < 0.2:
+        outputs.append(out("k", I64))  # an input that is also an output
+    inputs = [x_input(dims), x_input([1, 2, 3], "x3"), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
               helper.make_tensor_value_info("k", I64, [2]), helper.make_tensor_value_info("s", I64, [])]
     return model(nodes, inputs, outputs or [out("x")], inits)
 
