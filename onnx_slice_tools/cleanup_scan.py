@@ -53,7 +53,7 @@ class MayChange(Exception):
 
 
 class _Def:
-    """One value: a graph input, an initializer or a node output (``node``, ``index``)."""
+    """One value: a graph input, an initializer or a node output (``node``, its ``ins``)."""
 
     __slots__ = ("kind", "graph", "node", "tensor", "ins", "uses", "out_any",
                  "fact", "key", "lift")
@@ -566,8 +566,8 @@ def _tensor_array(tensor):
 def _attr_value(a):
     """An attribute's value as cleanup._node_key compares it (NaN equal to NaN: coarser), or _NOKEY."""
     t = a.type
-    if a.ref_attr_name:
-        return _NOKEY
+    if a.ref_attr_name:  # only functions have them (and functions are not pre-checked)
+        raise MayChange(f"may change: attribute {a.name!r} refers to a function attribute outside a function")
     if t == _INT:
         return a.i
     if t == _FLOAT:
