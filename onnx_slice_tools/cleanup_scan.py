@@ -195,15 +195,17 @@ class _Scan:
                         for g in a.graphs:
                             self.walk(g, chain)
             op, domain = node.op_type, node.domain
-            outs = [_Def("node", gid, node, ins) for _ in node.output]
-            for d, name in zip(outs, node.output):
-                if name in scope or not name:
-                    if not name:
-                        continue
-                    raise MayChange(f"may change: {name!r} is defined twice in graph {graph.name!r}")
-                scope[name] = d
-            if not outs or not name:
-                raise MayChange(f"RemoveDeadPass may change {_where(node)}: no outputs or trailing empty ones")
+            outputs = node.output
+            if len(outputs) == 1:  # the common case, without the loop
+                name = outputs[0]
+                outs = [_Def("node", gid, node, ins)]
+                if name and name not in scope:
+                    scope[name] = outs[0]
+                else:
+                    self.define(scope, outs, outputs, node, graph)
+            else:
+                outs = [_Def("node", gid, node, ins) for _ in outputs]
+                self.define(scope, outs, outputs, node, graph)
             if domain in _DEFAULT:
                 if op in _FACT_OPS or op == "Constant":
                     if op == "Constant":
@@ -237,6 +239,16 @@ class _Scan:
                 raise MayChange(f"may change: graph output {vi.name!r} of {graph.name!r} is not defined there")
             d.out_any = True
         self.graphs.append((graph, looked_at, dups, scope))
+
+    @staticmethod
+    def define(scope, outs, names, node, graph) -> None:
+        for d, name in zip(outs, names):
+            if name in scope:
+                raise MayChange(f"may change: {name!r} is defined twice in graph {graph.name!r}")
+            if name:
+                scope[name] = d
+        if not outs or not names[-1]:
+            raise MayChange(f"RemoveDeadPass may change {_where(node)}: no outputs or trailing empty ones")
 
     def lookup(self, chain, name, node):
         """``name`` looked up from the innermost scope out, as onnx-ir does -- which declares
