@@ -297,7 +297,7 @@ def random_graph(seed: int):
         ints.append(const(_INT_CONSTS[v]))
     for _ in range(int(rng.integers(2, 10))):
         op = rng.choice(["Shape", "Size", "Gather", "Concat", "Squeeze", "Unsqueeze", "Slice", "Reshape",
-                         "Cast", "Add", "Mul", "Neg", "Relu", "dup", "If", "MaxPool", "ConstantInts"])
+                         "Cast", "Add", "Mul", "Neg", "Relu", "dup", "If", "MaxPool", "ConstantInts", "Loop"])
         y = fresh()
         pick_f, pick_i = (lambda: str(rng.choice(floats))), (lambda: str(rng.choice(ints)))
         if op == "Shape":
@@ -306,6 +306,24 @@ def random_graph(seed: int):
         elif op == "ConstantInts":  # Constant's value_int / value_ints forms
             value = {"value_int": 2} if rng.random() < 0.5 else {"value_ints": [1, 2]}
             nodes.append(helper.make_node("Constant", [], [y], **value))
+        elif op == "Loop":  # a body reading outer values (integers too), with equal nodes inside
+            src, outer_int = pick_f(), pick_i()
+            p = fresh("L")
+            dup = rng.random() < 0.5  # a second, equal Shape in the body
+            body_nodes = [helper.make_node("Identity", [p + "c"], [p + "co"]),
+                          helper.make_node("Add", [p + "v", src], [p + "vo"]),
+                          helper.make_node("Shape", [outer_int], [p + "s"]),
+                          *([helper.make_node("Shape", [outer_int], [p + "s2"])] if dup else []),
+                          helper.make_node("Concat", [p + "s", p + "s2" if dup else outer_int], [p + "so"], axis=0)]
+            body = helper.make_graph(
+                body_nodes, "body",
+                [helper.make_tensor_value_info(p + "i", I64, []), helper.make_tensor_value_info(p + "c", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info(p + "v", F, None)],
+                [helper.make_tensor_value_info(p + "co", TensorProto.BOOL, []), out(p + "vo"), out(p + "so", I64)],
+                initializer=[c(p + "unused", [1])] if rng.random() < 0.2 else [])
+            nodes.append(helper.make_node("Loop", [const(2), "", src], [y, y + "_scan"], body=body))
+            floats.append(y)
+            continue
         elif op == "MaxPool":  # an optional second output, used or not
             nodes.append(helper.make_node("MaxPool", ["x3"], [y, y + "_idx"], kernel_shape=[1]))
             floats.append(y)
