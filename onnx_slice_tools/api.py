@@ -362,14 +362,24 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     passes may still have touched it (e.g. trailing empty inputs dropped).  ``inplace``: the
     in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
-    it is, with no onnx-ir model, when they change nothing."""
-    import onnx_ir as ir
-    from .cleanup import cleanup as run_cleanup
-    from .cleanup import cleanup_check
+    it is, with no onnx-ir model, when they change nothing.  When the proto-level pre-check
+    (cleanup_scan.py) proves no pass can change ``before``, the passes do not run: the report is
+    the one they would give."""
+    from .cleanup_scan import nothing_to_clean, unchanged_report
     run_before = inplace.run_outputs() if inplace is not None and inplace.proto is before else None
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
+    if nothing_to_clean(before):
+        report.cleanup = unchanged_report(before)
+        report.timings["cleanup"] = time.perf_counter() - t
+        if verify:
+            report.model_checks["cleanup"] = "passed (nothing to clean)"
+        return m, before
+    import onnx_ir as ir  # the passes run on onnx-ir (imported only now: a proven-clean model needs none)
+
+    from .cleanup import cleanup as run_cleanup
+    from .cleanup import cleanup_check
     plain = m is None
     try:
         if plain:

@@ -16,7 +16,8 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
   constants compared by value) computed once per graph;
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
 
-Nothing changes a value's bits: folding evaluates only integer data movement and integer
+``cleanup_scan.may_change`` tells on the proto, soundly and cheaply, when none of these passes can
+change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer data movement and integer
 ``Add``/``Sub``/``Mul``/``Neg`` whose results fit the type; lifting and merging keep every op's
 elementwise computation.  Graph outputs keep their names, types and shapes (a node producing
 a graph output is never replaced).
@@ -31,24 +32,16 @@ import itertools
 import numpy as np
 import onnx_ir as ir
 
+from .cleanup_scan import ELEMENTWISE as _ELEMENTWISE
+from .cleanup_scan import NONDETERMINISTIC as _NONDETERMINISTIC
+from .cleanup_scan import SMALL as _SMALL
 from .errors import first_line as _first_line
 
 _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
-#: Constants up to this many elements are read for folding and compared by value in CSE.
-_SMALL = 64
-#: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed
-#: (exact arithmetic, comparisons and selection; no transcendental functions).
-_ELEMENTWISE = frozenset({
-    "Cast", "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Sign", "Floor", "Ceil",
-    "Round", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-    "Where", "Identity", "BitShift",
-})
 #: Above this many bytes of in-memory weights, shape inference (which serialises the model) is
 #: skipped: the passes then use the shapes the model declares.
 _INFER_MAX_BYTES = 256 * 2 ** 20
-_NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-                               "Multinomial", "Bernoulli", "Dropout"})
 
 
 # --------------------------------------------------------------------------- model walking
