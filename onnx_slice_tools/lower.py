@@ -357,23 +357,33 @@ def resolve(ref: tuple, x, runtime: dict, outs: list, consts: ConstantPool):
 
 
 def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
-         runtime: dict | None = None) -> tuple[list, object]:
+         runtime: dict | None = None, memo: dict | None = None) -> tuple[list, object]:
     """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
 
     Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);
     node and value names come from ``consts.names`` (unique in the model); ``runtime`` maps
-    "begin"/"end"/"strides" to the values of runtime indices."""
+    "begin"/"end"/"strides" to the values of runtime indices.  ``memo`` (one per graph, kept by
+    the caller): a step other than the last that computes what an earlier emitted node computes
+    (same op, inputs and attributes) reads that node's output instead of adding its twin -- the
+    common-subexpression rule of the cleanup, applied as the nodes are made."""
     import onnx_ir as ir
     runtime = runtime or {}
     nodes: list = []
     outs: list = []
-    for step in steps(lowering, opset):
+    plan_steps = steps(lowering, opset)
+    for k, step in enumerate(plan_steps):
         inputs = [resolve(r, x, runtime, outs, consts) for r in step.inputs]
-        attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in step.attrs}
+        key = (step.op_type, tuple(id(v) for v in inputs), step.attrs)
+        if memo is not None and k < len(plan_steps) - 1 and key in memo:
+            outs.append(memo[key][1])
+            continue
+        attrs = {a: list(v) if isinstance(v, tuple) else v for a, v in step.attrs}
         node = ir.node(step.op_type, inputs, attrs or None, name=f"{name}/{step.suffix}")
         _name_node(node, consts.names)
         nodes.append(node)
         outs.append(node.outputs[0])
+        if memo is not None:
+            memo.setdefault(key, (inputs, node.outputs[0]))  # the inputs kept: their ids stay theirs
     return nodes, outs[-1]
 
 

@@ -329,6 +329,7 @@ class StridedSliceRewritePass:
             # graph outputs indexed once: per-node scans of them make big models quadratic
             self._out_index = {id(v): k for k, v in enumerate(graph.outputs)}
             self._dead: list = []
+            self._memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
             for node in targets:
                 records.append(self._rewrite(graph, label, node, pool))
             if self._dead:  # one call: each remove() scans the graph outputs
@@ -419,7 +420,7 @@ class StridedSliceRewritePass:
             node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
             self._dead.append(node)  # its output has no uses left
             return rec
-        new_nodes, new_out = emit(lowering, x, self.opset, pool, name, runtime)
+        new_nodes, new_out = emit(lowering, x, self.opset, pool, name, runtime, memo=self._memo)
         self._added.extend(new_nodes)
         new_out.type, new_out.shape = out.type, out.shape
         if out_pos is not None:

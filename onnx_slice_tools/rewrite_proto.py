@@ -453,6 +453,7 @@ class ProtoStridedSliceRewritePass:
         names = model_names(proto, g.holders, g.uses)
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
+        memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
         nodes, added, renamed, emitted, replaced = [], [], {}, [], []
         origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
         everything = graph.node
@@ -472,16 +473,14 @@ class ProtoStridedSliceRewritePass:
             template, read = templates.get(id(p.lowering)) or (None, None)
             if template is None:  # the first node of a lowering names its constants
                 template = _template(steps(p.lowering, self.opset), pool)
-                read = sorted({r[1] for _, _, refs, _, _ in template for r in refs if r[0] == "in"})
+                read = sorted({r[1] for _, _, refs, _, _, _ in template for r in refs if r[0] == "in"})
                 templates[id(p.lowering)] = template, read
             emitted.append(x)
             emitted.extend(runtime[f] for f in read)  # a runtime field not read is freed (e.g. end = begin + 1)
-            new, outs = _instantiate(template, x, runtime, rec.node, names)
+            new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out)
             nodes.extend(new)
             origin.extend([-1] * len(new))
-            new[-1].output[0] = out
-            added.extend(outs[:-1])
-            added.append(out)
+            added.extend(n.output[0] for n in new)
             if p.fill:
                 self._declare_output(g, rec, out)
         nodes.extend(everything[done:])
@@ -569,18 +568,29 @@ def _filled_type(elem, shape):
     return t
 
 
-def _instantiate(template: list, x: str, runtime: dict, base: str, names) -> tuple[list, list]:
+def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
+                 final: str | None = None) -> tuple[list, list]:
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
-    Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``."""
+    Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
+    ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does).
+    ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
+    that node's output; nodes are keyed by op, inputs and attributes)."""
     taken, fresh = names.taken, names.fresh
     nodes, outs = [], []
     cur = x
-    for op_type, suffix, refs, tail, attributes in template:
+    last = len(template) - 1
+    for k, (op_type, suffix, refs, tail, attributes, attr_key) in enumerate(template):
         if tail is not None:  # the previous output (or the data) and constants
             inputs = [cur, *tail]
         else:
             inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
                       else runtime[r[1]] for r in refs]
+        if memo is not None:
+            key = (op_type, tuple(inputs), attr_key)
+            if k < last and key in memo:
+                cur = memo[key]
+                outs.append(cur)
+                continue
         name = f"{base}/{suffix}"
         if name in taken:
             name = fresh(name)
@@ -591,11 +601,15 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names) -> tup
             cur = fresh(cur)
         else:
             taken.add(cur)
+        if k == last and final is not None:
+            cur = final
         new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
         if attributes:
             new.attribute.extend(attributes)
         outs.append(cur)
         nodes.append(new)
+        if memo is not None:
+            memo.setdefault(key, cur)
     return nodes, outs
 
 
@@ -615,7 +629,7 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
         refs = [pool.get(r[1], r[2], r[3]) if r[0] == "const" else r for r in step.inputs]
         previous = ("x",) if k == 0 else ("node", k - 1)
         tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
-        out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs]))
+        out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs], step.attrs))
     return out
 
 

@@ -283,3 +283,29 @@ def test_inference_of_the_ancestors_only():
             {n: v for n, v in derive_shapes(model).items() if n in names}
     keep = _ancestors(chain.graph, strided_slice_inputs(chain))
     assert [chain.graph.node[k].op_type for k in keep] == ["Relu"] * 11
+
+
+def test_shared_intermediate_nodes_are_emitted_once():
+    """Two slices x[:, 0] of one tensor (both graph outputs) share their Slice node, read by two
+    Squeezes; a third, x[:, 0:1], is that Slice alone but a graph output: its own node (as the
+    cleanup's CSE, which never replaces a node producing a graph output).  Values are x's."""
+    i32 = TensorProto.INT32
+    inits = [helper.make_tensor(n, i32, [2], v) for n, v in (("b", [0, 0]), ("e", [0, 1]), ("s", [1, 1]))]
+    nodes = [helper.make_node("StridedSlice", ["x", "b", "e", "s"], [y], name=y, domain=TF_DOMAIN,
+                              begin_mask=1, end_mask=1, **({} if y == "y3" else {"shrink_axis_mask": 2}))
+             for y in ("y1", "y2", "y3")]
+    graph = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", 1, ["n", 3])],
+                              [helper.make_tensor_value_info(y, 1, None) for y in ("y1", "y2", "y3")], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    assert assert_same_rewrite(model) == 3
+    result = convert(model)
+    assert result.report.verdict == "verified", result.report.problem()
+    assert sorted(n.op_type for n in result.model.graph.node) == ["Slice", "Slice", "Squeeze", "Squeeze"]
+    assert result.report.cleanup["changed"] is False
+    from onnx_slice_tools.verify import make_session
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y1, y2, y3 = make_session(result.model.SerializeToString()).run(None, {"x": x})
+    np.testing.assert_array_equal(y1, x[:, 0])
+    np.testing.assert_array_equal(y2, x[:, 0])
+    np.testing.assert_array_equal(y3, x[:, 0:1])
