@@ -249,26 +249,32 @@ def choose_sizes(sk) -> tuple[dict, dict]:
 def estimate_bytes(proto, shapes: dict, keep: set) -> int:
     """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
     (a tensor lives from its producer to its last consumer; graph outputs and ``keep`` to the end)."""
-    size = {}
+    size, per_elem = {}, {}
     for name, (elem, dims) in shapes.items():
-        if dims is not None and all(d is not None for d in dims):
-            size[name] = int(np.prod(dims, dtype=np.int64)) * _elem_size(elem)
+        if dims is not None and None not in dims:
+            count = 1
+            for d in dims:
+                count *= d
+            if elem not in per_elem:
+                per_elem[elem] = _elem_size(elem)
+            size[name] = count * per_elem[elem]
+    ios = [(tuple(n.input), tuple(n.output)) for n in proto.graph.node]  # each field read once
     last = {}
-    nodes = list(proto.graph.node)
-    for k, n in enumerate(nodes):
-        for i in n.input:
+    for k, (inputs, _) in enumerate(ios):
+        for i in inputs:
             last[i] = k
-    end = len(nodes)
+    end = len(ios)
     for o in proto.graph.output:
         last[o.name] = end
     for name in keep:
         last[name] = end
     live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
     peak = live
-    for k, n in enumerate(nodes):
-        live += sum(size.get(o, 0) for o in n.output)
+    for k, (inputs, outputs) in enumerate(ios):
+        for o in outputs:
+            live += size.get(o, 0)
         peak = max(peak, live)
-        for name in set(list(n.input) + list(n.output)):
+        for name in set(inputs + outputs):
             if last.get(name, -1) == k:
                 live -= size.get(name, 0)
     return peak

@@ -414,6 +414,36 @@ def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     assert isolated._helper is None
 
 
+def test_a_passed_strict_inference_answers_the_next_plain_request_of_the_same_model_only(monkeypatch):
+    """The static checks' strict inference and the cleanup's plain one often send the same
+    bytes: a strict pass answers the next request of exactly those bytes without the helper.
+    A strict failure is never kept, other bytes go to the helper, and the answer is used once."""
+    from onnx_slice_tools import isolated
+    monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 1 << 60)  # a helper serves many calls
+
+    def relu(n, elem=TensorProto.FLOAT):
+        return _model([helper.make_node("Relu", ["x"], ["y"])],
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                      [helper.make_tensor_value_info("y", elem, None)], []).SerializeToString()
+
+    def plain_without_helper(data):  # the helper is stopped first: is a new one needed?
+        isolated._stop()
+        answer = isolated.infer_shapes(data, False)
+        return answer, isolated._helper is None
+
+    strict = isolated.infer_shapes(relu(5), True)
+    answer, kept = plain_without_helper(relu(5))
+    assert kept and answer == strict
+    assert plain_without_helper(relu(5)) == (strict, False)  # used once
+    isolated.infer_shapes(relu(5), True)
+    assert plain_without_helper(relu(6))[1] is False  # other bytes
+    wrong = relu(2, TensorProto.INT64)
+    with pytest.raises(RuntimeError, match="(?i)type"):
+        isolated.infer_shapes(wrong, True)
+    answer, kept = plain_without_helper(wrong)  # a failed strict run: the plain one runs and passes
+    assert not kept and onnx.load_from_string(answer).graph.output[0].name == "y"
+
+
 def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
     """A tap the in-place run could not expose (seen on a Swin If branch) is a named skip,
     never a crash and never a pass."""
