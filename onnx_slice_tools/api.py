@@ -286,7 +286,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     import onnx_ir as ir
     from .cleanup import cleanup as run_cleanup
     from .cleanup import cleanup_check
-    run_before = inplace.run_outputs() if inplace is not None and inplace.proto is before else None
+    same = inplace is not None and inplace.proto is before
+    run_before, sized = (inplace.run_outputs(), inplace.sized()) if same else (None, None)
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
@@ -308,7 +309,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.model_checks["cleanup"] = cleanup_check(
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
             load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
-            run_before=run_before)
+            run_before=run_before, sized=sized)
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
 

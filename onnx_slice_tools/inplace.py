@@ -177,8 +177,11 @@ def _fed_inputs(proto):
 
 
 def _with_sizes(sk, sizes: dict):
-    """A copy of the skeleton's inputs with every symbolic dim set from ``sizes``."""
+    """A copy of the skeleton's inputs with every symbolic dim set from ``sizes`` (the skeleton
+    itself, unmodified, when it has none)."""
     import onnx
+    if all(d.HasField("dim_value") for vi in _fed_inputs(sk) for d in vi.type.tensor_type.shape.dim):
+        return sk
     m = onnx.ModelProto()
     m.CopyFrom(sk)
     for vi in _fed_inputs(m):
@@ -417,6 +420,12 @@ class InplaceRun:
         if session is None:
             return None
         return functools.partial(session.run, [o.name for o in self.proto.graph.output])
+
+    def sized(self):
+        """(sizes, shapes) that :func:`choose_sizes` chose for ``proto``'s skeleton, or None
+        (not chosen: no rewrite to check, or it raised Skip)."""
+        shapes = getattr(self.attempt, "shapes", None)
+        return None if shapes is None else (self.attempt.sizes, shapes)
 
     def release(self) -> None:
         self.attempt.session = None
@@ -797,23 +806,25 @@ def _check_one(r, got: dict, make_plan, apply_plan) -> str:
     values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
               for f, name in r.index_names.items()}
     spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
-    where = f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
+
+    def where() -> str:  # only a failure or a skip names the input
+        return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
     try:
         expected = apply_plan(make_plan(spec, tuple(x.shape)), x)
     except StridedSliceError as exc:
         if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
-            return f"skipped: {where}: the original's result is undefined ({_line(exc)})"
-        return f"failed: {where}: the original raises ({_line(exc)}), the converted model ran"
+            return f"skipped: {where()}: the original's result is undefined ({_line(exc)})"
+        return f"failed: {where()}: the original raises ({_line(exc)}), the converted model ran"
     y = got[r.output_name]
     if y.shape != expected.shape:
-        return f"failed: {where}: shape {list(y.shape)} != expected {list(expected.shape)}"
+        return f"failed: {where()}: shape {list(y.shape)} != expected {list(expected.shape)}"
     if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
         same = y.astype(object).tolist() == expected.astype(object).tolist()
-        return PASSED if same else f"failed: {where}: string values differ"
+        return PASSED if same else f"failed: {where()}: string values differ"
     if y.dtype != expected.dtype:
-        return f"failed: {where}: dtype {y.dtype} != expected {expected.dtype}"
+        return f"failed: {where()}: dtype {y.dtype} != expected {expected.dtype}"
     if y.tobytes() != expected.tobytes():
-        return f"failed: {where}: values differ"
+        return f"failed: {where()}: values differ"
     return PASSED
 
 

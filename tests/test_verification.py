@@ -444,6 +444,36 @@ def test_a_passed_strict_inference_answers_the_next_plain_request_of_the_same_mo
     assert not kept and onnx.load_from_string(answer).graph.output[0].name == "y"
 
 
+def test_cleanup_check_takes_the_in_place_sizes_and_still_fails_a_wrong_cleanup(monkeypatch):
+    """Three identical ``x[:, 1]``: the cleanup merges their Slice nodes (CSE, before each
+    Squeeze), so its check runs.  The input sizes the in-place check chose for the same model
+    are reused (one choice, not two); a cleanup that changes a value still fails the conversion."""
+    import onnx_ir as ir
+
+    from onnx_slice_tools import cleanup as cleanup_module
+    from onnx_slice_tools import inplace
+    nodes = [_ss("x", "b", "e", "s", f"y{k}", begin_mask=1, end_mask=1, shrink_axis_mask=2) for k in range(3)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                   [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in range(3)],
+                   [_ints("b", [0, 1]), _ints("e", [0, 2]), _ints("s", [1, 1])])
+    real_choose, real_cleanup, chosen = inplace.choose_sizes, cleanup_module.cleanup, []
+    monkeypatch.setattr(inplace, "choose_sizes", lambda sk: chosen.append(1) or real_choose(sk))
+    report = convert(model).report
+    assert report.cleanup["changed"] and report.model_checks["cleanup"] == "passed" and report.verified
+    assert len(chosen) == 1
+
+    def cleanup_then_corrupt(m, passes=None, **kwargs):  # the cleaned Slice ends one further: x[:, 1:3]
+        out = real_cleanup(m, passes, **kwargs)
+        for value in m.graph.initializers.values():
+            arr = value.const_value.numpy()
+            if arr.dtype == np.int64 and arr.tolist() == [2]:
+                value.const_value = ir.tensor(np.array([3], np.int64), name=value.name)
+        return out
+    monkeypatch.setattr(cleanup_module, "cleanup", cleanup_then_corrupt)
+    report = convert(model).report
+    assert report.model_checks["cleanup"].startswith("failed: ") and not report.ok
+
+
 def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
     """A tap the in-place run could not expose (seen on a Swin If branch) is a named skip,
     never a crash and never a pass."""
