@@ -152,6 +152,74 @@ def _short(key) -> str:
     return repr(key[:5])[:160]
 
 
+# --------------------------------------------------------------------------- same values
+
+
+#: ops whose two calls on the same inputs may give different values: never taken as equal
+_RANDOM = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Multinomial",
+                     "Bernoulli", "Dropout"})
+
+
+def same_values(before, after) -> bool:
+    """True when every graph output of ``after`` is, by value numbering, the very computation
+    it is in ``before`` (ModelProtos, external data never read): same ops and attributes on
+    values that are the same graph inputs, the same constants (dtype, dims, bytes) or again
+    the same computations -- node names, order, duplicates and dead nodes aside.  What a
+    cleanup that only merges duplicate nodes and removes dead ones leaves, with no run.
+    Models with subgraphs or functions, opsets or graph inputs/outputs that differ: False
+    (the caller then runs both models).  Random ops and ops outside the default domain are
+    each their own computation (named by their outputs)."""
+    if before.ir_version != after.ir_version or _opsets(before) != _opsets(after) \
+            or len(before.functions) or len(after.functions):
+        return False
+    gb, ga = before.graph, after.graph
+    for what in ("input", "output"):
+        if [_io_key(v) for v in getattr(gb, what)] != [_io_key(v) for v in getattr(ga, what)]:
+            return False
+    ids: dict = {}  # computation key -> number, shared by both graphs
+    numbered = [_value_numbers(g, ids) for g in (gb, ga)]
+    if None in numbered:
+        return False
+    return all(numbered[0].get(o.name, -1) == numbered[1].get(o.name, -2) for o in gb.output)
+
+
+def _opsets(proto) -> dict:
+    return {o.domain if o.domain != "ai.onnx" else "": o.version for o in proto.opset_import}
+
+
+def _value_numbers(g, ids: dict) -> dict | None:
+    """value name -> number of its computation in graph ``g`` (see :func:`same_values`), or
+    None when the graph is outside what the numbering covers."""
+    number = {}
+    inputs = {vi.name for vi in g.input}
+    for t in g.initializer:  # an initializer that is also an input may be fed: it is that input
+        key = ("input", t.name, _tensor_key(t)[1:]) if t.name in inputs else ("const",) + _tensor_key(t)[1:]
+        number[t.name] = ids.setdefault(key, len(ids))
+    for vi in g.input:
+        if vi.name not in number:
+            number[vi.name] = ids.setdefault(("input", vi.name), len(ids))
+    for n in g.node:
+        attrs = sorted(n.attribute, key=lambda a: a.name)
+        if any(a.type in (a.GRAPH, a.GRAPHS) or a.ref_attr_name for a in attrs):
+            return None
+        domain = "" if n.domain in ("", "ai.onnx") else n.domain
+        if n.op_type == "Constant" and not domain and len(attrs) == 1 and attrs[0].name == "value":
+            outputs = {0: ("const",) + _tensor_key(attrs[0].t)[1:]}
+        else:
+            try:
+                args = tuple(number[i] if i else None for i in n.input)
+            except KeyError:  # read before it is made (or from an outer scope)
+                return None
+            key = (domain, n.op_type, n.overload, tuple(_attr_key(a) for a in attrs), args)
+            if domain or n.op_type in _RANDOM:
+                key += (tuple(n.output),)
+            outputs = {k: key + (k,) for k in range(len(n.output))}
+        for k, name in enumerate(n.output):
+            if name:
+                number[name] = ids.setdefault(outputs[k], len(ids))
+    return number
+
+
 # --------------------------------------------------------------------------- sizes and memory
 
 
