@@ -75,7 +75,10 @@ def _tensor_key(t):
     if t.data_location == t.EXTERNAL:
         return (t.name, t.data_type, tuple(t.dims), "external",
                 tuple(sorted((e.key, e.value) for e in t.external_data if e.key != "checksum")))
-    return (t.name, t.data_type, tuple(t.dims), numpy_helper.to_array(t).tobytes())
+    arr = numpy_helper.to_array(t)
+    if arr.dtype == object:  # strings: the values (an object array's bytes are pointers)
+        return (t.name, t.data_type, tuple(t.dims), tuple(arr.reshape(-1).tolist()))
+    return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
 
 
 def _node_key(n, renamed):

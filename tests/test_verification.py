@@ -514,6 +514,12 @@ def test_same_values_by_numbering_only_for_the_same_computation():
     rand = [add("RandomNormalLike", ["x"], [f"r{k}"]) for k in range(2)]
     assert not same_values(_numbered(rand + [add("Add", ["r0", "r1"], ["y"])]),
                            _numbered(rand[:1] + [add("Add", ["r0", "r0"], ["y"])]))  # never merged
+    words = [helper.make_tensor(f"w{k}", TensorProto.STRING, [1], [w]) for k, w in enumerate([b"ab", b"ab", b"cd"])]
+
+    def lookup(word):  # y = x + (the word's length), through a string constant
+        return _numbered([add("Equal", [word, word], ["e"]), add("Cast", ["e"], ["f"], to=TensorProto.FLOAT),
+                          add("Add", ["x", "f"], ["y"])], words)
+    assert same_values(lookup("w0"), lookup("w1")) and not same_values(lookup("w0"), lookup("w2"))
     branch = helper.make_graph([add("Identity", ["x"], ["z"])], "b", [], [helper.make_tensor_value_info("z", 1, None)])
     cond = one(np.array(True), "cond")
     with_if = _numbered([add("If", ["cond"], ["y"], then_branch=branch, else_branch=branch)], [cond])
