@@ -370,11 +370,16 @@ def _exit_with(parent: int) -> None:
         fd = None
 
     def watch() -> None:
-        if fd is not None:
-            select.select([fd], [], [])
-        else:
-            while _alive(parent):
-                time.sleep(0.5)
+        try:
+            if fd is not None:
+                waiter = select.poll()
+                waiter.register(fd, select.POLLIN)
+                while not waiter.poll():
+                    pass
+        except (OSError, ValueError):
+            pass
+        while _alive(parent):  # no pidfd (or it failed): poll the pid
+            time.sleep(0.5)
         os._exit(1)
     threading.Thread(target=watch, name="onnx-slice-tools batch watchdog", daemon=True).start()
 
@@ -438,7 +443,11 @@ def _run_all(todo: list, jobs: int):
     if not todo:
         return
     ctx = _context()
-    init_args = (os.getpid(), os.getcwd(), dict(os.environ))
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working folder was removed: the workers keep the fork server's
+        cwd = None
+    init_args = (os.getpid(), cwd, dict(os.environ))
     queue = deque(todo)
     slots: list = [None] * min(jobs, len(todo))
     running: dict = {}
