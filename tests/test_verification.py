@@ -366,6 +366,12 @@ def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
     assert capfd.readouterr().err == ""
 
 
+def _relu(n: int, elem: int = TensorProto.FLOAT):
+    """x [n] float -> Relu -> y, y declared of type ``elem`` (not float: a type error)."""
+    return _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                  [helper.make_tensor_value_info("y", elem, None)], [])
+
+
 def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     """One helper process serves every shape inference (isolated.py): an abort kills it and is
     reported, the next call gets a new helper; onnx's own errors come back as messages; calls
@@ -380,10 +386,7 @@ def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     aborting = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
 
-    def relu(n):
-        return _model([helper.make_node("Relu", ["x"], ["y"])],
-                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [])
+    relu = _relu
 
     def out_dims(blob):
         return [d.dim_value for d in onnx.load_from_string(blob).graph.output[0].type.tensor_type.shape.dim]
@@ -422,9 +425,7 @@ def test_a_passed_strict_inference_answers_the_next_plain_request_of_the_same_mo
     monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 1 << 60)  # a helper serves many calls
 
     def relu(n, elem=TensorProto.FLOAT):
-        return _model([helper.make_node("Relu", ["x"], ["y"])],
-                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
-                      [helper.make_tensor_value_info("y", elem, None)], []).SerializeToString()
+        return _relu(n, elem).SerializeToString()
 
     def plain_without_helper(data):  # the helper is stopped first: is a new one needed?
         isolated._stop()
