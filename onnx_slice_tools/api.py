@@ -366,7 +366,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     (cleanup_scan.py) proves no pass can change ``before``, the passes do not run: the report is
     the one they would give."""
     from .cleanup_scan import nothing_to_clean, unchanged_report
-    run_before = inplace.run_outputs() if inplace is not None and inplace.proto is before else None
+    same = inplace is not None and inplace.proto is before
+    run_before, sized = (inplace.run_outputs(), inplace.sized()) if same else (None, None)
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter()
@@ -401,7 +402,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.model_checks["cleanup"] = cleanup_check(
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
             load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
-            run_before=run_before)
+            run_before=run_before, sized=sized)
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
 

@@ -47,27 +47,23 @@ def static_checks(proto, original=None) -> dict:
     """onnx.checker and strict shape inference of ``proto`` on its weightless skeleton (no
     weight is read).  A failure the ``original`` (ModelProto or path) shares is
     ``skipped: the original fails it too: ...`` -- it does not fail the conversion, and it
-    proves nothing."""
+    proves nothing.  Both checks read one serialization of the skeleton."""
     import onnx
-    from .rewrite import infer_isolated, weightless
+    from .rewrite import infer_isolated
     loaded: list = []
 
-    def original_proto():  # read only when needed, without external data
+    def original_bytes():  # read only when needed, without external data
         if not loaded:
             is_path = isinstance(original, (str, os.PathLike))
-            loaded.append(onnx.load(str(original), load_external_data=False) if is_path else original)
+            loaded.append(skeleton_bytes(onnx.load(str(original), load_external_data=False) if is_path else original))
         return loaded[0]
 
-    def skeleton(p):
-        sk = onnx.ModelProto()
-        sk.CopyFrom(p)
-        return weightless(sk)
-
+    data = skeleton_bytes(proto)
     checks = {}
     for name, fn in (("checker", onnx.checker.check_model),
                      ("strict_shape_inference", lambda p: infer_isolated(p, strict=True))):
         try:
-            fn(skeleton(proto))
+            fn(data)
             checks[name] = PASSED
         except Exception as exc:
             problem = _first_line(exc)
@@ -75,11 +71,23 @@ def static_checks(proto, original=None) -> dict:
             if original is None:
                 continue
             try:
-                fn(skeleton(original_proto()))
+                fn(original_bytes())
             except Exception as orig_exc:
                 if _first_line(orig_exc) == problem:
                     checks[name] = f"skipped: the original fails it too: {problem}"
     return checks
+
+
+def skeleton_bytes(proto) -> bytes:
+    """``proto`` serialized with its external initializers as typed graph inputs
+    (rewrite.weightless): the proto itself when it has none (no copy)."""
+    import onnx
+    from .rewrite import weightless
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
+        return proto.SerializeToString()
+    sk = onnx.ModelProto()
+    sk.CopyFrom(proto)
+    return weightless(sk).SerializeToString()
 
 
 def check_model(proto, original=None) -> dict:

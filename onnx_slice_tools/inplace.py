@@ -75,7 +75,10 @@ def _tensor_key(t):
     if t.data_location == t.EXTERNAL:
         return (t.name, t.data_type, tuple(t.dims), "external",
                 tuple(sorted((e.key, e.value) for e in t.external_data if e.key != "checksum")))
-    return (t.name, t.data_type, tuple(t.dims), numpy_helper.to_array(t).tobytes())
+    arr = numpy_helper.to_array(t)
+    if arr.dtype == object:  # strings: the values (an object array's bytes are pointers)
+        return (t.name, t.data_type, tuple(t.dims), tuple(arr.reshape(-1).tolist()))
+    return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
 
 
 def _node_key(n, renamed):
@@ -152,6 +155,74 @@ def _short(key) -> str:
     return repr(key[:5])[:160]
 
 
+# --------------------------------------------------------------------------- same values
+
+
+#: ops whose two calls on the same inputs may give different values: never taken as equal
+_RANDOM = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Multinomial",
+                     "Bernoulli", "Dropout"})
+
+
+def same_values(before, after) -> bool:
+    """True when every graph output of ``after`` is, by value numbering, the very computation
+    it is in ``before`` (ModelProtos, external data never read): same ops and attributes on
+    values that are the same graph inputs, the same constants (dtype, dims, bytes) or again
+    the same computations -- node names, order, duplicates and dead nodes aside.  What a
+    cleanup that only merges duplicate nodes and removes dead ones leaves, with no run.
+    Models with subgraphs or functions, opsets or graph inputs/outputs that differ: False
+    (the caller then runs both models).  Random ops and ops outside the default domain are
+    each their own computation (named by their outputs)."""
+    if before.ir_version != after.ir_version or _opsets(before) != _opsets(after) \
+            or len(before.functions) or len(after.functions):
+        return False
+    gb, ga = before.graph, after.graph
+    for what in ("input", "output"):
+        if [_io_key(v) for v in getattr(gb, what)] != [_io_key(v) for v in getattr(ga, what)]:
+            return False
+    ids: dict = {}  # computation key -> number, shared by both graphs
+    numbered = [_value_numbers(g, ids) for g in (gb, ga)]
+    if None in numbered:
+        return False
+    return all(numbered[0].get(o.name, -1) == numbered[1].get(o.name, -2) for o in gb.output)
+
+
+def _opsets(proto) -> dict:
+    return {o.domain if o.domain != "ai.onnx" else "": o.version for o in proto.opset_import}
+
+
+def _value_numbers(g, ids: dict) -> dict | None:
+    """value name -> number of its computation in graph ``g`` (see :func:`same_values`), or
+    None when the graph is outside what the numbering covers."""
+    number = {}
+    inputs = {vi.name for vi in g.input}
+    for t in g.initializer:  # an initializer that is also an input may be fed: it is that input
+        key = ("input", t.name, _tensor_key(t)[1:]) if t.name in inputs else ("const",) + _tensor_key(t)[1:]
+        number[t.name] = ids.setdefault(key, len(ids))
+    for vi in g.input:
+        if vi.name not in number:
+            number[vi.name] = ids.setdefault(("input", vi.name), len(ids))
+    for n in g.node:
+        attrs = sorted(n.attribute, key=lambda a: a.name)
+        if any(a.type in (a.GRAPH, a.GRAPHS) or a.ref_attr_name for a in attrs):
+            return None
+        domain = "" if n.domain in ("", "ai.onnx") else n.domain
+        if n.op_type == "Constant" and not domain and len(attrs) == 1 and attrs[0].name == "value":
+            outputs = {0: ("const",) + _tensor_key(attrs[0].t)[1:]}
+        else:
+            try:
+                args = tuple(number[i] if i else None for i in n.input)
+            except KeyError:  # read before it is made (or from an outer scope)
+                return None
+            key = (domain, n.op_type, n.overload, tuple(_attr_key(a) for a in attrs), args)
+            if domain or n.op_type in _RANDOM:
+                key += (tuple(n.output),)
+            outputs = {k: key + (k,) for k in range(len(n.output))}
+        for k, name in enumerate(n.output):
+            if name:
+                number[name] = ids.setdefault(outputs[k], len(ids))
+    return number
+
+
 # --------------------------------------------------------------------------- sizes and memory
 
 
@@ -177,8 +248,11 @@ def _fed_inputs(proto):
 
 
 def _with_sizes(sk, sizes: dict):
-    """A copy of the skeleton's inputs with every symbolic dim set from ``sizes``."""
+    """A copy of the skeleton's inputs with every symbolic dim set from ``sizes`` (the skeleton
+    itself, unmodified, when it has none)."""
     import onnx
+    if all(d.HasField("dim_value") for vi in _fed_inputs(sk) for d in vi.type.tensor_type.shape.dim):
+        return sk
     m = onnx.ModelProto()
     m.CopyFrom(sk)
     for vi in _fed_inputs(m):
@@ -249,26 +323,32 @@ def choose_sizes(sk) -> tuple[dict, dict]:
 def estimate_bytes(proto, shapes: dict, keep: set) -> int:
     """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
     (a tensor lives from its producer to its last consumer; graph outputs and ``keep`` to the end)."""
-    size = {}
+    size, per_elem = {}, {}
     for name, (elem, dims) in shapes.items():
-        if dims is not None and all(d is not None for d in dims):
-            size[name] = int(np.prod(dims, dtype=np.int64)) * _elem_size(elem)
+        if dims is not None and None not in dims:
+            count = 1
+            for d in dims:
+                count *= d
+            if elem not in per_elem:
+                per_elem[elem] = _elem_size(elem)
+            size[name] = count * per_elem[elem]
+    ios = [(tuple(n.input), tuple(n.output)) for n in proto.graph.node]  # each field read once
     last = {}
-    nodes = list(proto.graph.node)
-    for k, n in enumerate(nodes):
-        for i in n.input:
+    for k, (inputs, _) in enumerate(ios):
+        for i in inputs:
             last[i] = k
-    end = len(nodes)
+    end = len(ios)
     for o in proto.graph.output:
         last[o.name] = end
     for name in keep:
         last[name] = end
     live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
     peak = live
-    for k, n in enumerate(nodes):
-        live += sum(size.get(o, 0) for o in n.output)
+    for k, (inputs, outputs) in enumerate(ios):
+        for o in outputs:
+            live += size.get(o, 0)
         peak = max(peak, live)
-        for name in set(list(n.input) + list(n.output)):
+        for name in set(inputs + outputs):
             if last.get(name, -1) == k:
                 live -= size.get(name, 0)
     return peak
@@ -411,6 +491,12 @@ class InplaceRun:
         if session is None:
             return None
         return functools.partial(session.run, [o.name for o in self.proto.graph.output])
+
+    def sized(self):
+        """(sizes, shapes) that :func:`choose_sizes` chose for ``proto``'s skeleton, or None
+        (not chosen: no rewrite to check, or it raised Skip)."""
+        shapes = getattr(self.attempt, "shapes", None)
+        return None if shapes is None else (self.attempt.sizes, shapes)
 
     def release(self) -> None:
         self.attempt.session = None
@@ -791,23 +877,25 @@ def _check_one(r, got: dict, make_plan, apply_plan) -> str:
     values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
               for f, name in r.index_names.items()}
     spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
-    where = f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
+
+    def where() -> str:  # only a failure or a skip names the input
+        return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
     try:
         expected = apply_plan(make_plan(spec, tuple(x.shape)), x)
     except StridedSliceError as exc:
         if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
-            return f"skipped: {where}: the original's result is undefined ({_line(exc)})"
-        return f"failed: {where}: the original raises ({_line(exc)}), the converted model ran"
+            return f"skipped: {where()}: the original's result is undefined ({_line(exc)})"
+        return f"failed: {where()}: the original raises ({_line(exc)}), the converted model ran"
     y = got[r.output_name]
     if y.shape != expected.shape:
-        return f"failed: {where}: shape {list(y.shape)} != expected {list(expected.shape)}"
+        return f"failed: {where()}: shape {list(y.shape)} != expected {list(expected.shape)}"
     if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
         same = y.astype(object).tolist() == expected.astype(object).tolist()
-        return PASSED if same else f"failed: {where}: string values differ"
+        return PASSED if same else f"failed: {where()}: string values differ"
     if y.dtype != expected.dtype:
-        return f"failed: {where}: dtype {y.dtype} != expected {expected.dtype}"
+        return f"failed: {where()}: dtype {y.dtype} != expected {expected.dtype}"
     if y.tobytes() != expected.tobytes():
-        return f"failed: {where}: values differ"
+        return f"failed: {where()}: values differ"
     return PASSED
 
 

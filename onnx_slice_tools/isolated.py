@@ -119,11 +119,16 @@ def _write(fd: int, data: bytes) -> None:
 
 _helper: _Helper | None = None
 _lock = threading.Lock()
+#: (request, answer) of the last strict inference that passed, kept for the next call only:
+#: a strict inference that passed infers exactly what the plain one infers on the same bytes
+#: (strict mode and type checks only turn errors into exceptions), so a plain request of the
+#: same model -- the cleanup's shapes after the static checks -- is answered without the helper
+_passed: tuple[bytes, bytes] | None = None
 
 
 def _forget_in_child() -> None:  # a fork of our process must not talk to our helper
-    global _helper, _lock
-    _helper, _lock = None, threading.Lock()
+    global _helper, _lock, _passed
+    _helper, _lock, _passed = None, threading.Lock(), None
 
 
 def _stop() -> None:
@@ -143,8 +148,11 @@ def infer_shapes(data: bytes, strict: bool) -> bytes:
     """Serialized model in, serialized inferred model out.  Raises RuntimeError with onnx's
     message, or :data:`ABORTED` when the inference killed the helper (twice: a helper that
     died for another reason between two calls costs one retry, never a wrong answer)."""
-    global _helper
+    global _helper, _passed
     with _lock:
+        passed, _passed = _passed, None
+        if passed is not None and passed[0] == data:
+            return passed[1][1:]
         for attempt in (0, 1):
             if _helper is None:
                 _helper = _Helper()
@@ -164,6 +172,8 @@ def infer_shapes(data: bytes, strict: bool) -> bytes:
                 break
         else:
             raise RuntimeError(ABORTED)
+        if strict and blob[:1] == b"O" and len(data) <= _RECYCLE_BYTES:
+            _passed = (data, blob)
     if blob[:1] == b"E":
         raise RuntimeError(blob[1:].decode("utf-8", "replace"))
     return blob[1:]

@@ -597,15 +597,16 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
 def infer_isolated(model, strict: bool = False):
     """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
     in a helper process (isolated.py): a negative dim reaching e.g. a Slice *aborts* the process
-    inside onnx 1.23 (a failed std::clamp assertion).  Returns the inferred model; raises
-    RuntimeError with onnx's message, or saying inference aborted."""
+    inside onnx 1.23 (a failed std::clamp assertion).  ``model``: a ModelProto or its bytes.
+    Returns the inferred model; raises RuntimeError with onnx's message, or saying inference
+    aborted."""
     import os
 
     import onnx
     if not hasattr(os, "fork"):
         return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
     from .isolated import infer_shapes
-    return onnx.load_from_string(infer_shapes(model.SerializeToString(), strict))
+    return onnx.load_from_string(infer_shapes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
 
 
 def _ancestors(graph, names) -> list:

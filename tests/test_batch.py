@@ -97,6 +97,26 @@ def test_a_crashing_worker_costs_only_its_model(tmp_path, monkeypatch):
     assert crashed_s < 1.5 * clean_s + 6, (crashed_s, clean_s)
 
 
+def test_workers_run_in_the_batch_folder_and_environment_of_each_batch(tmp_path, monkeypatch):
+    """Workers are forked from one long-lived fork server (modules preloaded): each batch's
+    working folder and environment still reach them -- relative paths after a chdir, a
+    variable set after an earlier batch (here the test hook that crashes one model)."""
+    from onnx_slice_tools.batch import _context
+    assert _context().get_start_method() == "forkserver"
+    first = _folder(tmp_path, 2, "first")
+    assert batch_convert(first, tmp_path / "first_out", jobs=2).exit_code == 0  # the fork server runs
+    work = tmp_path / "work"
+    work.mkdir()
+    _folder(work, 3)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv(TEST_HOOK_ENV, "abort:m001.onnx")
+    report = batch_convert("in", "out", jobs=2)
+    assert _statuses(report) == {"m000.onnx": "converted", "m001.onnx": "error", "m002.onnx": "converted"}
+    assert (work / "out" / "m000.onnx").is_file() and (work / "out" / "m002.onnx").is_file()
+    monkeypatch.delenv(TEST_HOOK_ENV)
+    assert batch_convert("in", "out2", jobs=1).exit_code == 0  # and it is gone again
+
+
 def _descendants(pid: int) -> set[int]:
     children: dict = {}
     for d in os.listdir("/proc"):

@@ -366,6 +366,12 @@ def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
     assert capfd.readouterr().err == ""
 
 
+def _relu(n: int, elem: int = TensorProto.FLOAT):
+    """x [n] float -> Relu -> y, y declared of type ``elem`` (not float: a type error)."""
+    return _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                  [helper.make_tensor_value_info("y", elem, None)], [])
+
+
 def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     """One helper process serves every shape inference (isolated.py): an abort kills it and is
     reported, the next call gets a new helper; onnx's own errors come back as messages; calls
@@ -380,10 +386,7 @@ def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     aborting = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3])],
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
 
-    def relu(n):
-        return _model([helper.make_node("Relu", ["x"], ["y"])],
-                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [])
+    relu = _relu
 
     def out_dims(blob):
         return [d.dim_value for d in onnx.load_from_string(blob).graph.output[0].type.tensor_type.shape.dim]
@@ -412,6 +415,116 @@ def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     isolated._stop()
     assert out_dims(isolated.infer_shapes(relu(4).SerializeToString(), False)) == [4]
     assert isolated._helper is None
+
+
+def test_a_passed_strict_inference_answers_the_next_plain_request_of_the_same_model_only(monkeypatch):
+    """The static checks' strict inference and the cleanup's plain one often send the same
+    bytes: a strict pass answers the next request of exactly those bytes without the helper.
+    A strict failure is never kept, other bytes go to the helper, and the answer is used once."""
+    from onnx_slice_tools import isolated
+    monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 1 << 60)  # a helper serves many calls
+
+    def relu(n, elem=TensorProto.FLOAT):
+        return _relu(n, elem).SerializeToString()
+
+    def plain_without_helper(data):  # the helper is stopped first: is a new one needed?
+        isolated._stop()
+        answer = isolated.infer_shapes(data, False)
+        return answer, isolated._helper is None
+
+    strict = isolated.infer_shapes(relu(5), True)
+    answer, kept = plain_without_helper(relu(5))
+    assert kept and answer == strict
+    assert plain_without_helper(relu(5)) == (strict, False)  # used once
+    isolated.infer_shapes(relu(5), True)
+    assert plain_without_helper(relu(6))[1] is False  # other bytes
+    wrong = relu(2, TensorProto.INT64)
+    with pytest.raises(RuntimeError, match="(?i)type"):
+        isolated.infer_shapes(wrong, True)
+    answer, kept = plain_without_helper(wrong)  # a failed strict run: the plain one runs and passes
+    assert not kept and onnx.load_from_string(answer).graph.output[0].name == "y"
+
+
+def test_a_cleanup_that_only_merges_duplicates_is_proven_without_a_run_a_wrong_one_still_fails(monkeypatch):
+    """Three identical ``x[:, 1]``: the cleanup merges their Slice nodes (CSE, before each
+    Squeeze): proven by structure, no session of the cleaned model.  A cleanup that changes a
+    value is not: both models run (on the sizes the in-place check chose, not chosen again)
+    and the conversion fails."""
+    import onnx_ir as ir
+
+    from onnx_slice_tools import cleanup as cleanup_module
+    from onnx_slice_tools import inplace
+    nodes = [_ss("x", "b", "e", "s", f"y{k}", begin_mask=1, end_mask=1, shrink_axis_mask=2) for k in range(3)]
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                   [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in range(3)],
+                   [_ints("b", [0, 1]), _ints("e", [0, 2]), _ints("s", [1, 1])])
+    real_choose, real_cleanup, real_session = inplace.choose_sizes, cleanup_module.cleanup, cleanup_module._session
+    chosen, built = [], []
+    monkeypatch.setattr(inplace, "choose_sizes", lambda sk: chosen.append(1) or real_choose(sk))
+    monkeypatch.setattr(cleanup_module, "_session", lambda p: built.append(1) or real_session(p))
+    report = convert(model).report
+    assert report.cleanup["passes"]["CommonSubexpressionPass"]["removed"] == {"Slice": 2}
+    assert report.model_checks["cleanup"].startswith("passed (by structure") and report.verified
+    assert (len(chosen), len(built)) == (1, 0)
+
+    def cleanup_then_corrupt(m, passes=None, **kwargs):  # the cleaned Slice ends one further: x[:, 1:3]
+        out = real_cleanup(m, passes, **kwargs)
+        for value in m.graph.initializers.values():
+            arr = value.const_value.numpy()
+            if arr.dtype == np.int64 and arr.tolist() == [2]:
+                value.const_value = ir.tensor(np.array([3], np.int64), name=value.name)
+        return out
+    monkeypatch.setattr(cleanup_module, "cleanup", cleanup_then_corrupt)
+    chosen.clear()
+    report = convert(model).report
+    assert report.model_checks["cleanup"].startswith("failed: ") and not report.ok
+    assert (len(chosen), len(built)) == (1, 1)
+
+
+def _numbered(nodes, inits=(), outputs=("y",), inputs=("x",)):
+    return _model(nodes, [helper.make_tensor_value_info(i, TensorProto.FLOAT, [2, 3]) for i in inputs],
+                  [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], list(inits))
+
+
+def test_same_values_by_numbering_only_for_the_same_computation():
+    """inplace.same_values: names, order, duplicates, dead nodes and which equal constant is
+    read do not matter; an op, attribute, input order, constant value, opset or graph output
+    does; random ops are never merged; subgraphs are not covered (False)."""
+    from onnx_slice_tools.inplace import same_values
+    one = onnx.numpy_helper.from_array
+    c1, c1b, c2 = one(np.ones(3, np.float32), "c1"), one(np.ones(3, np.float32), "c1b"), one(np.full(3, 2, np.float32), "c2")
+    add = helper.make_node
+    before = _numbered([add("Add", ["x", "c1"], ["a"], name="a"), add("Add", ["x", "c1b"], ["b"], name="b"),
+                        add("Mul", ["a", "b"], ["y"])], [c1, c1b])
+    merged = _numbered([add("Add", ["x", "c1"], ["a"], name="other"), add("Mul", ["a", "a"], ["y"]),
+                        add("Relu", ["x"], ["dead"])], [c1])
+    assert same_values(before, merged) and same_values(before, before)
+    changes = [
+        _numbered([add("Add", ["x", "c2"], ["a"]), add("Mul", ["a", "a"], ["y"])], [c2]),    # other constant
+        _numbered([add("Sub", ["x", "c1"], ["a"]), add("Mul", ["a", "a"], ["y"])], [c1]),    # other op
+        _numbered([add("Add", ["c1", "x"], ["a"]), add("Mul", ["a", "a"], ["y"])], [c1]),    # input order
+        _numbered([add("Add", ["x", "c1"], ["a"]), add("Mul", ["a", "x"], ["y"])], [c1]),    # other input
+    ]
+    assert not any(same_values(before, m) for m in changes)
+    opset = _numbered(merged.graph.node, [c1])
+    opset.opset_import[0].version = 16
+    assert not same_values(before, opset)
+    gelu = [add("Gelu", ["x"], ["g"], approximate="none"), add("Gelu", ["x"], ["h"], approximate="tanh")]
+    assert not same_values(_numbered(gelu[:1] + [add("Add", ["g", "g"], ["y"])]),
+                           _numbered(gelu[1:] + [add("Add", ["h", "h"], ["y"])]))   # attribute
+    rand = [add("RandomNormalLike", ["x"], [f"r{k}"]) for k in range(2)]
+    assert not same_values(_numbered(rand + [add("Add", ["r0", "r1"], ["y"])]),
+                           _numbered(rand[:1] + [add("Add", ["r0", "r0"], ["y"])]))  # never merged
+    words = [helper.make_tensor(f"w{k}", TensorProto.STRING, [1], [w]) for k, w in enumerate([b"ab", b"ab", b"cd"])]
+
+    def lookup(word):  # y = x + (the word's length), through a string constant
+        return _numbered([add("Equal", [word, word], ["e"]), add("Cast", ["e"], ["f"], to=TensorProto.FLOAT),
+                          add("Add", ["x", "f"], ["y"])], words)
+    assert same_values(lookup("w0"), lookup("w1")) and not same_values(lookup("w0"), lookup("w2"))
+    branch = helper.make_graph([add("Identity", ["x"], ["z"])], "b", [], [helper.make_tensor_value_info("z", 1, None)])
+    cond = one(np.array(True), "cond")
+    with_if = _numbered([add("If", ["cond"], ["y"], then_branch=branch, else_branch=branch)], [cond])
+    assert not same_values(with_if, with_if)
 
 
 def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
