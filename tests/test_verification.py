@@ -446,24 +446,26 @@ def test_a_passed_strict_inference_answers_the_next_plain_request_of_the_same_mo
 
 
 def test_a_cleanup_that_only_merges_duplicates_is_proven_without_a_run_a_wrong_one_still_fails(monkeypatch):
-    """Three identical ``x[:, 1]``: the cleanup merges their Slice nodes (CSE, before each
-    Squeeze): proven by structure, no session of the cleaned model.  A cleanup that changes a
-    value is not: both models run (on the sizes the in-place check chose, not chosen again)
-    and the conversion fails."""
+    """Three identical ``x[:, 1]`` (their Slice emitted once) next to two equal ``Neg(x)`` of the
+    model's own: the cleanup merges the Negs (CSE): proven by structure, no session of the
+    cleaned model.  A cleanup that changes a value is not: both models run (on the sizes the
+    in-place check chose, not chosen again) and the conversion fails."""
     import onnx_ir as ir
 
     from onnx_slice_tools import cleanup as cleanup_module
     from onnx_slice_tools import inplace
     nodes = [_ss("x", "b", "e", "s", f"y{k}", begin_mask=1, end_mask=1, shrink_axis_mask=2) for k in range(3)]
+    nodes += [helper.make_node("Neg", ["x"], [n]) for n in ("n1", "n2")] + [helper.make_node("Add", ["n1", "n2"], ["sum"])]
     model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
-                   [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in range(3)],
+                   [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in range(3)]
+                   + [helper.make_tensor_value_info("sum", TensorProto.FLOAT, ["N", 6])],
                    [_ints("b", [0, 1]), _ints("e", [0, 2]), _ints("s", [1, 1])])
     real_choose, real_cleanup, real_session = inplace.choose_sizes, cleanup_module.cleanup, cleanup_module._session
     chosen, built = [], []
     monkeypatch.setattr(inplace, "choose_sizes", lambda sk: chosen.append(1) or real_choose(sk))
     monkeypatch.setattr(cleanup_module, "_session", lambda p: built.append(1) or real_session(p))
     report = convert(model).report
-    assert report.cleanup["passes"]["CommonSubexpressionPass"]["removed"] == {"Slice": 2}
+    assert report.cleanup["passes"]["CommonSubexpressionPass"]["removed"] == {"Neg": 1}
     assert report.model_checks["cleanup"].startswith("passed (by structure") and report.verified
     assert (len(chosen), len(built)) == (1, 0)
 
