@@ -327,11 +327,13 @@ def _as_before(m, before):
 def _baseline_proto(model, m, upgraded: bool):
     import onnx
     import onnx_ir as ir
+    from .files import loaded_proto
     if upgraded:
         return ir.to_proto(m)
     if isinstance(model, onnx.ModelProto):
         return model
-    return onnx.load(str(model), load_external_data=False)
+    read = loaded_proto(m)  # the proto load_ir read and validated: not read a second time
+    return read if read is not None else onnx.load(str(model), load_external_data=False)
 
 
 def _verify(report: Report, proto, baseline, result, model, opset: int, budget: int, removed_domains,
