@@ -461,7 +461,6 @@ class _Fast:
                     if not known(_needs(real)):
                         return False
                     subgraphs.append(real)
-                    self.external = True  # not looked for in subgraphs
             if op == "StridedSlice" and (len(n.input) not in (3, 4) or len(outs) != 1 or not outs[0]):
                 return False
             define(outs)
@@ -472,22 +471,40 @@ class _Fast:
         if not known(outputs):
             return False
         scope = frozenset(defined)  # "": no name, harmless there too
-        return all(self.passes(self.v.node, real, "", "", scope) for real in subgraphs)
+        return all(self.subgraph_node(real, scope) for real in subgraphs)
 
     def node_verdict(self, n):
         """_OK, _BAD, _EXTERNAL (fine, with an external tensor) or _SUBGRAPH (depends on the
-        scope) for a node's op and attributes."""
+        scope: :meth:`subgraph_node`) for a node's op and attributes."""
         real = _real_node(n)
-        if not _strings_valid(real):
-            return _BAD
         if any(a.HasField("g") or len(a.graphs) for a in real.attribute):
             return _SUBGRAPH
-        if not self.passes(self.v.node, real, "", "", frozenset()):
+        if not _strings_valid(real) or not self.passes(self.v.node, real, "", "", frozenset()):
             return _BAD
-        tensors = [t for a in real.attribute for t in ([a.t] if a.HasField("t") else []) + list(a.tensors)
-                   + ([a.sparse_tensor.values, a.sparse_tensor.indices] if a.HasField("sparse_tensor") else [])
-                   + [x for s in a.sparse_tensors for x in (s.values, s.indices)]]
-        return _EXTERNAL if any(t.data_location == 1 for t in tensors) else _OK
+        return _EXTERNAL if _has_external_attribute(real) else _OK
+
+    def subgraph_node(self, real, scope) -> bool:
+        """A node with subgraphs: the node's own checks on a copy without them, then each
+        subgraph as a graph of its own (through the view), reading ``scope``."""
+        import onnx
+        from google.protobuf.message import DecodeError
+        shell = onnx.NodeProto()
+        shell.CopyFrom(real)
+        for a in shell.attribute:
+            a.ClearField("g")
+            del a.graphs[:]
+        if not _strings_valid(shell) or not self.passes(self.v.node, shell, "", "", scope):
+            return False
+        self.external |= _has_external_attribute(shell)
+        view = _view_class("GraphProto")
+        for a in real.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                try:
+                    if not self.graph(view.FromString(g.SerializeToString()), scope, main=False):
+                        return False
+                except DecodeError:
+                    return False
+        return True
 
     @staticmethod
     def passes(check, *args, **kwargs) -> bool:
@@ -499,6 +516,13 @@ class _Fast:
 
 
 _OK, _BAD, _EXTERNAL, _SUBGRAPH = "ok", "bad", "external", "subgraph"
+
+
+def _has_external_attribute(node) -> bool:
+    return any(t.data_location == 1 for a in node.attribute
+               for t in ([a.t] if a.HasField("t") else []) + list(a.tensors)
+               + ([a.sparse_tensor.values, a.sparse_tensor.indices] if a.HasField("sparse_tensor") else [])
+               + [x for s in a.sparse_tensors for x in (s.values, s.indices)])
 
 
 def _real_node(view_node):
@@ -515,11 +539,11 @@ def _utf8(items) -> bool:
     return True
 
 
-_VIEW: list = []
+_VIEW: dict = {}
 
 
-def _view_class():
-    """The ModelProto class of a view of onnx.proto (its own descriptor pool): the same fields,
+def _view_class(name: str = "ModelProto"):
+    """The ``name`` class of a view of onnx.proto (its own descriptor pool): the same fields,
     with every string field checked for UTF-8 while parsing (proto editions' ``utf8_validation
     = VERIFY``, else as proto2: explicit presence, closed enums), NodeProto.attribute and
     ValueInfoProto.type as (repeated) bytes.  A singular message field given twice in the
@@ -548,8 +572,9 @@ def _view_class():
                     f.ClearField("type_name")
         pool = descriptor_pool.DescriptorPool()
         pool.Add(fdp)
-        _VIEW.append(message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.ModelProto")))
-    return _VIEW[0]
+        for kind in ("ModelProto", "GraphProto"):
+            _VIEW[kind] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.{kind}"))
+    return _VIEW[name]
 
 
 def _q(name: str) -> str:
