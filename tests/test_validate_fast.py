@@ -280,13 +280,16 @@ def test_validate_bytes_uses_the_bytes_it_parsed():
         validate_bytes(bad, "m.onnx")
 
 
-def test_a_large_proto_without_its_bytes_gets_the_full_walk(monkeypatch):
-    """Above FAST_SERIALIZE_BYTES a ModelProto given alone is not copied into bytes for the
-    proof: the full walk checks it, with the same verdict and message."""
+def test_a_large_model_gets_the_full_walk(monkeypatch):
+    """Above FAST_BYTES (bytes given or not) the model is not parsed a second time for the
+    proof (a copy of its weights): the full walk checks it, same verdict and message."""
     from onnx_slice_tools import validate
-    monkeypatch.setattr(validate, "FAST_SERIALIZE_BYTES", 16)
     proto = hostile.base_tf()
+    data = proto.SerializeToString()
+    monkeypatch.setattr(validate, "FAST_BYTES", len(data))
+    assert _Fast(_Validator(None)).model(proto, data)
+    monkeypatch.setattr(validate, "FAST_BYTES", len(data) - 1)
     assert not _Fast(_Validator(None)).model(proto, None)
-    assert _Fast(_Validator(None)).model(proto, proto.SerializeToString())
+    assert not _Fast(_Validator(None)).model(proto, data)
     assert _assert_same(proto) is None
     assert _assert_same(STRUCTURE["inputs_2"]) is not None
