@@ -343,7 +343,8 @@ def load_ir(source, *, path_hint: str | None = None):
             m = ir.serde.deserialize_model(proto)
         except Exception as exc:
             raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
-        _set_base_dir(m, os.path.dirname(os.path.abspath(p)))
+        if external:  # else no tensor to point at the model's folder: not walked for them
+            _set_base_dir(m, os.path.dirname(os.path.abspath(p)))
         m.meta[INPUTS_KEY] = [FileId.of(p)] + [FileId.of(f) for f in data_files]
         m.meta[PROTO_KEY] = proto
         _keep_passthrough_inputs(m, proto)
