@@ -74,7 +74,11 @@ def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
     proven to hold none, so no walk over its tensors needs to look for them)."""
     v = _Validator(path)
     fast = _Fast(v)
-    if fast.model(proto, data):
+    try:
+        proven = fast.model(proto, data)
+    except Exception:  # noqa: BLE001 - whatever went wrong, the full walk decides and words it
+        proven = False
+    if proven:
         return fast.external
     v.model(proto)  # something is off, or a part the fast proof leaves out: the full walk, its messages
     return True
@@ -356,7 +360,7 @@ class _Validator:
         for key in ("offset", "length"):
             if key in entries:
                 v = entries[key]
-                if not v.isdigit():
+                if not (v.isascii() and v.isdigit()):  # "²".isdigit(), but int("²") fails
                     self.fail(f"{field}: external data {key} {v!r} is not a non-negative integer", node=node)
         if "length" in entries and t.data_type != _STRING:
             want = (n * _BITS[t.data_type] + 7) // 8

@@ -261,6 +261,15 @@ def _external_cases():
     return cases
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "-1", "1.0", ""])
+def test_external_length_not_ascii_digits_is_one_clean_refusal(value):
+    """"²".isdigit() holds but int("²") fails (it was an internal error); "٣" is read as 3
+    by Python only: refused as not a non-negative integer, by both paths."""
+    proto = hostile.base_tf()
+    _external(proto.graph.initializer[0]).external_data.add(key="length", value=value)
+    assert "is not a non-negative integer" in _assert_same(proto)
+
+
 @pytest.mark.parametrize("name", sorted(_external_cases()))
 def test_no_external_tensor_is_only_said_when_true(name):
     proto = _external_cases()[name]
@@ -293,3 +302,20 @@ def test_a_large_model_gets_the_full_walk(monkeypatch):
     assert not _Fast(_Validator(None)).model(proto, data)
     assert _assert_same(proto) is None
     assert _assert_same(STRUCTURE["inputs_2"]) is not None
+
+
+def test_convert_reads_a_model_file_once(tmp_path, monkeypatch):
+    """load_ir keeps the proto it read and validated (files.loaded_proto): the conversion's
+    baseline is that proto, equal to onnx.load's, not a second read of the file."""
+    from onnx_slice_tools import api
+    from onnx_slice_tools.files import load_ir, loaded_proto
+    path = tmp_path / "m.onnx"
+    path.write_bytes(hostile.base_tf().SerializeToString())
+    assert loaded_proto(load_ir(path)) == onnx.load(str(path), load_external_data=False)
+    assert loaded_proto(load_ir(hostile.base_tf())) is None
+    reads = []
+    real_load = onnx.load
+    monkeypatch.setattr(onnx, "load", lambda *a, **k: reads.append(a) or real_load(*a, **k))
+    result = api.convert(str(path), verify=False, cleanup=False)
+    assert not reads
+    assert [n.op_type for n in result.model.graph.node if n.op_type == "StridedSlice"] == []
