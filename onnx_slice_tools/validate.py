@@ -31,8 +31,7 @@ Two stages.  :class:`_Fast` first tries to prove, cheaply, that the model passes
 a second parse of its bytes in C through a view of onnx.proto that checks UTF-8 as it
 parses, each distinct attribute list and value type checked once (by the walk's own methods),
 names, SSA and order as set operations over the nodes in their order.  Only when that proof
-fails -- a problem, or something it leaves out (functions, training_info, nodes out of
-order) -- does :class:`_Validator` walk every field except tensor payloads in Python, and it
+fails -- a problem, or something it leaves out (training_info, nodes out of order) -- does :class:`_Validator` walk every field except tensor payloads in Python, and it
 alone words the refusal; so verdicts and messages are the walk's (tests/test_validate_fast.py).
 Linear in nodes and tensors: at 10,000 StridedSlice nodes the proof costs ~0.04 s CPU, the
 walk ~0.26 s (docs/benchmarks.md, "Validation").
@@ -381,7 +380,7 @@ class _Fast:
     messages, so each distinct attribute list and type is checked once, by the validator's
     own methods on a real onnx message; per node there remain the SSA and schedule checks
     (as set operations, in the nodes' order: a graph out of order goes to the full walk).
-    Left to the full walk: model-local functions and training_info."""
+    Left to the full walk: training_info, nodes out of order."""
 
     def __init__(self, validator: _Validator):
         self.v = validator
@@ -394,7 +393,7 @@ class _Fast:
         import onnx
         from google.protobuf.message import DecodeError
         if not isinstance(proto, onnx.ModelProto) or not proto.HasField("graph") or proto.ir_version <= 0 \
-                or not len(proto.opset_import) or len(proto.functions) or len(proto.training_info):
+                or not len(proto.opset_import) or len(proto.training_info):
             return False
         if (len(data) if data is not None else proto.ByteSize()) > FAST_BYTES:
             return False  # the view would be a second copy of its weights in memory
@@ -403,7 +402,19 @@ class _Fast:
             view = _view_class().FromString(proto.SerializeToString() if data is None else data)
         except (ModelError, DecodeError):
             return False
-        return self.graph(view.graph, frozenset(), main=True)
+        return self.graph(view.graph, frozenset(), main=True) and self.functions(view.functions, proto.functions)
+
+    def functions(self, functions, real_functions) -> bool:
+        """As :meth:`_Validator.model` checks them: unique, their opsets and inputs, their nodes,
+        no recursion (that on the real protos: the view's attributes are bytes)."""
+        keys = [(f.domain, f.name, f.overload) for f in functions]
+        if len(set(keys)) != len(keys):
+            return False
+        for f in functions:
+            if len(set(f.input)) != len(f.input) or not self.passes(self.v.opsets, f.opset_import, "") \
+                    or not self.nodes(f.node, set(f.input), f.output):
+                return False
+        return not len(functions) or self.passes(self.v.no_recursion, real_functions)
 
     def graph(self, g, outer, main: bool) -> bool:
         inputs = [vi.name for vi in g.input]
