@@ -570,8 +570,8 @@ def bench_validation(sizes, repeat: int, tmp: Path) -> list[dict]:
                    "full_walk_s": cpu(lambda p: _Validator(path).model(p))}
             rows.append(row)
             print(f"validation {n:>6} nodes, fan-out {fan_out:>6}: validate_model {row['validate_s'] * 1000:.1f} ms, "
-                  f"full walk {row['full_walk_s'] * 1000:.1f} ms, onnx.load (floor's) {row['load_s'] * 1000:.1f} ms CPU",
-                  flush=True)
+                  f"full walk {row['full_walk_s'] * 1000:.1f} ms, "
+                  f"onnx.load (floor's) {row['load_s'] * 1000:.1f} ms CPU", flush=True)
     return rows
 
 
