@@ -410,9 +410,15 @@ class _Fast:
         keys = [(f.domain, f.name, f.overload) for f in functions]
         if len(set(keys)) != len(keys):
             return False
+        import onnx
         for f in functions:
             if len(set(f.input)) != len(f.input) or not self.passes(self.v.opsets, f.opset_import, "") \
                     or not self.nodes(f.node, set(f.input), f.output):
+                return False
+            # value_info: only their strings are checked (in the view, types are bytes); the parts
+            # of a type given twice parse as their merge
+            if not all(_strings_valid(onnx.TypeProto.FromString(b"".join(types)))
+                       for types in {tuple(vi.type) for vi in f.value_info}):
                 return False
         return not len(functions) or self.passes(self.v.no_recursion, real_functions)
 

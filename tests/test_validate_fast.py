@@ -138,6 +138,8 @@ _FIELD_SOURCES[-1].graph.initializer.append(helper.make_tensor("strs", TensorPro
 _FIELD_SOURCES[-1].metadata_props.add(key="k", value="v")
 _FIELD_SOURCES[-1].graph.value_info.append(helper.make_tensor_value_info("t", TensorProto.FLOAT, ["batch", 3]))
 _FIELD_SOURCES[-1].graph.value_info[0].type.denotation = "TENSOR"
+_FIELD_SOURCES.append(hostile.base_function())  # a function's value_info: strings inside its types too
+_FIELD_SOURCES[-1].functions[0].value_info.append(helper.make_tensor_value_info("fy", TensorProto.FLOAT, ["n"]))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
