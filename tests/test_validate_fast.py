@@ -201,6 +201,39 @@ def _graph_mutants():
     return cases
 
 
+def _all_graph_nodes(proto):
+    todo, nodes = [proto.graph] + [f for f in proto.functions], []
+    while todo:
+        g = todo.pop()
+        for n in g.node:
+            nodes.append(n)
+            todo.extend([a.g for a in n.attribute if a.HasField("g")] + [x for a in n.attribute for x in a.graphs])
+    return nodes
+
+
+_NAME_SOURCES = [SAMPLES[n] for n in ("synthetic_if", "synthetic_function", "tf_if_branch.onnx", "synthetic_fan8")]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.integers(0, len(_NAME_SOURCES) - 1), edits=st.lists(st.tuples(
+    st.integers(0, 1 << 16), st.sampled_from(["input", "output"]), st.integers(0, 4), st.integers(0, 1 << 16)),
+    min_size=1, max_size=3))
+def test_renamed_inputs_and_outputs_same_verdict_and_message(model, edits):
+    """Node inputs/outputs (main graph, subgraphs, functions) renamed to another name of the
+    model, an empty name or a new one: the scope, SSA and order rules of both paths agree."""
+    proto = onnx.ModelProto()
+    proto.CopyFrom(_NAME_SOURCES[model])
+    nodes = _all_graph_nodes(proto)
+    names = sorted({v for n in nodes for v in list(n.input) + list(n.output)} | {"", "fresh"})
+    for k, field, slot, pick in edits:
+        values = getattr(nodes[k % len(nodes)], field)
+        if len(values):
+            values[slot % len(values)] = names[pick % len(names)]
+        else:
+            values.append(names[pick % len(names)])
+    _assert_same(proto)
+
+
 @pytest.mark.parametrize("name", sorted(_graph_mutants()))
 def test_graph_mutants_same_verdict_and_message(name):
     _assert_same(_graph_mutants()[name])
