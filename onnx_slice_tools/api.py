@@ -228,7 +228,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     from .rewrite_proto import set_proto_opset
     t0 = time.perf_counter()
     proto, inputs, external = load_plain_proto(model, path_hint=label)
-    read = proto if isinstance(model, (str, os.PathLike)) else None
+    read = (proto, external) if isinstance(model, (str, os.PathLike)) else None
     if external:  # onnx-ir reads external data lazily
         return None, read
     report.timings["load"] = time.perf_counter() - t0
@@ -270,13 +270,13 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
 
 def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
                 fix_slices, read=None) -> ConvertResult:
-    """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: the
-    proto of the path ``model``, already read and validated."""
+    """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: what
+    files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
     from .rewrite import _has_strided_slice, derive_shapes
     t0 = time.perf_counter()
-    m = load_ir(model, path_hint=label, proto=read)
+    m = load_ir(model, path_hint=label, read=read)
     report.timings["load"] = time.perf_counter() - t0
 
     current = default_opset(m)
@@ -421,11 +421,13 @@ def _as_before(m, before):
 def _baseline_proto(model, m, upgraded: bool):
     import onnx
     import onnx_ir as ir
+    from .files import loaded_proto
     if upgraded:
         return ir.to_proto(m)
     if isinstance(model, onnx.ModelProto):
         return model
-    return onnx.load(str(model), load_external_data=False)
+    read = loaded_proto(m)  # the proto load_ir read and validated: not read a second time
+    return read if read is not None else onnx.load(str(model), load_external_data=False)
 
 
 def _verify(report: Report, proto, baseline, result, opset: int, budget: int, removed_domains, *,

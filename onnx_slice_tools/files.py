@@ -42,6 +42,9 @@ PROTO_LIMIT = 1_800_000_000
 EXTERNAL_THRESHOLD = 1024
 #: ``model.meta`` key: the files a loaded model was read from (see :func:`input_files`).
 INPUTS_KEY = "onnx_slice_tools.input_files"
+#: ``model.meta`` key: the validated ModelProto (without external data) a model file was
+#: read into by :func:`load_ir` (see :func:`loaded_proto`).
+PROTO_KEY = "onnx_slice_tools.loaded_proto"
 _CHUNK = 1 << 20
 
 
@@ -89,6 +92,13 @@ class FileSet:
 def input_files(model) -> list[FileId]:
     """The files an onnx_ir model loaded by :func:`load_ir` was read from (model + data files)."""
     return list(model.meta.get(INPUTS_KEY, ())) if model is not None else []
+
+
+def loaded_proto(model):
+    """The ModelProto an onnx_ir model read from a file by :func:`load_ir` was deserialized
+    from (as ``onnx.load(path, load_external_data=False)`` gives it, validated); None for
+    other models.  Shared, not a copy: never to be modified."""
+    return model.meta.get(PROTO_KEY)
 
 
 def check_output(path, inputs=(), *, what: str = "") -> None:
@@ -297,34 +307,47 @@ def _regular_input(p: Path) -> None:
 
 def read_model_proto(path):
     """The ModelProto of a model file, without its external data (checked, see module doc)."""
+    return _read_validated(path)[0]
+
+
+def _read_validated(path):
+    """(ModelProto, whether it may hold external tensors) of a model file, validated.  Read
+    as ``onnx.load(path, load_external_data=False)`` does (the format from the extension), the
+    bytes kept for the validation's own parse."""
     import onnx
     p = Path(path)
     _regular_input(p)
     try:
-        proto = onnx.load(str(p), load_external_data=False)
+        with open(p, "rb") as f:
+            data = f.read()
+        fmt = onnx.serialization.registry.get_format_from_file_extension(os.path.splitext(os.path.abspath(p))[1])
+        proto = onnx.load_model_from_string(data, format=fmt or "protobuf")
     except Exception as exc:
         raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
     from .validate import validate_model
-    validate_model(proto, p)  # before any native code or onnx-ir's reader sees it
-    return proto
+    # before any native code or onnx-ir's reader sees it
+    external = validate_model(proto, p, data=data if fmt in (None, "protobuf") else None)
+    return proto, external
 
 
 def load_plain_proto(source, *, path_hint: str | None = None):
     """(proto, input files, has external tensors) of a path or a ModelProto, validated (see
-    :func:`read_model_proto`).  A given ModelProto is copied (the caller may edit the copy);
+    :func:`read_model_proto`).  For a path, ``proto`` and the validation's answer are what
+    :func:`load_ir` takes as ``read``.  A given ModelProto is copied (the caller may edit the copy);
     its input files are none."""
     import onnx
     if isinstance(source, (str, os.PathLike)):
-        proto = read_model_proto(source)
+        proto, external = _read_validated(source)
         inputs = [FileId.of(source)]
     elif isinstance(source, onnx.ModelProto):
         from .validate import validate_model
-        validate_model(source, path_hint)
+        external = validate_model(source, path_hint)
         proto, inputs = onnx.ModelProto(), []
         proto.CopyFrom(source)
     else:
         raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
-    return proto, inputs, any(_is_external(t) for t in proto_tensors(proto))
+    # the validation proves most models free of external tensors; else they are looked for
+    return proto, inputs, bool(external) and any(_is_external(t) for t in proto_tensors(proto))
 
 
 def proto_weight_bytes(proto) -> int:
@@ -344,31 +367,33 @@ def proto_weight_bytes(proto) -> int:
     return total
 
 
-def load_ir(source, *, path_hint: str | None = None, proto=None):
+def load_ir(source, *, path_hint: str | None = None, read=None):
     """An onnx_ir.Model from a path (external data checked, then read lazily from the model's
     folder) or a ModelProto.  A loaded model records its input files (:func:`input_files`).
-    ``proto``: the path's proto, already read by :func:`read_model_proto`."""
+    ``read``: (proto, may hold external tensors) of the path, already read by :func:`load_plain_proto`."""
     import onnx
     import onnx_ir as ir
     if isinstance(source, (str, os.PathLike)):
         p = Path(source)
-        proto = proto if proto is not None else read_model_proto(p)
-        data_files = check_external_data(proto, p)
+        proto, external = read if read is not None else _read_validated(p)
+        data_files = check_external_data(proto, p) if external else []
         try:
             m = ir.serde.deserialize_model(proto)
         except Exception as exc:
             raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
-        _set_base_dir(m, os.path.dirname(os.path.abspath(p)))
+        if external:  # else no tensor to point at the model's folder: not walked for them
+            _set_base_dir(m, os.path.dirname(os.path.abspath(p)))
         m.meta[INPUTS_KEY] = [FileId.of(p)] + [FileId.of(f) for f in data_files]
+        m.meta[PROTO_KEY] = proto
         _keep_passthrough_inputs(m, proto)
         return m
     if isinstance(source, onnx.ModelProto):
         # external data of a ModelProto: relative to the working directory, checked as for a
         # file there, then fixed to it (a later chdir does not matter)
         from .validate import validate_model
-        validate_model(source, path_hint)
+        external = validate_model(source, path_hint)
         here = Path.cwd()
-        data_files = check_external_data(source, path_hint or "model", base=here) if any(
+        data_files = check_external_data(source, path_hint or "model", base=here) if external and any(
             _is_external(t) for t in proto_tensors(source)) else []
         try:
             m = ir.from_proto(source)
@@ -429,7 +454,9 @@ def _copy_range(src: Path, offset: int, length: int, out) -> None:
 def load_model_proto(path, *, external_data: bool = True):
     """The ModelProto of a model file, its external data checked (see :func:`load_ir`) and,
     with ``external_data``, read in."""
-    proto = read_model_proto(path)
+    proto, external = _read_validated(path)
+    if not external:
+        return proto
     check_external_data(proto, path)
     return _read_external_in(proto, path) if external_data else proto
 

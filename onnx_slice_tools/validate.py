@@ -27,8 +27,14 @@ problem found:
 * StridedSlice with other than 3 or 4 inputs or other than one output (index tensors of absurd
   size are refused by the tensor checks above, from their dims).
 
-It reads every field except tensor payloads, in one pass: linear in the number of nodes and
-tensors (10,000 nodes and 10,000 initializers: ~0.5 s on the loaded 2-core CI machine).
+Two stages.  :class:`_Fast` first tries to prove, cheaply, that the model passes every check:
+a second parse of its bytes in C through a view of onnx.proto that checks UTF-8 as it
+parses, each distinct attribute list and value type checked once (by the walk's own methods),
+names, SSA and order as set operations over the nodes in their order.  Only when that proof
+fails -- a problem, or something it leaves out (training_info, nodes out of order) -- does :class:`_Validator` walk every field except tensor payloads in Python, and it
+alone words the refusal; so verdicts and messages are the walk's (tests/test_validate_fast.py).
+Linear in nodes and tensors: at 10,000 StridedSlice nodes the proof costs ~0.04 s CPU, the
+walk ~0.26 s (docs/benchmarks.md, "Validation").
 """
 
 from __future__ import annotations
@@ -54,11 +60,27 @@ MAX_TENSOR_ELEMENTS = 2 ** 36
 #: inline raw_data above this size (64 MiB) is not measured: protobuf's Python API copies it to
 #: take its length (~3.5 ms per MB here); the checker still sees it
 RAW_CHECK_BYTES = 1 << 26
+#: models up to this size (64 MiB) are parsed a second time for the fast proof (a parse copies
+#: inline weights too); larger ones, mostly weights, get the full walk, whose cost is per node
+FAST_BYTES = 1 << 26
 
 
-def validate_model(proto, path=None) -> None:
-    """Raise :class:`ModelError` (naming ``path``, node and field) if ``proto`` is unusable."""
-    _Validator(path).model(proto)
+def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
+    """Raise :class:`ModelError` (naming ``path``, node and field) if ``proto`` is unusable.
+
+    ``data``: the bytes ``proto`` was parsed from (binary protobuf), if at hand; else the
+    proto is serialized once.  Returns whether the model may hold external tensors (False:
+    proven to hold none, so no walk over its tensors needs to look for them)."""
+    v = _Validator(path)
+    fast = _Fast(v)
+    try:
+        proven = fast.model(proto, data)
+    except Exception:  # noqa: BLE001 - whatever went wrong, the full walk decides and words it
+        proven = False
+    if proven:
+        return fast.external
+    v.model(proto)  # something is off, or a part the fast proof leaves out: the full walk, its messages
+    return True
 
 
 def validate_bytes(data: bytes, path=None):
@@ -71,7 +93,7 @@ def validate_bytes(data: bytes, path=None):
         proto.ParseFromString(data)
     except Exception:
         raise ModelError("not an ONNX model (protobuf cannot parse it)", path=path) from None
-    validate_model(proto, path)
+    validate_model(proto, path, data=data)
     return proto
 
 
@@ -337,13 +359,251 @@ class _Validator:
         for key in ("offset", "length"):
             if key in entries:
                 v = entries[key]
-                if not v.isdigit():
+                if not (v.isascii() and v.isdigit()):  # "²".isdigit(), but int("²") fails
                     self.fail(f"{field}: external data {key} {v!r} is not a non-negative integer", node=node)
         if "length" in entries and t.data_type != _STRING:
             want = (n * _BITS[t.data_type] + 7) // 8
             if int(entries["length"]) != want:
                 self.fail(f"{field}: external data length {entries['length']} does not match dims "
                           f"{list(t.dims)} of data_type {t.data_type} ({want} bytes)", node=node)
+
+
+class _Fast:
+    """A proof that :class:`_Validator` accepts a model, at a fraction of its cost; when the
+    proof fails (a real problem, or only something it does not cover), the caller runs the
+    validator itself, which finds the problem and words the message.  So every verdict and
+    every message is the validator's: this class only ever says "surely fine" or "look".
+
+    It reads a second parse of the model's bytes, in C, through a view of onnx.proto
+    (:func:`_view_class`) that checks every string field for UTF-8 while parsing and hands
+    over each node's attributes and each value's type as bytes.  Equal bytes mean equal
+    messages, so each distinct attribute list and type is checked once, by the validator's
+    own methods on a real onnx message; per node there remain the SSA and schedule checks
+    (as set operations, in the nodes' order: a graph out of order goes to the full walk).
+    Left to the full walk: training_info, nodes out of order."""
+
+    def __init__(self, validator: _Validator):
+        self.v = validator
+        #: may the model hold external tensors (False once proven not)
+        self.external = False
+        self.node_verdicts: dict = {}
+        self.value_verdicts: dict = {}
+
+    def model(self, proto, data) -> bool:
+        import onnx
+        from google.protobuf.message import DecodeError
+        if not isinstance(proto, onnx.ModelProto) or not proto.HasField("graph") or proto.ir_version <= 0 \
+                or not len(proto.opset_import) or len(proto.training_info):
+            return False
+        if (len(data) if data is not None else proto.ByteSize()) > FAST_BYTES:
+            return False  # the view would be a second copy of its weights in memory
+        try:
+            self.v.opsets(proto.opset_import, "opset_import")
+            view = _view_class().FromString(proto.SerializeToString() if data is None else data)
+        except (ModelError, DecodeError):
+            return False
+        return self.graph(view.graph, frozenset(), main=True) and self.functions(view.functions, proto.functions)
+
+    def functions(self, functions, real_functions) -> bool:
+        """As :meth:`_Validator.model` checks them: unique, their opsets and inputs, their nodes,
+        no recursion (that on the real protos: the view's attributes are bytes)."""
+        keys = [(f.domain, f.name, f.overload) for f in functions]
+        if len(set(keys)) != len(keys):
+            return False
+        import onnx
+        for f in functions:
+            if len(set(f.input)) != len(f.input) or not self.passes(self.v.opsets, f.opset_import, "") \
+                    or not self.nodes(f.node, set(f.input), f.output):
+                return False
+            # value_info: only their strings are checked (in the view, types are bytes); the parts
+            # of a type given twice parse as their merge
+            if not all(_strings_valid(onnx.TypeProto.FromString(b"".join(types)))
+                       for types in {tuple(vi.type) for vi in f.value_info}):
+                return False
+        return not len(functions) or self.passes(self.v.no_recursion, real_functions)
+
+    def graph(self, g, outer, main: bool) -> bool:
+        inputs = [vi.name for vi in g.input]
+        names = [t.name for t in g.initializer] + [st.values.name for st in g.sparse_initializer]
+        if len(set(inputs)) != len(inputs) or len(set(names)) != len(names):
+            return False
+        if not (self.values(g.input, "input", main) and self.values(g.output, "output", False)
+                and self.values(g.value_info, "value_info", False)
+                and all(self.tensor(t) for t in g.initializer)
+                and all(self.tensor(st.values) and self.tensor(st.indices) for st in g.sparse_initializer)):
+            return False
+        defined = set(outer)
+        defined.update(inputs, names)
+        return self.nodes(g.node, defined, [vi.name for vi in g.output])
+
+    def values(self, infos, kind: str, required: bool) -> bool:
+        """Graph inputs/outputs (``kind``) or value_info entries, once per distinct type bytes."""
+        verdicts = self.value_verdicts
+        for types, vi in {tuple(vi.type): vi for vi in infos}.items():
+            key = (types, kind, required)
+            ok = verdicts.get(key)
+            if ok is None:
+                import onnx
+                real = onnx.ValueInfoProto.FromString(vi.SerializeToString())
+                if not _strings_valid(real):
+                    ok = False
+                elif kind == "value_info":
+                    ok = self.passes(self.v.type, real.type, "", top=True)
+                else:
+                    ok = self.passes(self.v.graph_value, real, "", kind, required)
+                verdicts[key] = ok
+            if not ok:
+                return False
+        return True
+
+    def tensor(self, t) -> bool:
+        if t.data_location == 1:
+            self.external = True
+        elif t.data_type == _STRING and not _utf8(t.string_data):
+            return False
+        return self.passes(self.v.tensor, t, "")
+
+    def nodes(self, nodes, defined: set, outputs) -> bool:
+        """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
+        outer scopes and this graph's inputs and initializers; taken over)."""
+        verdicts = self.node_verdicts
+        known, define, verdict_of = defined.issuperset, defined.update, verdicts.get
+        defined.add("")  # an empty input is no input, an empty output no output
+        before, count = len(defined), 0
+        subgraphs = []
+        for n in nodes:
+            if not known(n.input):
+                return False
+            op = n.op_type
+            key = (op, n.domain if op == "Constant" else "", tuple(n.attribute))
+            verdict = verdict_of(key)
+            if verdict is None:
+                verdict = verdicts[key] = self.node_verdict(n)
+            outs = n.output
+            if verdict is not _OK:
+                if verdict is _BAD:
+                    return False
+                if verdict is _EXTERNAL:
+                    self.external = True
+                else:  # subgraphs: what they read from here must exist before; checked once all names are known
+                    real = _real_node(n)
+                    if not known(_needs(real)):
+                        return False
+                    subgraphs.append(real)
+            if op == "StridedSlice" and (len(n.input) not in (3, 4) or len(outs) != 1 or not outs[0]):
+                return False
+            define(outs)
+            count += len(outs)
+        # SSA: each (non-empty) output a new name
+        if len(defined) - before != count and len(defined) - before != sum(1 for n in nodes for o in n.output if o):
+            return False
+        if not known(outputs):
+            return False
+        scope = frozenset(defined)  # "": no name, harmless there too
+        return all(self.subgraph_node(real, scope) for real in subgraphs)
+
+    def node_verdict(self, n):
+        """_OK, _BAD, _EXTERNAL (fine, with an external tensor) or _SUBGRAPH (depends on the
+        scope: :meth:`subgraph_node`) for a node's op and attributes."""
+        real = _real_node(n)
+        if any(a.HasField("g") or len(a.graphs) for a in real.attribute):
+            return _SUBGRAPH
+        if not _strings_valid(real) or not self.passes(self.v.node, real, "", "", frozenset()):
+            return _BAD
+        return _EXTERNAL if _has_external_attribute(real) else _OK
+
+    def subgraph_node(self, real, scope) -> bool:
+        """A node with subgraphs: the node's own checks on a copy without them, then each
+        subgraph as a graph of its own (through the view), reading ``scope``."""
+        import onnx
+        from google.protobuf.message import DecodeError
+        shell = onnx.NodeProto()
+        shell.CopyFrom(real)
+        for a in shell.attribute:
+            a.ClearField("g")
+            del a.graphs[:]
+        if not _strings_valid(shell) or not self.passes(self.v.node, shell, "", "", scope):
+            return False
+        self.external |= _has_external_attribute(shell)
+        view = _view_class("GraphProto")
+        for a in real.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                try:
+                    if not self.graph(view.FromString(g.SerializeToString()), scope, main=False):
+                        return False
+                except DecodeError:
+                    return False
+        return True
+
+    @staticmethod
+    def passes(check, *args, **kwargs) -> bool:
+        try:
+            check(*args, **kwargs)
+        except ModelError:
+            return False
+        return True
+
+
+_OK, _BAD, _EXTERNAL, _SUBGRAPH = "ok", "bad", "external", "subgraph"
+
+
+def _has_external_attribute(node) -> bool:
+    return any(t.data_location == 1 for a in node.attribute
+               for t in ([a.t] if a.HasField("t") else []) + list(a.tensors)
+               + ([a.sparse_tensor.values, a.sparse_tensor.indices] if a.HasField("sparse_tensor") else [])
+               + [x for s in a.sparse_tensors for x in (s.values, s.indices)])
+
+
+def _real_node(view_node):
+    import onnx
+    return onnx.NodeProto.FromString(view_node.SerializeToString())
+
+
+def _utf8(items) -> bool:
+    try:
+        for s in items:
+            s.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_VIEW: dict = {}
+
+
+def _view_class(name: str = "ModelProto"):
+    """The ``name`` class of a view of onnx.proto (its own descriptor pool): the same fields,
+    with every string field checked for UTF-8 while parsing (proto editions' ``utf8_validation
+    = VERIFY``, else as proto2: explicit presence, closed enums), NodeProto.attribute and
+    ValueInfoProto.type as (repeated) bytes.  A singular message field given twice in the
+    bytes is merged by a parser: the repeated bytes keep both parts, which parse as the merge."""
+    if not _VIEW:
+        import onnx
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        from google.protobuf.descriptor import FieldDescriptor as F
+        fdp = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(fdp)
+        old, pkg = fdp.package, "onnx_slice_tools_view"
+        fdp.name, fdp.package = "onnx_slice_tools/view.proto", pkg
+        fdp.syntax, fdp.edition = "editions", descriptor_pb2.EDITION_2023
+        feat = fdp.options.features
+        feat.field_presence, feat.enum_type = feat.EXPLICIT, feat.CLOSED
+        feat.repeated_field_encoding, feat.utf8_validation = feat.EXPANDED, feat.VERIFY
+        todo = list(fdp.message_type)
+        while todo:
+            m = todo.pop()
+            todo.extend(m.nested_type)
+            for f in m.field:
+                if f.type_name.startswith(f".{old}."):
+                    f.type_name = f".{pkg}.{f.type_name[len(old) + 2:]}"
+                if (m.name, f.name) in (("NodeProto", "attribute"), ("ValueInfoProto", "type")):
+                    f.type, f.label = F.TYPE_BYTES, F.LABEL_REPEATED
+                    f.ClearField("type_name")
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fdp)
+        for kind in ("ModelProto", "GraphProto"):
+            _VIEW[kind] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.{kind}"))
+    return _VIEW[name]
 
 
 def _q(name: str) -> str:

@@ -610,6 +610,39 @@ def _reaped(cmd: list) -> tuple[float, float]:
     return float(wall), float(cpu)
 
 
+def bench_validation(sizes, repeat: int, tmp: Path) -> list[dict]:
+    """CPU seconds (``process_time``, best of ``repeat``, a fresh parse each time) of validate.py
+    on the speed models: ``validate_model`` (the fast proof, given the file's bytes), the full
+    walk alone, and ``onnx.load`` of the same file for scale, as the floor calls it (it walks
+    every tensor for external data: ~50 ms at 10,000 nodes; docs/benchmarks.md, 8c)."""
+    import onnx
+
+    from onnx_slice_tools.validate import _Validator, validate_model
+    rows = []
+    for n in sizes:
+        for fan_out in (len(PATTERNS), n):
+            path = tmp / f"validate_{n}_{fan_out}.onnx"
+            onnx.save(synthetic_model(n, False, fan_out=fan_out), path)
+            data = path.read_bytes()
+
+            def cpu(fn):
+                best = float("inf")
+                for _ in range(repeat):
+                    proto = onnx.ModelProto.FromString(data)
+                    t = time.process_time()
+                    fn(proto)
+                    best = min(best, time.process_time() - t)
+                return best
+            row = {"nodes": n, "fan_out": fan_out, "load_s": cpu(lambda p: onnx.load(str(path))),
+                   "validate_s": cpu(lambda p: validate_model(p, path, data=data)),
+                   "full_walk_s": cpu(lambda p: _Validator(path).model(p))}
+            rows.append(row)
+            print(f"validation {n:>6} nodes, fan-out {fan_out:>6}: validate_model {row['validate_s'] * 1000:.1f} ms, "
+                  f"full walk {row['full_walk_s'] * 1000:.1f} ms, "
+                  f"onnx.load (floor's) {row['load_s'] * 1000:.1f} ms CPU", flush=True)
+    return rows
+
+
 def _bench_batch_jobs(n: int, tmp: Path, repeat: int) -> dict:
     """``batch -j 1`` and ``-j 2`` over ``n`` copies of the models/ TF samples (whole process),
     run in pairs (-j 1, -j 2, -j 1, ...) so the ratio survives a machine whose load drifts;
@@ -762,7 +795,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
     ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory",
-                                       "targets", "speed", "source-memory"], action="append")
+                                       "targets", "speed", "source-memory", "validation"], action="append")
     ap.add_argument("--source-rows", type=int, default=50000,
                     help="--only source-memory: rows of the [rows, 1000] float32 weight (50000: 191 MB)")
     ap.add_argument("--no-before", action="store_true",
@@ -806,6 +839,9 @@ def main(argv=None) -> int:
             results["speed"] = bench_speed([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp),
                                            args.batch_models, no_verify_only=args.speed_no_verify,
                                            tf2onnx_slices=args.slices)
+        if "validation" in only:
+            results["validation"] = bench_validation([int(s) for s in args.speed_sizes.split(",")], args.repeat,
+                                                     Path(tmp))
         if "verify-memory" in only:
             results["verify_memory"] = bench_verify_memory(args.gib, Path(tmp), activation)
         if "targets" in only:
