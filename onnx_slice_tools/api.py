@@ -224,7 +224,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     the proto read and validated from a path, for the onnx-ir path)."""
     from .files import load_plain_proto
     from .rewrite import derive_shapes
-    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, has_strided_slice, proto_default_opset, strided_slice_inputs, subgraph_holders
+    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, proto_default_opset, scan
     from .rewrite_proto import set_proto_opset
     t0 = time.perf_counter()
     proto, inputs, external = load_plain_proto(model, path_hint=label)
@@ -233,23 +233,26 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         return None, read
     report.timings["load"] = time.perf_counter() - t0
     current = proto_default_opset(proto)
-    if current is None or current < 11 or opset not in (None, current) or declines(proto):
+    if current is None or current < 11 or opset not in (None, current):
+        return None, read
+    walked = scan(proto.graph)
+    if declines(proto, walked.holders):
         return None, read
     target, lower_opset = opsets(current, opset, label)
     report.opset = target
     t1 = time.perf_counter()
-    found = has_strided_slice(proto)
+    found = walked.found  # (one in a subgraph or function: declined above)
     baseline = None
     if found and verify:  # the model before the rewrite: the structural proof's baseline
         import onnx
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
     # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
-    shapes = derive_shapes(proto, names=strided_slice_inputs(proto), has_subgraphs=bool(subgraph_holders(proto.graph))) \
-        if found else {}
+    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders)) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
-        result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(proto, shapes)
+        result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
+            proto, shapes, walked.holders)
     except ValueError:  # declined after all: nothing was changed
         return None, read
     report.records = result.records

@@ -68,6 +68,26 @@ def _graphs_of(node) -> list:
     return [g for a in node.attribute if a.type in (_GRAPH, _GRAPHS) for g in ([a.g] if a.type == _GRAPH else a.graphs)]
 
 
+class Scan(NamedTuple):
+    """One walk over a main graph: what the path needs before rewriting."""
+
+    holders: list       # nodes (not StridedSlice) holding subgraphs (:func:`subgraph_holders`)
+    inputs: set         # every name a StridedSlice reads (the shapes the rewrite needs)
+    found: bool         # a StridedSlice in the main graph
+
+
+def scan(graph) -> Scan:
+    """:class:`Scan` of ``graph`` in one pass over its nodes."""
+    holders, inputs, found = [], set(), False
+    for n in graph.node:
+        if n.op_type == "StridedSlice":
+            found = True
+            inputs.update(n.input)
+        elif n.attribute and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute):
+            holders.append(n)
+    return Scan(holders, inputs, found)
+
+
 def subgraph_holders(graph) -> list:
     """The nodes of ``graph`` (not its subgraphs) other than StridedSlice that hold subgraphs
     (a StridedSlice with a graph attribute is declined while it is read: ``_GRAPH_TYPES``)."""
@@ -297,8 +317,9 @@ class ProtoStridedSliceRewritePass:
         self.opset = opset
         self.target = target
 
-    def __call__(self, proto, shapes: dict) -> RewriteResult:
-        holders = subgraph_holders(proto.graph)
+    def __call__(self, proto, shapes: dict, holders: list | None = None) -> RewriteResult:
+        """``holders``: :func:`subgraph_holders` of its main graph, if known."""
+        holders = subgraph_holders(proto.graph) if holders is None else holders
         reason = declines(proto, holders)
         if reason is not None:
             raise ValueError(reason)
