@@ -1,5 +1,8 @@
+import gc
 import sys
 
 from .cli import main
 
-sys.exit(main())
+code = main()
+gc.freeze()  # the process ends here: the collector's last pass need not scan what the command built
+sys.exit(code)
