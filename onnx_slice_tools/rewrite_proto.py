@@ -359,14 +359,16 @@ class ProtoStridedSliceRewritePass:
         signatures: dict = {}
         data: dict = {}
         plans = []
+        graph_type, graphs_type = _GRAPH_TYPES
         for k, node in enumerate(g.graph.node):
             if node.op_type != "StridedSlice":
                 continue
-            if len(node.output) != 1 or not node.output[0]:
+            outputs = node.output
+            if len(outputs) != 1 or not outputs[0]:
                 raise _Declined("a StridedSlice without exactly one output")
             inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
             raw = node.SerializeToString()
-            if any(t in raw for t in _GRAPH_TYPES):  # maybe a graph attribute (or the bytes by chance)
+            if graph_type in raw or graphs_type in raw:  # maybe a graph attribute (or the bytes by chance)
                 raise _Declined("a StridedSlice that may hold a subgraph")
             # fields serialize in number order: op_type (4), then attribute (5) and domain (7); the
             # bytes from op_type on hold all of them (from an earlier match: more, never less)
@@ -379,8 +381,10 @@ class ProtoStridedSliceRewritePass:
             about = data.get(x)
             if about is None:
                 about = data[x] = self._data(g, x or None)
-            plans.append(self._plan(g, k, node, inputs, sig, about, lowerings))
-            renamed.update(plans[-1].record.renamed)
+            plan = self._plan(g, k, node, outputs[0], inputs, sig, about, lowerings)
+            plans.append(plan)
+            if plan.record.renamed:
+                renamed.update(plan.record.renamed)
         return plans
 
     def _signature(self, g: _Graph, node, inputs: list, const_of, parse_cache) -> tuple:
@@ -407,8 +411,7 @@ class ProtoStridedSliceRewritePass:
             f"from the graph inputs {_fmt(dims)} ({problem}); using the derived one"]
         return dims, warnings, self._elem(x) or declared_elem
 
-    def _plan(self, g: _Graph, k: int, node, inputs, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
-        out = node.output[0]
+    def _plan(self, g: _Graph, k: int, node, out: str, inputs, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
         x = inputs[0] if inputs else None
         dims, warnings, elem = about
         base = lowerings.get((id(sig), dims))
@@ -497,11 +500,11 @@ class ProtoStridedSliceRewritePass:
                 read = sorted({r[1] for _, _, refs, _, _, _ in template for r in refs if r[0] == "in"})
                 templates[id(p.lowering)] = template, read
             emitted.append(x)
-            emitted.extend(runtime[f] for f in read)  # a runtime field not read is freed (e.g. end = begin + 1)
-            new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out)
+            if read:  # a runtime field not read is freed (e.g. end = begin + 1)
+                emitted.extend(runtime[f] for f in read)
+            new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out, created=added)
             nodes.extend(new)
             origin.extend([-1] * len(new))
-            added.extend(n.output[0] for n in new)
             if p.fill:
                 self._declare_output(g, rec, out)
         nodes.extend(everything[done:])
@@ -590,10 +593,11 @@ def _filled_type(elem, shape):
 
 
 def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
-                 final: str | None = None) -> tuple[list, list]:
+                 final: str | None = None, created: list | None = None) -> tuple[list, list]:
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
-    ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does).
+    ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
+    ``created``: a list the made nodes' output names are appended to.
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
     taken, fresh = names.taken, names.fresh
@@ -629,6 +633,8 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
             new.attribute.extend(attributes)
         outs.append(cur)
         nodes.append(new)
+        if created is not None:
+            created.append(cur)
         if memo is not None:
             memo.setdefault(key, cur)
     return nodes, outs
