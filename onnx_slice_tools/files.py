@@ -489,6 +489,12 @@ def _read_external_in(full, source):
     return full
 
 
+#: fingerprint() reads files up to this size whole (and parses them only if they name a data file)
+_FINGERPRINT_READ = 64 << 20
+#: the key every external tensor's ``external_data`` holds, as its bytes appear in a serialized model
+_EXTERNAL_KEY = b"location"
+
+
 def fingerprint(path) -> tuple[str, list[str]]:
     """sha256 of a model file's bytes plus path, size and mtime of each external data file it
     names (every graph, subgraph, function); and those data files.  An unreadable model is
@@ -502,8 +508,16 @@ def fingerprint(path) -> tuple[str, list[str]]:
                 _hash_file(h, f)
                 files.append(os.path.realpath(f))
         return h.hexdigest(), files
-    h = _hash_file(hashlib.sha256(), path)
     files = []
+    data = None
+    if os.path.getsize(path) <= _FINGERPRINT_READ:  # read once: hashed, and parsed only if needed
+        with open(path, "rb") as f:
+            data = f.read()
+        h = hashlib.sha256(data)
+        if _EXTERNAL_KEY not in data:  # no tensor names a data file (each external one has this key)
+            return h.hexdigest(), files
+    else:
+        h = _hash_file(hashlib.sha256(), path)
     try:
         import onnx
         proto = onnx.load(str(path), load_external_data=False)
