@@ -79,7 +79,7 @@ def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
     """Every model under ``input_dir``, sorted: ``.onnx`` files and framework inputs
     (``.tflite``, ``.keras``/``.h5`` files, SavedModel directories, whose insides are not
     searched); the output folder is left out when it lies inside the input folder."""
-    from .sources import source_kind
+    from .files import source_kind
     input_dir = Path(input_dir)
     out = Path(output_dir).resolve() if output_dir is not None else None
     found, saved_models = [], []
@@ -88,8 +88,10 @@ def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
             continue
         if any(d in p.parents for d in saved_models):
             continue
-        if out is not None and (out == p.resolve() or out in p.resolve().parents):
-            continue
+        if out is not None:
+            real = p.resolve()
+            if out == real or out in real.parents:
+                continue
         if p.is_dir():
             if source_kind(p) == "saved_model":
                 saved_models.append(p)

@@ -495,6 +495,24 @@ _FINGERPRINT_READ = 64 << 20
 _EXTERNAL_KEY = b"location"
 
 
+TFLITE_SUFFIXES = (".tflite",)
+KERAS_SUFFIXES = (".keras", ".h5")
+
+
+def source_kind(path) -> str | None:
+    """"tflite", "saved_model", "keras" or None (not a framework source): by the path alone
+    (here, not in sources.py, so that finding models imports no framework code or numpy)."""
+    p = Path(path)
+    if p.is_dir():
+        return "saved_model" if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file() else None
+    suffix = p.suffix.lower()
+    if suffix in TFLITE_SUFFIXES:
+        return "tflite"
+    if suffix in KERAS_SUFFIXES:
+        return "keras"
+    return None
+
+
 def fingerprint(path) -> tuple[str, list[str]]:
     """sha256 of a model file's bytes plus path, size and mtime of each external data file it
     names (every graph, subgraph, function); and those data files.  An unreadable model is

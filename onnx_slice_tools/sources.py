@@ -32,24 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError
+from .files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
-TFLITE_SUFFIXES = (".tflite",)
-KERAS_SUFFIXES = (".keras", ".h5")
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
-
-
-def source_kind(path) -> str | None:
-    """"tflite", "saved_model", "keras" or None (not a framework source)."""
-    p = Path(path)
-    if p.is_dir():
-        return "saved_model" if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file() else None
-    suffix = p.suffix.lower()
-    if suffix in TFLITE_SUFFIXES:
-        return "tflite"
-    if suffix in KERAS_SUFFIXES:
-        return "keras"
-    return None
 
 
 @contextmanager
