@@ -71,7 +71,8 @@ def _graphs_of(node) -> list:
 class Scan(NamedTuple):
     """One walk over a main graph: what the path needs before rewriting."""
 
-    holders: list       # nodes (not StridedSlice) holding subgraphs (:func:`subgraph_holders`)
+    holders: list       # nodes (not StridedSlice: one with a graph attribute is declined while it
+    #                     is read, see _GRAPH_TYPES) holding subgraphs
     inputs: set         # every name a StridedSlice reads (the shapes the rewrite needs)
     found: bool         # a StridedSlice in the main graph
 
@@ -86,13 +87,6 @@ def scan(graph) -> Scan:
         elif n.attribute and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute):
             holders.append(n)
     return Scan(holders, inputs, found)
-
-
-def subgraph_holders(graph) -> list:
-    """The nodes of ``graph`` (not its subgraphs) other than StridedSlice that hold subgraphs
-    (a StridedSlice with a graph attribute is declined while it is read: ``_GRAPH_TYPES``)."""
-    return [n for n in graph.node if n.attribute and n.op_type != "StridedSlice"
-            and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute)]
 
 
 def _all_graphs_in(graph):
@@ -119,12 +113,12 @@ def _all_nodes(graph):
 
 def declines(proto, holders: list | None = None) -> str | None:
     """Why this pass does not apply to ``proto`` (the onnx-ir pass runs instead), or None.
-    ``holders``: :func:`subgraph_holders` of its main graph, if known."""
+    ``holders``: ``scan(proto.graph).holders``, if known."""
     main = proto.graph
     for t in main.initializer:
         if t.data_location == _EXTERNAL:
             return "external data"
-    for node in subgraph_holders(main) if holders is None else holders:
+    for node in scan(main).holders if holders is None else holders:
         for g in _graphs_of(node):
             if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
                 return "a StridedSlice in a subgraph"
@@ -139,17 +133,6 @@ def declines(proto, holders: list | None = None) -> str | None:
     if {vi.name for vi in main.input} & {vi.name for vi in main.output}:
         return "a graph input that is also a graph output"  # onnx-ir merges their declarations
     return None
-
-
-def has_strided_slice(proto) -> bool:
-    """Any StridedSlice in ``proto`` (main graph, subgraphs, functions)."""
-    return any(n.op_type == "StridedSlice" for n in _all_nodes(proto.graph)) or \
-        any(n.op_type == "StridedSlice" for f in proto.functions for n in f.node)
-
-
-def strided_slice_inputs(proto) -> set:
-    """The names the main graph's StridedSlice nodes read: the shapes the rewrite needs."""
-    return {name for n in proto.graph.node if n.op_type == "StridedSlice" for name in n.input}
 
 
 class _Declined(Exception):
@@ -187,7 +170,7 @@ class _Graph:
         self._producers = None
         self._declared: dict = {}
         self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
-        self._types: dict = {}  # declared output type filled in -> a TypeProto to merge
+        self.filled_types: dict = {}  # declared output type filled in -> a TypeProto to merge
 
     @property
     def producers(self) -> dict:
@@ -262,7 +245,7 @@ class ProtoConstantPool(ConstantPool):
 def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator:
     """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
     onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
-    ``holders``: the main graph's nodes holding subgraphs (:func:`subgraph_holders`), ``reads``:
+    ``holders``: the main graph's nodes holding subgraphs (:func:`scan`), ``reads``:
     every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), when known."""
     taken: set = set()
 
@@ -318,8 +301,8 @@ class ProtoStridedSliceRewritePass:
         self.target = target
 
     def __call__(self, proto, shapes: dict, holders: list | None = None) -> RewriteResult:
-        """``holders``: :func:`subgraph_holders` of its main graph, if known."""
-        holders = subgraph_holders(proto.graph) if holders is None else holders
+        """``holders``: ``scan(proto.graph).holders``, if known."""
+        holders = scan(proto.graph).holders if holders is None else holders
         reason = declines(proto, holders)
         if reason is not None:
             raise ValueError(reason)
@@ -556,9 +539,9 @@ class ProtoStridedSliceRewritePass:
         if not typed and x_elem is None:
             return
         key = (typed, x_elem, rec.output_shape)
-        fill = g._types.get(key)
+        fill = g.filled_types.get(key)
         if fill is None:
-            fill = g._types[key] = _filled_type(None if typed else x_elem, rec.output_shape)
+            fill = g.filled_types[key] = _filled_type(None if typed else x_elem, rec.output_shape)
         k = g.outputs.get(out)
         if k is not None:
             vi = g.graph.output[k]

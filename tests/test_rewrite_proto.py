@@ -28,7 +28,7 @@ from onnx import TensorProto, helper
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.errors import StridedSliceError
-from onnx_slice_tools.files import load_ir, read_model_proto
+from onnx_slice_tools.files import read_model_proto
 from onnx_slice_tools.rewrite import TF_DOMAIN, StridedSliceRewritePass, default_opset, derive_shapes
 from onnx_slice_tools.rewrite_proto import ProtoStridedSliceRewritePass, declines
 
@@ -245,11 +245,11 @@ def test_declined_models_take_the_onnx_ir_path(tmp_path):
 def test_shapes_of_graph_inputs_need_no_inference(symbolic, fan_out):
     """derive_shapes(names=...) of graph inputs and initializers (no inference run) equals what
     inference gives for them; with any other name it runs inference as before."""
-    from onnx_slice_tools.rewrite_proto import strided_slice_inputs
+    from onnx_slice_tools.rewrite_proto import scan
     model = _load_script("bench").synthetic_model(50, symbolic, fan_out=fan_out)
     big = helper.make_tensor("big", TensorProto.INT64, [300], list(range(300)))  # above max_bytes: an input
     model.graph.initializer.append(big)
-    names = strided_slice_inputs(model) | {"big"}
+    names = scan(model.graph).inputs | {"big"}
     full = derive_shapes(model)
     assert derive_shapes(model, names=names) == {n: full[n] for n in names if n in full}
 
@@ -259,13 +259,13 @@ def test_inference_on_the_model_itself_when_it_is_its_own_skeleton(declared_outp
     """A model with nothing for the skeleton to drop (no value_info, output shapes, big or
     overridable initializers, subgraphs) is inferred as it is: the same shapes."""
     from onnx_slice_tools.rewrite import _own_skeleton
-    from onnx_slice_tools.rewrite_proto import strided_slice_inputs
+    from onnx_slice_tools.rewrite_proto import scan
     model = _load_script("bench").synthetic_model(64, False)
     if declared_outputs:  # a declared output shape: the skeleton drops it
         model.graph.output[0].type.tensor_type.shape.dim.add().dim_value = 4
     assert _own_skeleton(model, 1024, has_subgraphs=False) is not declared_outputs
     assert _own_skeleton(model, 1024, has_subgraphs=None) is False
-    names = strided_slice_inputs(model)
+    names = scan(model.graph).inputs
     assert derive_shapes(model, names=names, has_subgraphs=False) == derive_shapes(model, names=names)
 
 
@@ -274,14 +274,14 @@ def test_inference_of_the_ancestors_only():
     they depend on: the same shapes as inferring the whole model (peer model: 800 slices of
     800 inputs; benchmark model: slices of a Relu chain)."""
     from onnx_slice_tools.rewrite import _ancestors
-    from onnx_slice_tools.rewrite_proto import strided_slice_inputs
+    from onnx_slice_tools.rewrite_proto import scan
     from test_peer_cases import peer_model
     chain = _load_script("bench").synthetic_model(96, True)
     for model in (chain, peer_model(_peer_rows(), False, "symbolic")[0]):
-        names = strided_slice_inputs(model)
+        names = scan(model.graph).inputs
         assert derive_shapes(model, names=names, has_subgraphs=False) == \
             {n: v for n, v in derive_shapes(model).items() if n in names}
-    keep = _ancestors(chain.graph, strided_slice_inputs(chain))
+    keep = _ancestors(chain.graph, scan(chain.graph).inputs)
     assert [chain.graph.node[k].op_type for k in keep] == ["Relu"] * 11
 
 
