@@ -270,7 +270,6 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     return ConvertResult(proto, report, m, inputs=inputs), None
 
 
-
 def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
                 fix_slices, read=None) -> ConvertResult:
     """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: what
