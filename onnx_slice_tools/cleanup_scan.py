@@ -20,6 +20,8 @@ import os
 
 import numpy as np
 
+from .graphs import proto_subgraphs
+
 #: Constants up to this many elements are read for folding and compared by value in CSE.
 SMALL = 64
 #: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed
@@ -96,14 +98,7 @@ def nothing_to_clean(proto) -> bool:
 def node_count(proto) -> int:
     """Nodes of the main graph, every subgraph and every function (``cleanup.op_counts``)."""
     def count(graph) -> int:
-        n = len(graph.node)
-        for node in graph.node:
-            for a in node.attribute:
-                if a.type == _GRAPH:
-                    n += count(a.g)
-                elif a.type == _GRAPHS:
-                    n += sum(count(g) for g in a.graphs)
-        return n
+        return len(graph.node) + sum(count(g) for node in graph.node for g in proto_subgraphs(node))
     return count(proto.graph) + sum(count(f) for f in proto.functions)
 
 

@@ -44,3 +44,15 @@ def all_graphs(model):
         out.append((f, label, True))
         walk(f, label)
     return out
+
+
+def proto_subgraphs(node) -> list:
+    """The GraphProtos a NodeProto holds: its GRAPH and GRAPHS attributes, read by their declared
+    type as onnx-ir reads them (validate.py looks at every ``g``/``graphs`` field instead)."""
+    out = []
+    for a in node.attribute:
+        if a.type == 5:  # AttributeProto.GRAPH
+            out.append(a.g)
+        elif a.type == 10:  # AttributeProto.GRAPHS
+            out.extend(a.graphs)
+    return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import StridedSliceError
 from .graphs import all_graphs as _all_graphs  # noqa: F401 - also imported from here
+from .graphs import proto_subgraphs
 from .lower import ConstantPool, Lowering, emit, lower
 from .names import NameAllocator
 from .plan import make_plan
@@ -291,6 +292,12 @@ def _elem_type(value) -> int | None:
 
 # --------------------------------------------------------------------------- the pass
 
+def check_flavor(flavor) -> None:
+    """ValueError unless ``flavor`` is None (per node) or a flavour the passes know."""
+    if flavor not in (None, TF, OPENVINO, TFLITE):
+        raise ValueError(f"unknown flavor {flavor!r}")
+
+
 class StridedSliceRewritePass:
     """Replace every StridedSlice node by its lowering.
 
@@ -300,8 +307,7 @@ class StridedSliceRewritePass:
     """
 
     def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
-        if flavor not in (None, TF, OPENVINO, TFLITE):
-            raise ValueError(f"unknown flavor {flavor!r}")
+        check_flavor(flavor)
         self.flavor = flavor
         self.opset = opset
         self.target = target
@@ -562,9 +568,8 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         if names is not None:
             return  # main-graph values only
         for n in g.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.type == a.GRAPH else list(a.graphs)):
-                    walk(sub, False)
+            for sub in proto_subgraphs(n):
+                walk(sub, False)
     walk(inferred.graph, True)
     return out
 
@@ -674,12 +679,8 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, ke
 
     def strip_inner(nodes):
         for n in nodes:
-            for a in n.attribute:
-                if a.type == a.GRAPH:
-                    strip(a.g)
-                elif a.type == a.GRAPHS:
-                    for sub in a.graphs:
-                        strip(sub)
+            for sub in proto_subgraphs(n):
+                strip(sub)
 
     def strip(graph):
         del graph.value_info[:]

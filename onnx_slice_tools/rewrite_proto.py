@@ -27,14 +27,14 @@ from typing import NamedTuple
 from onnx import NodeProto
 
 from .errors import StridedSliceError
+from .graphs import proto_subgraphs
 from .lower import ConstantPool, lower, steps
 from .names import NameAllocator
 from .plan import make_plan
-from .rewrite import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape_disagreement, flavor_of,
-                      index_values, parse_node)
+from .rewrite import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape_disagreement, check_flavor,
+                      flavor_of, index_values, parse_node)
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
-_GRAPH, _GRAPHS = 5, 10  # AttributeProto types
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
 _OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
 #: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
@@ -56,18 +56,6 @@ def _attr_value(a):
     return None
 
 
-def _subgraphs(node):
-    for a in node.attribute:
-        if a.type == _GRAPH:
-            yield a.g
-        elif a.type == _GRAPHS:
-            yield from a.graphs
-
-
-def _graphs_of(node) -> list:
-    return [g for a in node.attribute if a.type in (_GRAPH, _GRAPHS) for g in ([a.g] if a.type == _GRAPH else a.graphs)]
-
-
 class Scan(NamedTuple):
     """One walk over a main graph: what the path needs before rewriting."""
 
@@ -84,7 +72,7 @@ def scan(graph) -> Scan:
         if n.op_type == "StridedSlice":
             found = True
             inputs.update(n.input)
-        elif n.attribute and any(a.type in (_GRAPH, _GRAPHS) for a in n.attribute):
+        elif n.attribute and proto_subgraphs(n):
             holders.append(n)
     return Scan(holders, inputs, found)
 
@@ -93,7 +81,7 @@ def _all_graphs_in(graph):
     """``graph`` and its subgraphs, any depth."""
     out = [graph]
     for node in _all_nodes(graph):
-        out.extend(_graphs_of(node))
+        out.extend(proto_subgraphs(node))
     return out
 
 
@@ -104,11 +92,8 @@ def _all_nodes(graph):
         g = stack.pop()
         for node in g.node:
             yield node
-            for a in node.attribute:
-                if a.type == _GRAPH:
-                    stack.append(a.g)
-                elif a.type == _GRAPHS:
-                    stack.extend(a.graphs)
+            if node.attribute:
+                stack.extend(proto_subgraphs(node))
 
 
 def declines(proto, holders: list | None = None) -> str | None:
@@ -119,14 +104,14 @@ def declines(proto, holders: list | None = None) -> str | None:
         if t.data_location == _EXTERNAL:
             return "external data"
     for node in scan(main).holders if holders is None else holders:
-        for g in _graphs_of(node):
+        for g in proto_subgraphs(node):
             if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
                 return "a StridedSlice in a subgraph"
             if any(t.data_location == _EXTERNAL for sub in _all_graphs_in(g) for t in sub.initializer):
                 return "external data"
     for f in proto.functions:
         for node in f.node:
-            if node.op_type == "StridedSlice" or any(True for _ in _subgraphs(node)):
+            if node.op_type == "StridedSlice" or proto_subgraphs(node):
                 return "a function with a StridedSlice or a subgraph"
     if proto.graph.sparse_initializer:
         return "sparse initializers"
@@ -163,7 +148,7 @@ class _Graph:
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
         nodes = graph.node
-        inner = [n for holder in holders for g in _graphs_of(holder) for n in _all_nodes(g)]
+        inner = [n for holder in holders for g in proto_subgraphs(holder) for n in _all_nodes(g)]
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
         self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
         self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
@@ -259,7 +244,7 @@ def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator
         taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
         taken.update(itertools.chain.from_iterable(n.output for n in nodes))
         for node in nodes if inner is None else inner:
-            for sub in _graphs_of(node):
+            for sub in proto_subgraphs(node):
                 graph_names(sub)
 
     graph_names(proto.graph, holders, reads)
@@ -282,7 +267,6 @@ class _Plan(NamedTuple):
     lowering: object    # lower.Lowering, or None when the node stays
     runtime: dict       # field -> tensor name
     inputs: tuple = ()  # the node's inputs (identity rewrites before it applied)
-    fill: bool = False  # the output's declaration lacks a type or a shape (filled in as onnx-ir does)
 
 
 class ProtoStridedSliceRewritePass:
@@ -294,8 +278,7 @@ class ProtoStridedSliceRewritePass:
     prefix = "sst"
 
     def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
-        from .rewrite import StridedSliceRewritePass
-        StridedSliceRewritePass(flavor=flavor, opset=opset, target=target)  # the same argument checks
+        check_flavor(flavor)
         self.flavor = flavor
         self.opset = opset
         self.target = target
@@ -412,7 +395,7 @@ class ProtoStridedSliceRewritePass:
                 fields["input_shape"] = dims
             return _Plan(k, rec, None, {})
         fields["input_shape"] = dims
-        out_elem, fields["declared_output"], typed = g.declared(out)
+        out_elem, fields["declared_output"], _ = g.declared(out)
         fields["elem_type"] = elem or out_elem or None
         fields["data_name"] = x
         fields["output_name"] = out
@@ -423,8 +406,7 @@ class ProtoStridedSliceRewritePass:
         if base["lowering"].is_identity and out not in g.outputs:
             fields["output_name"] = x
             fields["renamed"] = {out: x}
-        fill = not typed or fields["declared_output"] is None and out_elem is not None
-        return _Plan(k, rec, base["lowering"], runtime, inputs, fill)
+        return _Plan(k, rec, base["lowering"], runtime, inputs)
 
     def _base(self, sig: tuple, dims, lowerings: dict) -> dict:
         """A record's fields (every field: a fresh record's defaults, then what the signature and
@@ -488,8 +470,7 @@ class ProtoStridedSliceRewritePass:
             new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out, created=added)
             nodes.extend(new)
             origin.extend([-1] * len(new))
-            if p.fill:
-                self._declare_output(g, rec, out)
+            self._declare_output(g, rec, out)
         nodes.extend(everything[done:])
         origin.extend(range(done, len(everything)))
         # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
@@ -674,7 +655,7 @@ def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
                 continue
             if producer.domain not in ("", "ai.onnx") or any(uses[o] > 0 or o in g.outputs for o in producer.output if o):
                 continue
-            if any(a.type in (_GRAPH, _GRAPHS) for a in producer.attribute):
+            if any(a.type in (5, 10) for a in producer.attribute):  # a GRAPH/GRAPHS attribute, even empty
                 continue  # If/Loop/Scan: leave control flow alone
             removed["nodes"].append(tuple(producer.output))
             dead.add(k)
@@ -703,7 +684,7 @@ def drop_unused_domains(proto, counts: collections.Counter, removed: collections
         used.add(f.domain)
         for n in f.node:
             used.add(n.domain)
-            for sub in _subgraphs(n):
+            for sub in proto_subgraphs(n):
                 used.update(m.domain for m in _all_nodes(sub))
     keep = [o for o in proto.opset_import if o.domain in ("", "ai.onnx") or o.domain in used]
     if len(keep) != len(proto.opset_import):
