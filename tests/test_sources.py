@@ -38,7 +38,12 @@ def test_sample_converts_and_matches_its_framework(name):
     assert {r.flavor for r in result.report.records} == {"tflite" if name.endswith(".tflite") else "tf"}
     assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
     check = verify_against_source(path, result.model, trials=2)
-    assert check.bitwise, check.outputs  # slices around exact arithmetic: bit for bit
+    assert check.ok, check.outputs
+    if name != "keras_slices.keras":
+        # slices around one correctly rounded op (x * 2, x + 1) or none: bit for bit on any CPU
+        assert check.bitwise, check.outputs
+    # keras_slices: a Dense layer sums in the order of the CPU's kernel (AVX2 and AVX-512
+    # differ in the last bits): only the product's tolerance rule may be asked of it
 
 
 def test_tf2onnx_native_lowering_is_wrong_on_offset_and_ours_is_right():
