@@ -16,10 +16,10 @@ _EXPORTS = {
     "ConvertResult": "api", "Report": "api", "convert": "api",
     "ModelError": "errors", "OnnxSliceToolsError": "errors", "StridedSliceError": "errors",
     "VerificationError": "errors",
-    "AxisPlan": "plan", "OutDim": "plan", "Plan": "plan", "make_plan": "plan",
-    "apply_plan": "reference", "slice_array": "reference", "strided_slice": "reference",
-    "OPENVINO": "spec", "TF": "spec", "TFLITE": "spec", "SliceSpec": "spec", "from_index_expr": "spec",
-    "from_openvino": "spec", "from_tf": "spec", "from_tflite": "spec", "parse_openvino_mask": "spec",
+    "AxisPlan": "semantics.plan", "OutDim": "semantics.plan", "Plan": "semantics.plan", "make_plan": "semantics.plan",
+    "apply_plan": "semantics.reference", "slice_array": "semantics.reference", "strided_slice": "semantics.reference",
+    "OPENVINO": "semantics.spec", "TF": "semantics.spec", "TFLITE": "semantics.spec", "SliceSpec": "semantics.spec", "from_index_expr": "semantics.spec",
+    "from_openvino": "semantics.spec", "from_tf": "semantics.spec", "from_tflite": "semantics.spec", "parse_openvino_mask": "semantics.spec",
 }
 
 __all__ = [

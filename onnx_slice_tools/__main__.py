@@ -1,7 +1,7 @@
 import gc
 import sys
 
-from .cli import main
+from .cli.main import main
 
 code = main()
 gc.freeze()  # the process ends here: the collector's last pass need not scan what the command built

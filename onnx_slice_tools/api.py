@@ -8,16 +8,16 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 
-from .checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
+from .verification.checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .errors import ModelError
 from .errors import first_line as _first_line
-from .files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
-from .files import has_external_tensors as _external_tensors
-from .files import with_external_data as _with_external_data
-from .rewrite import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
-from .runtimes import NOT_ASKED
-from .spec import FLAVORS
-from .verify import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
+from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
+from .io.files import has_external_tensors as _external_tensors
+from .io.files import with_external_data as _with_external_data
+from .rewrite.ir_pass import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
+from .verification.runtimes import NOT_ASKED
+from .semantics.spec import FLAVORS
+from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
 
 
 def _gc_paused(fn):
@@ -52,7 +52,7 @@ class Report:
     signatures_checked: int = 0
     inplace_sizes: dict = field(default_factory=dict)  # symbolic dim -> size of the in-place run
     cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
-    target: str = "onnxruntime"                # targets.py
+    target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
 
     @property
@@ -127,7 +127,7 @@ class Report:
 
 
 def _rewrite_status(check) -> str:
-    """A per-rewrite CheckResult (verify.py) as one status."""
+    """A per-rewrite CheckResult (verification/lowerings.py) as one status."""
     if check is None:
         return "skipped: not checked"
     if not check.ok:
@@ -150,7 +150,7 @@ def _rewrite_status(check) -> str:
 class ConvertResult:
     model: object  # onnx.ModelProto (external weights stay references to the input's files)
     report: Report
-    ir_model: object = None  # the onnx_ir.Model behind ``model`` (None: the protobuf path, see rewrite_proto.py)
+    ir_model: object = None  # the onnx_ir.Model behind ``model`` (None: the protobuf path, see rewrite/proto_pass.py)
     source_folder: object = None  # framework inputs: the private folder holding the external weights (kept with the result)
     inputs: list | None = None  # files.FileId of the files the model was read from (None: ``ir_model``'s)
 
@@ -181,21 +181,21 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
             target: str | None = None, verify_on=None, fix_slices: bool = False) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
-    ``target``: onnxruntime (default: the minimal lowering), portable or openvino (targets.py).
+    ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
     ``verify_on``: runtimes the per-rewrite checks run on ("onnxruntime,openvino,reference" or a
     sequence; default: the target's).  ``fix_slices``: also rewrite the model's own Slice/Gather
-    nodes that break the target's constraints (fixslices.py), verified like every rewrite.
+    nodes that break the target's constraints (rewrite/fixslices.py), verified like every rewrite.
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
-    ``cleanup``: run the cleanup passes (cleanup.py) after the rewrite; with ``verify`` the
+    ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
     model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
     """
-    from .runtimes import parse_runtimes, require
-    from .targets import get_target
+    from .verification.runtimes import parse_runtimes, require
+    from .lowering.targets import get_target
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -211,7 +211,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     options = dict(flavor=flavor, opset=opset, verify=verify, verify_memory=verify_memory, cleanup=cleanup,
                    target_spec=target_spec)
     read = None
-    if not fix_slices:  # the protobuf path (rewrite_proto.py) when it applies, else onnx-ir
+    if not fix_slices:  # the protobuf path (rewrite/proto_pass.py) when it applies, else onnx-ir
         done, read = _convert_proto(model, report, label, **options)
         if done is not None:
             return done
@@ -219,13 +219,13 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
 
 
 def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec):
-    """:func:`convert` on the ModelProto (rewrite_proto.py): the same rewrite, checks, cleanup
+    """:func:`convert` on the ModelProto (rewrite/proto_pass.py): the same rewrite, checks, cleanup
     and report without onnx-ir's round trip, for models it applies to.  Returns (result or None,
     the proto read and validated from a path, for the onnx-ir path)."""
-    from .files import load_plain_proto
-    from .rewrite import derive_shapes
-    from .rewrite_proto import ProtoStridedSliceRewritePass, declines, proto_default_opset, scan
-    from .rewrite_proto import set_proto_opset
+    from .io.files import load_plain_proto
+    from .rewrite.ir_pass import derive_shapes
+    from .rewrite.proto_pass import ProtoStridedSliceRewritePass, declines, proto_default_opset, scan
+    from .rewrite.proto_pass import set_proto_opset
     t0 = time.perf_counter()
     proto, inputs, external = load_plain_proto(model, path_hint=label)
     read = (proto, external) if isinstance(model, (str, os.PathLike)) else None
@@ -276,7 +276,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
-    from .rewrite import _has_strided_slice, derive_shapes
+    from .rewrite.ir_pass import _has_strided_slice, derive_shapes
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label, read=read)
     report.timings["load"] = time.perf_counter() - t0
@@ -297,7 +297,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     domains_before = set(m.opset_imports)
     result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
-        from .fixslices import FixSlicesPass
+        from .rewrite.fixslices import FixSlicesPass
         result = result.merged(FixSlicesPass(target_spec, opset=lower_opset)(m, shapes=shapes))
     report.records = result.records
     set_default_opset(m, lower_opset)
@@ -337,7 +337,7 @@ def opsets(current: int | None, opset: int | None, label) -> tuple[int, int]:
     ``opset`` is asked; ModelError for an opset below 11 or newer than onnxruntime runs.  The
     opset is converted after the rewrite, when no StridedSlice is left for onnx's version
     converter to trip on (it has no schema for them in subgraphs); models below opset 11 first."""
-    from .verify import max_supported_opset
+    from .verification.lowerings import max_supported_opset
     target = opset or current or 17
     if target < 11:
         raise ModelError(f"the model imports opset {target}; onnx-slice-tools emits opset 11 or newer "
@@ -351,13 +351,13 @@ def opsets(current: int | None, opset: int | None, label) -> tuple[int, int]:
 def _runnable_ir_version(current: int | None, opset: int) -> int:
     """At least the IR version ``opset`` needs, at most what onnxruntime runs (unless the opset
     needs more)."""
-    from .verify import ir_version_for, max_supported_ir_version
+    from .verification.lowerings import ir_version_for, max_supported_ir_version
     need = ir_version_for(opset)
     return min(max(current or 0, need), max(max_supported_ir_version(), need))
 
 
 def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None):
-    """The cleanup passes (cleanup.py) on the rewritten ``m``, after its verification, and --
+    """The cleanup passes (cleanup/passes.py) on the rewritten ``m``, after its verification, and --
     with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
     the cleanup changed nothing or stopped, the model as it was before (``before``): onnx-ir's
@@ -365,9 +365,9 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
     it is, with no onnx-ir model, when they change nothing.  When the proto-level pre-check
-    (cleanup_scan.py) proves no pass can change ``before``, the passes do not run: the report is
+    (cleanup/scan.py) proves no pass can change ``before``, the passes do not run: the report is
     the one they would give."""
-    from .cleanup_scan import nothing_to_clean, unchanged_report
+    from .cleanup.scan import nothing_to_clean, unchanged_report
     same = inplace is not None and inplace.proto is before
     run_before, sized = (inplace.run_outputs(), inplace.sized()) if same else (None, None)
     if inplace is not None:
@@ -381,8 +381,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         return m, before
     import onnx_ir as ir  # the passes run on onnx-ir (imported only now: a proven-clean model needs none)
 
-    from .cleanup import cleanup as run_cleanup
-    from .cleanup import cleanup_check
+    from .cleanup.passes import cleanup as run_cleanup
+    from .cleanup.passes import cleanup_check
     plain = m is None
     try:
         if plain:
@@ -423,7 +423,7 @@ def _as_before(m, before):
 def _baseline_proto(model, m, upgraded: bool):
     import onnx
     import onnx_ir as ir
-    from .files import loaded_proto
+    from .io.files import loaded_proto
     if upgraded:
         return ir.to_proto(m)
     if isinstance(model, onnx.ModelProto):
@@ -438,7 +438,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     "Verification").  The in-place run's session (the one whole-model session) builds in a
     thread from the start; the other checks run meanwhile.  Returns the in-place run when
     ``keep_session`` (its session kept for the cleanup check: ``_cleanup``), else None."""
-    from .inplace import start_inplace, structural_diff
+    from .verification.inplace import start_inplace, structural_diff
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
@@ -520,10 +520,10 @@ def _convert_function(f, target: int, label):
 
 def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None,
                    runtimes=("onnxruntime",)) -> int:
-    """Check each distinct rewrite once (see verify.py) within ``memory_budget`` bytes (default
-    ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (runtimes.py); returns the number of
+    """Check each distinct rewrite once (see verification/lowerings.py) within ``memory_budget`` bytes (default
+    ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (verification/runtimes.py); returns the number of
     signatures checked."""
-    from .verify import CheckCase, check_on_runtimes, declared_conflict, np_dtype
+    from .verification.lowerings import CheckCase, check_on_runtimes, declared_conflict, np_dtype
     groups: dict = {}
     for r in records:
         if r.lowering is None:
@@ -547,7 +547,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
 
 
 def _max_compare_bytes() -> int:
-    from .evaluate import DEFAULT_MAX_WEIGHT_BYTES
+    from .verification.compare import DEFAULT_MAX_WEIGHT_BYTES
     return DEFAULT_MAX_WEIGHT_BYTES
 
 
@@ -558,8 +558,8 @@ def verify_model_file(path) -> dict:
     import onnx
     import onnxruntime as ort
     import onnx_ir as ir
-    from .graphs import all_graphs as _all_graphs
-    from .verify import session_options
+    from .graphs.walk import all_graphs as _all_graphs
+    from .verification.lowerings import session_options
     m = load_ir(path)  # readable, external data inside the folder
     checks = {}
     try:
@@ -588,7 +588,7 @@ def verify_model_file(path) -> dict:
 
 def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
     """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
-    from .evaluate import compare_models, weight_bytes
+    from .verification.compare import compare_models, weight_bytes
     protos = []
     for p in (original, converted):
         head = load_model_proto(p, external_data=False)  # readable, external data checked

@@ -4,7 +4,7 @@
     python scripts/batch_convert.py models/ -o converted/ [--jobs 2] [--force]
 
 It does what ``onnx-slice-tools batch`` does, through the Python API
-(``onnx_slice_tools.batch.batch_convert``); change ``on_result`` to hook in your own
+(``onnx_slice_tools.cli.batch.batch_convert``); change ``on_result`` to hook in your own
 bookkeeping.  Exit code: 0 all converted, 1 a rewrite or verification failed, 2 an unusable model.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onnx_slice_tools.batch import batch_convert
+from onnx_slice_tools.cli.batch import batch_convert
 
 
 def main(argv=None) -> int:

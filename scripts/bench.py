@@ -138,7 +138,7 @@ def tf2onnx_per_slice(n_slices: int) -> dict:
     import tensorflow as tf
 
     from onnx_slice_tools import convert
-    from onnx_slice_tools.tfexport import export
+    from onnx_slice_tools.frontends.tfexport import export
     exprs = ["x[..., ::2, ::2]", "x[:, 0]", "x[:, -1, :]", "x[..., ::-1]", "x[:, None, 2:-2]", "x[:, 1:15, 1:15]"]
 
     @tf.function
@@ -162,7 +162,7 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
     """Seconds per StridedSlice (tf2onnx's own lowering vs ours on its custom-op export), and
     node counts and onnxruntime latency on the TF samples of models/ (same TF functions)."""
     from onnx_slice_tools import convert
-    from onnx_slice_tools.tfexport import export
+    from onnx_slice_tools.frontends.tfexport import export
     sys.path.insert(0, str(ROOT / "scripts"))
     import make_models  # noqa: E402
     per_slice = tf2onnx_per_slice(n_slices)
@@ -228,9 +228,9 @@ def bench_targets(runs: int) -> list[dict]:
     """Per sample model and benchmark pattern, per --target: nodes added (all graphs) and
     onnxruntime latency."""
     from onnx_slice_tools import convert
-    from onnx_slice_tools.inplace import choose_sizes, random_feeds
-    from onnx_slice_tools.rewrite import skeleton
-    from onnx_slice_tools.targets import TARGETS
+    from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.rewrite.ir_pass import skeleton
+    from onnx_slice_tools.lowering.targets import TARGETS
     sys.path.insert(0, str(ROOT / "scripts"))
     import make_models  # noqa: E402
     rows = []
@@ -253,7 +253,7 @@ def bench_targets(runs: int) -> list[dict]:
 def _tf_sample_functions(make_models):
     """The TF functions behind models/tf_*.onnx (make_models.tf_models without exporting)."""
     captured = {}
-    import onnx_slice_tools.tfexport as tfexport
+    import onnx_slice_tools.frontends.tfexport as tfexport
     real = tfexport.export
     tfexport.export = lambda fn, sig, **kw: captured.setdefault(len(captured), (fn, sig))
     try:
@@ -375,7 +375,7 @@ def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> Non
 def bench_batch_crash(n: int, jobs: int, tmp: Path) -> dict:
     """Seconds of ``batch`` over ``n`` models, then again with the middle one's worker aborting."""
     import shutil
-    from onnx_slice_tools.batch import TEST_HOOK_ENV, batch_convert
+    from onnx_slice_tools.cli.batch import TEST_HOOK_ENV, batch_convert
     src = tmp / "batch_in"
     src.mkdir()
     for i in range(n):
@@ -452,7 +452,7 @@ def bench_source_memory(rows: int, tmp: Path, before: bool = True,
              "import tensorflow, tf2onnx, onnxruntime; from onnx_slice_tools import sources; ok = True")]
     for kind, path in paths.items():
         runs.append((f"convert_source {kind}", path,
-                     f"from onnx_slice_tools.sources import convert_source; r = convert_source({str(path)!r}); "
+                     f"from onnx_slice_tools.frontends.sources import convert_source; r = convert_source({str(path)!r}); "
                      "ok = r.ok and r.report.model_checks['framework'].startswith('passed'); "
                      f"r.save({str(tmp / ('out_' + kind) / 'm.onnx')!r})"))
     if before and "saved_model" in paths:
@@ -611,13 +611,13 @@ def _reaped(cmd: list) -> tuple[float, float]:
 
 
 def bench_validation(sizes, repeat: int, tmp: Path) -> list[dict]:
-    """CPU seconds (``process_time``, best of ``repeat``, a fresh parse each time) of validate.py
+    """CPU seconds (``process_time``, best of ``repeat``, a fresh parse each time) of io/validate.py
     on the speed models: ``validate_model`` (the fast proof, given the file's bytes), the full
     walk alone, and ``onnx.load`` of the same file for scale, as the floor calls it (it walks
     every tensor for external data: ~50 ms at 10,000 nodes; docs/benchmarks.md, 8c)."""
     import onnx
 
-    from onnx_slice_tools.validate import _Validator, validate_model
+    from onnx_slice_tools.io.validate import _Validator, validate_model
     rows = []
     for n in sizes:
         for fan_out in (len(PATTERNS), n):
@@ -691,7 +691,7 @@ def _checks_model(kind: str, folder: Path) -> Path:
     import onnx
     from onnx import TensorProto, helper
 
-    from onnx_slice_tools.spec import from_index_expr
+    from onnx_slice_tools.semantics.spec import from_index_expr
     masks = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
     folder.mkdir(parents=True, exist_ok=True)
     nodes, inits, outs, inputs = [], [], [], []
@@ -743,7 +743,7 @@ _CHECK_CODE = """
 import sys, time
 from onnx_slice_tools import convert
 from onnx_slice_tools.api import verify_records
-from onnx_slice_tools.evaluate import compare_models
+from onnx_slice_tools.verification.compare import compare_models
 path, step = sys.argv[1], sys.argv[2]
 r = convert(path, verify=False)
 def status(field):

@@ -533,7 +533,7 @@ def snapshot(folder: Path) -> dict:
 def run_cli(argv: list[str]) -> tuple[int, str]:
     """cli.main(argv) in this process; returns (exit code, what reached stderr, file
     descriptor 2 included)."""
-    from onnx_slice_tools.cli import main
+    from onnx_slice_tools.cli.main import main
     err = tempfile.TemporaryFile()
     saved = os.dup(2)
     sys.stderr.flush()
@@ -989,9 +989,9 @@ def warm() -> None:
     import onnx.reference  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    import onnx_slice_tools.cli  # noqa: F401
-    import onnx_slice_tools.evaluate  # noqa: F401
-    import onnx_slice_tools.verify  # noqa: F401
+    import onnx_slice_tools.cli.main  # noqa: F401
+    import onnx_slice_tools.verification.compare  # noqa: F401
+    import onnx_slice_tools.verification.lowerings  # noqa: F401
 
 
 def main(argv=None) -> int:

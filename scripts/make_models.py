@@ -31,7 +31,7 @@ OV_DOMAIN = "org.openvinotoolkit"
 def tf_models() -> dict:
     import tensorflow as tf
 
-    from onnx_slice_tools.tfexport import export
+    from onnx_slice_tools.frontends.tfexport import export
     rng = np.random.default_rng(0)
     f32 = tf.float32
     conv_np = rng.standard_normal((3, 3, 12, 16)).astype(np.float32) * 0.1

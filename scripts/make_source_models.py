@@ -37,8 +37,8 @@ def tflite_masks() -> bytes:
 
 
 def tflite_offset() -> bytes:
-    from onnx_slice_tools.oracles import strided_slice_tflite_model
-    from onnx_slice_tools.spec import from_tflite
+    from onnx_slice_tools.verification.oracles import strided_slice_tflite_model
+    from onnx_slice_tools.semantics.spec import from_tflite
     # x[1:1+2, 0] with begin_mask on the shrink index -> TFLite takes element 0 there
     spec = from_tflite([1, 3], [2, 1], [1, 1], begin_mask=2, shrink_axis_mask=2, offset=True)
     return strided_slice_tflite_model((4, 5), np.float32, spec)

@@ -47,7 +47,7 @@ def mutate(data: bytes, kind: str, pos: int, value: int, count: int = 1) -> byte
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
     """cli.main(argv) in this process; returns (exit code, what it wrote to stderr)."""
-    from onnx_slice_tools.cli import main
+    from onnx_slice_tools.cli.main import main
     err, old = io.StringIO(), sys.stderr
     sys.stderr = err
     out_old = sys.stdout
@@ -140,9 +140,9 @@ def main(argv=None) -> int:
     import onnx.reference  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    import onnx_slice_tools.cli  # noqa: F401
-    import onnx_slice_tools.evaluate  # noqa: F401
-    import onnx_slice_tools.verify  # noqa: F401
+    import onnx_slice_tools.cli.main  # noqa: F401
+    import onnx_slice_tools.verification.compare  # noqa: F401
+    import onnx_slice_tools.verification.lowerings  # noqa: F401
     rng = random.Random(args.seed)
     models = sorted(Path(args.models).glob("*.onnx"))
     sources = [m.read_bytes() for m in models]

@@ -95,7 +95,7 @@ def make_input(inp: dict, dtype: str) -> np.ndarray:
 
 def index_items(case: dict) -> list:
     """A case's index expression as items (our parser), runtime names bound to the values used."""
-    from onnx_slice_tools.spec import RuntimeIndex, parse_index_items
+    from onnx_slice_tools.semantics.spec import RuntimeIndex, parse_index_items
     values = case.get("runtime_values", {})
 
     def bind(v):
@@ -109,7 +109,7 @@ def index_items(case: dict) -> list:
 
 def spec_of(case: dict):
     """The case's spec with every value known (raises StridedSliceError where it is not a spec)."""
-    from onnx_slice_tools.spec import OPENVINO, from_index_items, from_openvino, from_tf
+    from onnx_slice_tools.semantics.spec import OPENVINO, from_index_items, from_openvino, from_tf
     if "expr" in case:
         return from_index_items(index_items(case), case["flavor"])
     if case["flavor"] == OPENVINO:
@@ -799,7 +799,7 @@ def summary(cases) -> str:
     """Per source: cases, what the runtime accepted/rejected, values compared bitwise, and
     disagreements between our reference and the runtime."""
     from onnx_slice_tools.errors import StridedSliceError
-    from onnx_slice_tools.oracles import compare, our_outcome, run_oracle
+    from onnx_slice_tools.verification.oracles import compare, our_outcome, run_oracle
     table: dict = {}
     for case in cases:
         row = table.setdefault((case["source"], case["flavor"]), dict(cases=0, accepted=0, rejected=0,
@@ -828,9 +828,9 @@ def _tf2onnx_model(rows, runtime: bool, ours: bool = False):
     export keeping StridedSlice as a custom node, then our ``convert``."""
     import tensorflow as tf
 
-    from onnx_slice_tools.oracles import _int32
-    from onnx_slice_tools.spec import MASK_NAMES
-    from onnx_slice_tools.tfexport import export
+    from onnx_slice_tools.verification.oracles import _int32
+    from onnx_slice_tools.semantics.spec import MASK_NAMES
+    from onnx_slice_tools.frontends.tfexport import export
     sig, fields = [], []
     for i, (case, x, spec) in enumerate(rows):
         sig.append(tf.TensorSpec(x.shape, tf.as_dtype(x.dtype), name=f"x{i}"))
@@ -876,8 +876,8 @@ def tf2onnx_native(cases, runtime: bool, ours: bool = False) -> str:
     converted by us) in onnxruntime against TensorFlow; a batch that fails to convert or load is
     split until the failing case is alone."""
     from onnx_slice_tools.errors import StridedSliceError
-    from onnx_slice_tools.oracles import tf_strided_slice
-    from onnx_slice_tools.verify import make_session
+    from onnx_slice_tools.verification.oracles import tf_strided_slice
+    from onnx_slice_tools.verification.lowerings import make_session
     rows, want = [], {}
     for case in cases:
         if case["flavor"] != "tf" or case["dtype"].startswith("complex"):

@@ -277,7 +277,7 @@ def count_ops(proto):
     """Nodes by op type in the main graph, every subgraph and every function."""
     import onnx_ir as ir
 
-    from onnx_slice_tools.cleanup import op_counts
+    from onnx_slice_tools.cleanup.passes import op_counts
     return op_counts(ir.from_proto(proto))
 
 
@@ -328,7 +328,7 @@ def matches_tf(fn, sess, inputs) -> str:
 
 def measure(name: str, latency: bool = True, save_dir: str | None = None) -> dict:
     from onnx_slice_tools.api import convert
-    from onnx_slice_tools.tfexport import export
+    from onnx_slice_tools.frontends.tfexport import export
     fn, sig, make = MODELS[name]()
     row = {"model": name}
     kept = export(fn, sig)

@@ -4,7 +4,7 @@
 
 Random specs of the three flavours (TF, OpenVINO, TFLite; oracles.random_case) on static,
 symbolic and unknown-rank inputs, a fifth of them with runtime begin/end/strides; each lowering is checked by
-verify.py's per-rewrite checks (shape, dtype, bytes against the flavour's reference, several
+verification/lowerings.py's per-rewrite checks (shape, dtype, bytes against the flavour's reference, several
 sizes and index values) on each runtime, and the check model is audited for the target's
 forbidden constructs (targets.find_violations).  Runtime values the framework rejects are
 must-fail runs (onnxruntime and onnx's reference must fail; OpenVINO raises no run-time error).
@@ -25,12 +25,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from onnx_slice_tools.lower import lower  # noqa: E402
-from onnx_slice_tools.oracles import RandomSource, random_lowering_input, target_against_framework  # noqa: E402
-from onnx_slice_tools.runtimes import parse_runtimes  # noqa: E402
-from onnx_slice_tools.verify import check_on_runtimes  # noqa: E402
-from onnx_slice_tools.targets import find_violations, get_target  # noqa: E402
-from onnx_slice_tools.verify import CheckCase, _build_model  # noqa: E402
+from onnx_slice_tools.lowering.lower import lower  # noqa: E402
+from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input, target_against_framework  # noqa: E402
+from onnx_slice_tools.verification.runtimes import parse_runtimes  # noqa: E402
+from onnx_slice_tools.verification.lowerings import check_on_runtimes  # noqa: E402
+from onnx_slice_tools.lowering.targets import find_violations, get_target  # noqa: E402
+from onnx_slice_tools.verification.lowerings import CheckCase, _build_model  # noqa: E402
 
 FLAVORS = ("tf", "openvino", "tflite")
 #: Compared with the framework itself: TFLite's interpreter reads outside the input (and can crash

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx_slice_tools.oracles import compare, our_outcome, run_oracle
+from onnx_slice_tools.verification.oracles import compare, our_outcome, run_oracle
 
 
 def data(shape, dtype=np.float32):

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from onnx_slice_tools.tfexport import TF_DOMAIN
+from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
 
 #: (tensor, offset) of the four external tensors of :func:`nested_model`, 4 floats each
 NESTED_TENSORS = (("Wt", 0), ("We", 16), ("Wl", 32), ("Cf", 48))

@@ -11,11 +11,11 @@ import onnx
 import pytest
 
 from onnx_slice_tools import convert
-from onnx_slice_tools.batch import batch_convert
-from onnx_slice_tools.cli import main as cli_main
+from onnx_slice_tools.cli.batch import batch_convert
+from onnx_slice_tools.cli.main import main as cli_main
 from onnx_slice_tools.errors import ModelError
-from onnx_slice_tools.tfexport import TF_DOMAIN
-from onnx_slice_tools.verify import make_session
+from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
+from onnx_slice_tools.verification.lowerings import make_session
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -51,7 +51,7 @@ def test_batch_mixed_folder_converts_the_good_reports_the_bad_and_skips_unchange
     assert by_name["zero_stride.onnx"]["status"] == "invalid"
     assert "strides[0]: must be non-zero" in by_name["zero_stride.onnx"]["error"]
     good = [e for e in report["models"] if "broken" not in e["input"]]
-    from onnx_slice_tools.batch import find_models
+    from onnx_slice_tools.cli.batch import find_models
     assert len(good) == len(find_models(MODELS)) > len(list(MODELS.glob("*.onnx")))  # framework inputs too
     assert all(e["status"] == "converted" for e in good), good
     for e in good:  # one verdict rule (If branches included: checked in place through the If)

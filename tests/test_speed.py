@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _SYMBOLIC = """
 import sys
 {setup}
-import onnx_slice_tools.rewrite
+import onnx_slice_tools.rewrite.ir_pass
 import onnx_ir as ir
 import importlib.util
 loaded_at_import = "sympy.core" in sys.modules
@@ -60,7 +60,7 @@ def test_cleanup_that_changes_nothing_leaves_the_model_as_rewritten(tmp_path):
     import onnx_ir as ir
 
     from onnx_slice_tools import convert
-    from onnx_slice_tools.files import save_model
+    from onnx_slice_tools.io.files import save_model
     sys.path.insert(0, str(ROOT / "scripts"))
     from bench import synthetic_model
     model = synthetic_model(24, False)
@@ -69,7 +69,7 @@ def test_cleanup_that_changes_nothing_leaves_the_model_as_rewritten(tmp_path):
     assert cleaned.report.cleanup["changed"] is False
     want = plain.model.SerializeToString()
     assert cleaned.model.SerializeToString() == want
-    assert cleaned.ir_model is None  # the protobuf path (rewrite_proto.py): no onnx-ir model kept
+    assert cleaned.ir_model is None  # the protobuf path (rewrite/proto_pass.py): no onnx-ir model kept
     cleaned.save(tmp_path / "a.onnx")
     save_model(plain.model, tmp_path / "b.onnx")
     assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes() == want
@@ -84,7 +84,7 @@ def test_runtime_probes_are_remembered_per_installation(tmp_path, monkeypatch):
     """The newest opset / IR version onnxruntime loads: probed by building sessions the first
     time, then read from the cache (no onnxruntime import); a corrupt cache, another
     installation's entry, or ONNX_SLICE_TOOLS_NO_CACHE probe again."""
-    from onnx_slice_tools import probes
+    from onnx_slice_tools.verification import probes
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv(probes.NO_CACHE_ENV, raising=False)
     calls = []
@@ -113,7 +113,7 @@ def test_runtime_probes_are_remembered_per_installation(tmp_path, monkeypatch):
     finally:
         (tmp_path / "onnx-slice-tools").chmod(0o700)
     # the real probes: a fresh process answers from the cache without importing onnxruntime
-    code = ("import sys; from onnx_slice_tools.verify import max_supported_opset as m; "
+    code = ("import sys; from onnx_slice_tools.verification.lowerings import max_supported_opset as m; "
             "print(m(), 'onnxruntime' in sys.modules)")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "real"), PYTHONPATH=str(ROOT))
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

@@ -1,0 +1,1 @@
+"""Exact cleanup passes after the rewrite and their protobuf pre-check."""

@@ -1,0 +1,1 @@
+"""The command line (convert, verify, batch, inspect, explain) and its renderings."""

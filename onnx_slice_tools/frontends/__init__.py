@@ -1,0 +1,1 @@
+"""Source formats (.tflite, SavedModel, Keras) into ONNX through tf2onnx."""

@@ -1,0 +1,455 @@
+"""Source-framework inputs: ``.tflite`` files, SavedModel directories and Keras files.
+
+:func:`load_source` turns one of them into an ONNX ModelProto with every
+StridedSlice kept as our custom node (tf2onnx's ``custom_ops``), so the normal
+convert path lowers it exactly:
+
+* ``.tflite``: ``tf2onnx.convert.from_tflite``; STRIDED_SLICE becomes a
+  ``StridedSlice`` node whose attributes are its flatbuffer options -- the five
+  masks *and* ``offset`` -- so it is read in the TFLite flavour;
+* SavedModel directory: its ``serving_default`` signature through
+  ``tf2onnx.convert.from_function`` (TensorFlow flavour);
+* ``.keras`` / ``.h5``: the Keras model called on its inputs, the same way.
+
+:func:`verify_against_source` runs the original in its own framework (the TFLite
+interpreter, TensorFlow) and the converted ONNX model in onnxruntime on the same
+random inputs and compares every output: shape, dtype and values.
+
+TensorFlow and tf2onnx are the ``tf`` extra; they are imported only here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
+from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
+
+EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
+
+
+@contextmanager
+def quiet_frameworks():
+    """TensorFlow, TFLite and tf2onnx log to the process's stderr from C++ (absl, XNNPACK) and
+    Python; the CLI's rule is one line per error and nothing else, so fd 2 is muted meanwhile."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _frameworks(path):
+    """(tensorflow, tf2onnx, onnx) or a one-line ModelError naming the extra."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        import onnx  # noqa: PLC0415
+        import tensorflow as tf  # noqa: PLC0415 - optional dependency
+        import tf2onnx  # noqa: PLC0415 - optional dependency
+    except ImportError as exc:
+        raise ModelError(f"reading this input needs TensorFlow and tf2onnx ({exc.name or exc} is missing): "
+                         f"{EXTRA_HINT}", path=str(path)) from None
+    logging.getLogger("tf2onnx").setLevel(logging.ERROR)
+    return tf, tf2onnx, onnx
+
+
+def parse_input_shapes(items) -> dict[str, list]:
+    """``["x:1,3,224,224", "mask:1,?"]`` -> {"x": [1, 3, 224, 224], "mask": [1, None]}."""
+    shapes = {}
+    for item in items or ():
+        name, sep, dims = str(item).rpartition(":")
+        if not sep or not name:
+            raise ModelError(f"--inputs {item!r}: expected NAME:D1,D2,... (use ? for an unknown dim)")
+        try:
+            shapes[name] = [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",") if d.strip()]
+        except ValueError:
+            raise ModelError(f"--inputs {item!r}: dims must be integers or ?") from None
+    return shapes
+
+
+def load_source(path, *, opset: int | None = None, input_shapes: dict | None = None,
+                output_names: list[str] | None = None, signature: str | None = None):
+    """An ONNX ModelProto for a ``.tflite``, SavedModel directory or Keras file, with every
+    StridedSlice kept as a custom node (TFLite: with its ``offset`` option).
+
+    ``input_shapes``: {input name: dims} (None: unknown) replacing the model's own input shapes
+    (SavedModel, Keras); ``output_names``: names for the ONNX outputs (default for a SavedModel:
+    the signature's output keys, sorted); ``signature``: the SavedModel signature to convert
+    (default ``serving_default``); ``opset``: the default-domain opset (default 17)."""
+    kind = _checked_kind(path, input_shapes, signature)
+    with quiet_frameworks():
+        return _load(path, kind, opset or 17, input_shapes, output_names, signature)
+
+
+def _checked_kind(path, input_shapes, signature) -> str:
+    """The input's :func:`source_kind`, or a one-line ModelError for an unusable input or option."""
+    kind = source_kind(path)
+    if kind is None:
+        raise ModelError("not a .tflite file, SavedModel directory or .keras/.h5 file", path=str(path))
+    if signature is not None and kind != "saved_model":
+        raise ModelError(f"--signature applies to SavedModel directories, not to a {kind} input", path=str(path))
+    if input_shapes and kind == "tflite":
+        raise ModelError("--inputs does not apply to a .tflite input (its shapes are fixed in the file)",
+                         path=str(path))
+    return kind
+
+
+def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
+                  output_names: list[str] | None = None, signature: str | None = None, loaded=None) -> Path:
+    """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
+    ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
+    variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
+    without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
+    has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
+    tf2onnx still made in memory are written there when of 1 MiB or more.
+    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
+    import onnx  # noqa: PLC0415
+    folder = Path(folder)
+    file, data = folder / "model.onnx", folder / "model.onnx.data"
+    kind = _checked_kind(path, input_shapes, signature)
+    with quiet_frameworks():
+        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
+    move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
+    onnx.save_model(model, str(file))
+    return file
+
+
+def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None):
+    tf, tf2onnx, onnx = _frameworks(path)
+    try:
+        if kind == "tflite":
+            model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
+        else:
+            fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+            model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
+                           external_data=external_data)
+            if output_names or keys:
+                _rename_outputs(model, output_names or keys, path)
+    except ModelError:
+        raise
+    except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
+        from ..errors import first_line
+        raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {first_line(exc)}",
+                         path=str(path)) from None
+    return model
+
+
+def _rename_outputs(model, names, path) -> None:
+    outs = model.graph.output
+    if len(names) != len(outs):
+        raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
+    for out, new in zip(outs, names):
+        old = out.name
+        for init in model.graph.initializer:  # an output TensorFlow folded to a constant
+            if init.name == old:
+                init.name = new
+        for node in model.graph.node:
+            node.output[:] = [new if o == old else o for o in node.output]
+            node.input[:] = [new if i == old else i for i in node.input]
+        out.name = new
+
+
+def load_tf(path, *, input_shapes: dict | None = None, signature: str | None = None):
+    """A SavedModel or Keras input loaded once, for :func:`export_source` and
+    :func:`verify_against_source` (``loaded=``): (tf.function, its input signature, output keys)."""
+    with quiet_frameworks():
+        tf, _, _ = _frameworks(path)
+        return _tf_callable(tf, path, source_kind(path), input_shapes, signature)
+
+
+#: A .keras member expanding to more than this many times its stored size is not unpacked by us.
+_ZIP_MAX_EXPANSION = 100
+
+
+def _load_keras(tf, path):
+    """``keras.models.load_model(path, compile=False)``; a ``.keras`` archive is first unpacked into
+    a private temporary folder and loaded from there: Keras reads an archive's weights file whole
+    into memory, an unpacked folder's one variable at a time.  Its config then names Keras's
+    ``Zeros`` for each built-in initializer: building the model fills every variable before the
+    weights file overwrites it, and a random initializer holds ~3 copies of a variable meanwhile
+    (measured: build of a 191 MB Dense 610 MB, with Zeros 204 MB)."""
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+    if Path(path).suffix.lower() != ".keras" or not zipfile.is_zipfile(path):
+        return tf.keras.models.load_model(str(path), compile=False)
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if not any(m.filename == "config.json" for m in members) or any(
+                m.file_size > _ZIP_MAX_EXPANSION * max(m.compress_size, 1 << 20) for m in members):
+            return tf.keras.models.load_model(str(path), compile=False)  # Keras's own checks and errors
+        with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-keras-") as folder:
+            archive.extractall(folder)  # zipfile drops absolute paths and ".." from member names
+            config = Path(folder) / "config.json"
+            config.write_text(json.dumps(_zero_initializers(json.loads(config.read_text()))))
+            return tf.keras.models.load_model(folder, compile=False)
+
+
+def _zero_initializers(config):
+    """``config`` (a Keras model config) with each built-in ``*_initializer`` set to ``Zeros``."""
+    if isinstance(config, list):
+        return [_zero_initializers(c) for c in config]
+    if not isinstance(config, dict):
+        return config
+    return {k: {"module": "keras.initializers", "class_name": "Zeros", "config": {}, "registered_name": None}
+            if k.endswith("_initializer") and isinstance(v, dict) and v.get("module") == "keras.initializers"
+            else _zero_initializers(v) for k, v in config.items()}
+
+
+def _tf_callable(tf, path, kind, input_shapes, signature=None):
+    """(tf.function taking positional tensors, its input signature, the output keys)."""
+    input_shapes = input_shapes or {}
+    if kind == "keras":
+        try:
+            model = _load_keras(tf, path)
+        except Exception as exc:
+            from ..errors import first_line
+            raise ModelError(f"Keras could not load the model: {first_line(exc)}", path=str(path)) from None
+        names = [getattr(t, "name", f"input_{i}").split(":")[0] for i, t in enumerate(model.inputs)]
+        sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n)
+               for n, t in zip(names, model.inputs)]
+
+        @tf.function(input_signature=sig)
+        def fn(*args):
+            out = model(list(args) if len(args) > 1 else args[0], training=False)
+            return tuple(out) if isinstance(out, (list, tuple)) else out
+        return fn, sig, None
+    key = signature or "serving_default"
+    try:
+        loaded = tf.saved_model.load(str(path))
+        serving = loaded.signatures[key]
+    except KeyError:
+        have = ", ".join(sorted(loaded.signatures)) or "none"
+        raise ModelError(f"the SavedModel has no signature {key!r} (it has: {have}); choose one with "
+                         "--signature", path=str(path)) from None
+    except Exception as exc:
+        from ..errors import first_line
+        raise ModelError(f"TensorFlow could not load the SavedModel: {first_line(exc)}", path=str(path)) from None
+    specs = serving.structured_input_signature[1]
+    names = sorted(specs)
+    sig = [tf.TensorSpec(input_shapes.get(n, specs[n].shape), specs[n].dtype, name=n) for n in names]
+    keys = sorted(serving.structured_outputs)
+
+    @tf.function(input_signature=sig)
+    def fn(*args):
+        out = serving(**dict(zip(names, args)))
+        return tuple(out[k] for k in keys)
+    fn._keep_alive = loaded  # noqa: SLF001 - the signature needs its object alive
+    return fn, sig, keys
+
+
+# --------------------------------------------------------------------------- verification
+
+#: Relative tolerance of the framework check by float type, against the output's largest magnitude
+#: (see :func:`_compare`).
+RTOL = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+
+
+@dataclass
+class SourceCheck:
+    """Per output: "bitwise", "close (max abs diff ...)" or what differs."""
+
+    outputs: dict[str, str] = field(default_factory=dict)
+    trials: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.outputs) and all(s == "bitwise" or s.startswith("close") for s in self.outputs.values())
+
+    @property
+    def bitwise(self) -> bool:
+        return bool(self.outputs) and all(s == "bitwise" for s in self.outputs.values())
+
+
+def _random_input(rng, shape, dtype: np.dtype) -> np.ndarray:
+    shape = [2 if d is None or d < 0 else int(d) for d in shape]
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _compare(a: np.ndarray, b: np.ndarray) -> str:
+    """``a`` (the framework's output) against ``b`` (onnxruntime's): "bitwise", "close (...)" or what
+    differs.  Floats that are not bit-identical are "close" when NaNs sit at the same places and
+    every difference is within ``RTOL[dtype] * max(1, max |a|)``: the rewrite only moves data,
+    but the arithmetic around it (a MatMul summing 1000 products, a convolution) runs in another
+    order in onnxruntime than in TensorFlow/TFLite, and such rounding grows with the magnitude of
+    the sums, not of each element -- a per-element relative tolerance fails on entries near 0."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return f"shape {b.shape}, framework {a.shape}"
+    if a.dtype != b.dtype:
+        return f"dtype {b.dtype}, framework {a.dtype}"
+    if a.tobytes() == b.tobytes():
+        return "bitwise"
+    if a.dtype.kind != "f" or a.dtype.name not in RTOL:
+        return "values differ"
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    if not np.array_equal(np.isnan(x), np.isnan(y)) or not np.array_equal(np.isinf(x), np.isinf(y)) or \
+            not np.array_equal(x[np.isinf(x)], y[np.isinf(y)]):
+        return "values differ (NaN/inf at other places)"
+    finite = np.isfinite(x)
+    diff = float(np.max(np.abs(x[finite] - y[finite]), initial=0.0))
+    scale = max(1.0, float(np.max(np.abs(x[finite]), initial=0.0)))
+    what = f"max abs diff {diff:.3g}, {diff / scale:.2g} of the largest magnitude {scale:.3g}"
+    return f"close ({what})" if diff <= RTOL[a.dtype.name] * scale else f"values differ ({what})"
+
+
+def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
+                          input_shapes: dict | None = None, signature: str | None = None,
+                          folder=None, loaded=None) -> SourceCheck:
+    """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
+    same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
+    lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
+    :func:`load_tf`."""
+    with quiet_frameworks():
+        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded)
+
+
+def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None) -> SourceCheck:
+    from ..verification.lowerings import make_session
+    kind = source_kind(path)
+    tf, _, _ = _frameworks(path)
+    if folder is None:
+        session = make_session(onnx_model.SerializeToString())
+    else:  # a file beside its external data: onnxruntime accepts a path where it takes bytes
+        checked = Path(folder) / "checked.onnx"
+        checked.write_bytes(onnx_model.SerializeToString())
+        session = make_session(str(checked))
+    onnx_inputs = session.get_inputs()
+    onnx_names = [o.name for o in session.get_outputs()]
+    rng = np.random.default_rng(seed)
+    check = SourceCheck()
+    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature, loaded)
+    for _ in range(trials):
+        feeds, expected = run(rng, onnx_inputs)
+        got = session.run(None, feeds)
+        if len(got) != len(expected):
+            check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
+            return check
+        for name, a, b in zip(onnx_names, expected, got):
+            status = _compare(a, b)
+            if check.outputs.get(name, "bitwise") == "bitwise" or not status.startswith(("bitwise", "close")):
+                check.outputs[name] = status
+        check.trials += 1
+    return check
+
+
+def _tflite_runner(path):
+    from ..verification.oracles import tflite_interpreter
+    interp = tflite_interpreter(Path(path).read_bytes())
+    interp.allocate_tensors()
+    details = interp.get_input_details()
+    outs = interp.get_output_details()
+
+    def run(rng, onnx_inputs):
+        feeds, arrays = {}, []
+        for k, d in enumerate(details):
+            x = _random_input(rng, d["shape"], np.dtype(d["dtype"]))
+            arrays.append(x)
+            feeds[_match_name(d["name"], onnx_inputs, k)] = x
+        for d, x in zip(details, arrays):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()
+        return feeds, [np.array(interp.get_tensor(o["index"]), copy=True) for o in outs]
+    return run
+
+
+def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None):
+    fn, sig, _ = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+
+    def run(rng, onnx_inputs):
+        feeds, arrays = {}, []
+        for k, (spec, inp) in enumerate(zip(sig, onnx_inputs)):
+            shape = [d if isinstance(d, int) and d >= 0 else None for d in inp.shape]
+            shape = [s if s is not None else (t if t is not None else None) for s, t in
+                     zip(shape, spec.shape.as_list())]
+            x = _random_input(rng, shape, np.dtype(spec.dtype.as_numpy_dtype))
+            arrays.append(x)
+            feeds[inp.name] = x
+        out = fn(*[tf.constant(a) for a in arrays])
+        out = out if isinstance(out, (list, tuple)) else [out]
+        return feeds, [np.asarray(o.numpy()) for o in out]
+    return run
+
+
+def _match_name(name: str, onnx_inputs, k: int) -> str:
+    names = [i.name for i in onnx_inputs]
+    for cand in (name, name.split(":")[0]):
+        if cand in names:
+            return cand
+    return names[k]
+
+
+def source_files(path) -> list[Path]:
+    """The files of a framework input (a SavedModel directory's files, or the file itself):
+    outputs must never be any of them."""
+    p = Path(path)
+    return sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+
+
+def convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
+                   **options):
+    """:func:`api.convert` of a framework input: tf2onnx with StridedSlice kept
+    (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
+    verification, when nothing failed -- the result against the framework itself on random
+    inputs, as ``model_checks["framework"]`` (one check: convert, batch and report.json agree)."""
+    import tempfile  # noqa: PLC0415
+
+    from ..api import convert
+    kind = _checked_kind(path, input_shapes, signature)
+    loaded = None if kind == "tflite" else load_tf(path, input_shapes=input_shapes, signature=signature)
+    folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
+    file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
+                         output_names=output_names, signature=signature, loaded=loaded)
+    try:
+        result = convert(str(file), source=str(path), **options)
+    except ModelError as exc:  # name the user's input, not our temporary file
+        raise ModelError(exc.reason, path=str(path), node=exc.node) from None
+    result.source_folder = folder  # the result's external weights are read from here until it is gone
+    rep = result.report
+    rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
+                                                      input_shapes, signature, Path(folder.name), loaded)
+    return result
+
+
+def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None) -> str:
+    """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
+    :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
+    who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
+    if not verify:
+        return f"skipped: verification is off (--no-verify), {who} was not run"
+    if not result.report.ok:
+        return f"skipped: the conversion failed, {who} was not run"
+    try:
+        check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
+                                      folder=folder, loaded=loaded)
+    except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
+        from ..errors import first_line
+        return f"skipped: could not run both models on random inputs: {first_line(exc)}"
+    if not check.ok:
+        bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
+        return f"failed: differs from {who}: {bad}"
+    if check.bitwise:
+        return f"passed (bitwise against {who} on {check.trials} random inputs)"
+    close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
+    return f"passed (against {who} on {check.trials} random inputs; float outputs within tolerance: {close})"

@@ -1,0 +1,375 @@
+"""Export TensorFlow functions to ONNX with tf2onnx, StridedSlice kept as a custom node.
+
+Needs TensorFlow and tf2onnx (the ``tf`` / ``oracles`` extras).  Used by
+:mod:`sources` (SavedModel and Keras inputs), the tests, the sample-model script and
+the benchmarks.
+
+Memory: ``tf2onnx.convert.from_function`` freezes every variable into a graph constant
+(TensorFlow's ``convert_variables_to_constants_v2``, then grappler, then tf2onnx's own
+graph each hold copies): about 30x the weights at peak.  :func:`export` keeps every
+variable of at least ``large_variable_bytes`` out of that: TensorFlow freezes the others,
+each large variable's reads become one placeholder of its dtype and shape, tf2onnx
+converts that small graph, and the variable's value (read from TensorFlow, the same
+value the function computes with) becomes the ONNX initializer behind that input.
+:func:`export_tflite` does the same for a ``.tflite``'s large constant buffers.  Either
+falls back to tf2onnx's whole path when tf2onnx cannot convert the reduced graph.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..rewrite.ir_pass import TF_DOMAIN
+
+#: Variables of at least this many bytes are not frozen by TensorFlow/tf2onnx (see the module doc).
+LARGE_VARIABLE_BYTES = 1 << 16
+
+
+class _Unfreezable(Exception):
+    """The graph reads a large variable in a way the placeholder substitution does not cover."""
+
+
+def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = True,
+           large_variable_bytes: int | None = LARGE_VARIABLE_BYTES, external_data=None):
+    """A ModelProto for the ``tf.function`` ``fn`` (native tf2onnx lowering when not keeping).
+
+    Variables of ``large_variable_bytes`` or more become initializers without passing through
+    TensorFlow's freezing (None: freeze everything, tf2onnx's own path).  ``external_data``: a
+    file path; those initializers are then written there, one after the other, as the model's
+    external data (``location`` = the file's name: save the model beside it)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import logging
+
+    import tf2onnx
+    logging.getLogger("tf2onnx").setLevel(logging.ERROR)
+    kwargs = keep_strided_slice_kwargs() if keep_strided_slice else {}
+    concrete = fn.get_concrete_function(*input_signature)
+    large = _large_variables(concrete, large_variable_bytes)
+    if large:
+        try:
+            graph_def, feeds = _freeze_except(concrete, large)
+            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs)
+        except Exception:  # noqa: BLE001 - _Unfreezable, or a tf2onnx converter needing the constant:
+            model = None   # tf2onnx's own path below reports what is really wrong
+        if model is not None:
+            del graph_def
+            _feeds_to_initializers(model, feeds, external_data)
+            return model
+    model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
+    return model
+
+
+def keep_strided_slice_kwargs() -> dict:
+    """tf2onnx options keeping every StridedSlice as our custom node."""
+    import onnx  # noqa: PLC0415
+    return dict(custom_ops={"StridedSlice": TF_DOMAIN}, extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
+
+
+def export_tflite(path, *, opset: int = 17, output_names=None, external_data=None,
+                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES):
+    """A ModelProto for the ``.tflite`` at ``path``, StridedSlice kept (with ``offset``).
+
+    tf2onnx's TFLite reader copies every buffer several times (~40x the weights measured).  With
+    ``external_data`` (a file path), each large constant buffer (``large_buffer_bytes`` or more,
+    one tensor of the main subgraph, not quantized, not sparse, numeric) is first written there
+    and its tensor made an input of a copy of the flatbuffer without it; tf2onnx converts that
+    small model; each such input becomes an initializer whose external data is those bytes.
+    Should tf2onnx fail on that model (a converter needing the constant), the file is cut back
+    and the whole model converted the usual way."""
+    import tempfile  # noqa: PLC0415
+
+    import tf2onnx  # noqa: PLC0415
+    kwargs = dict(opset=opset, output_names=output_names, **keep_strided_slice_kwargs())
+    size = os.path.getsize(external_data) if external_data and os.path.exists(external_data) else 0
+    data = Path(path).read_bytes() if external_data else None
+    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if data else (None, {})
+    del data
+    if moved:
+        try:
+            with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
+                file = Path(folder) / Path(path).name
+                file.write_bytes(small)
+                model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
+            _inputs_to_external(model, moved, Path(external_data).name)
+            return model
+        except Exception:  # noqa: BLE001 - the usual path below reports what is really wrong
+            os.truncate(external_data, size)
+    model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+    return model
+
+
+def _tflite_without_buffers(data: bytes, external_data, min_bytes: int):
+    """(the flatbuffer ``data`` without its large constant buffers, {tensor name: (onnx dtype,
+    shape, offset, length)} of the tensors made inputs, their bytes appended to ``external_data``)."""
+    import flatbuffers  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+    from onnx import TensorProto  # noqa: PLC0415
+    from tf2onnx.tflite_utils import map_tflite_dtype_to_onnx  # noqa: PLC0415
+    model = schema.ModelT.InitFromPackedBuf(data, 0)  # buffers: read-only views into ``data``
+    users: dict[int, int] = {}
+    for graph in model.subgraphs:
+        for t in graph.tensors:
+            users[t.buffer] = users.get(t.buffer, 0) + 1
+    main, moved = model.subgraphs[0], {}
+    with open(external_data, "ab") as out:
+        for k, t in enumerate(main.tensors):
+            buf = model.buffers[t.buffer] if t.buffer else None
+            if buf is None or buf.data is None or buf.data.nbytes < min_bytes or users[t.buffer] != 1 or \
+                    t.isVariable or t.sparsity is not None or _quantized(t) or t.shape is None:
+                continue
+            try:
+                onnx_dtype = map_tflite_dtype_to_onnx(t.type)
+            except Exception:  # noqa: BLE001 - a type tf2onnx does not map stays a constant
+                continue
+            if onnx_dtype == TensorProto.STRING:
+                continue
+            offset = out.tell()
+            out.write(np.ascontiguousarray(buf.data).data)
+            moved[t.name.decode()] = (onnx_dtype, [int(d) for d in t.shape], offset, buf.data.nbytes)
+            buf.data = None
+            t.buffer = 0
+            main.inputs = [*main.inputs, k]
+    if not moved:
+        return None, {}
+    builder = flatbuffers.Builder(1 << 16)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output()), moved
+
+
+def _quantized(tensor) -> bool:
+    q = tensor.quantization
+    return q is not None and q.scale is not None and len(q.scale) > 0
+
+
+def _inputs_to_external(model, moved: dict, location: str) -> None:
+    """Each graph input of ``moved`` (name -> (onnx dtype, shape, offset, length)) becomes an
+    initializer whose data lies in the external data file ``location``."""
+    from onnx import TensorProto  # noqa: PLC0415
+    inputs = {i.name: i for i in model.graph.input}
+    for name, (dtype, shape, offset, length) in moved.items():
+        if name not in inputs:
+            raise ValueError(f"tf2onnx has no input {name!r} for the TFLite buffer moved out")
+        model.graph.input.remove(inputs[name])
+        tensor = TensorProto(name=name, dims=shape, data_type=dtype)
+        point_external(tensor, location, offset, length)
+        model.graph.initializer.append(tensor)
+
+
+def point_external(tensor, location: str, offset: int, length: int) -> None:
+    """Make ``tensor`` (without data) read ``length`` bytes at ``offset`` of the file ``location``."""
+    from onnx import TensorProto  # noqa: PLC0415
+    for key, val in (("location", location), ("offset", offset), ("length", length)):
+        tensor.external_data.add(key=key, value=str(val))
+    tensor.data_location = TensorProto.EXTERNAL
+
+
+def move_to_external(model, external_data, min_bytes: int) -> None:
+    """Append the ``raw_data`` of each main-graph initializer of ``min_bytes`` or more to the file
+    ``external_data`` and point the initializer there."""
+    with open(external_data, "ab") as out:
+        for tensor in model.graph.initializer:
+            if tensor.HasField("raw_data") and len(tensor.raw_data) >= min_bytes:
+                offset = out.tell()
+                out.write(tensor.raw_data)
+                tensor.ClearField("raw_data")
+                point_external(tensor, Path(external_data).name, offset, out.tell() - offset)
+
+
+def _large_variables(concrete, min_bytes) -> dict:
+    """{name of the capture placeholder in ``concrete``'s graph: tf.Variable} for the numeric
+    variables of at least ``min_bytes`` bytes the function reads."""
+    if min_bytes is None:
+        return {}
+    by_handle = {id(v.handle): v for v in concrete.graph.variables}
+    large = {}
+    for external, internal in concrete.graph.captures:
+        var = by_handle.get(id(external))
+        if var is None or not var.shape.is_fully_defined() or not var.dtype.is_numpy_compatible or \
+                var.dtype.name == "string":
+            continue
+        if var.shape.num_elements() * var.dtype.size >= min_bytes:
+            large[internal.name.split(":")[0]] = var
+    return large
+
+
+def _freeze_except(concrete, large: dict):
+    """(GraphDef with every variable but ``large`` frozen and each of ``large`` a Placeholder of
+    its dtype and shape, {tensor name of that placeholder: tf.Variable}).
+
+    TensorFlow's own freezing (the code under ``convert_variables_to_constants_v2``, with its
+    deny list: the large variables stay resource placeholders), then the resource chain
+    ``Placeholder -> Identity* -> ReadVariableOp`` of each becomes a value chain; any other use of
+    the resource (a gather on it, a loop body taking it) raises :class:`_Unfreezable`."""
+    from tensorflow.python.framework import convert_to_constants as c2c  # noqa: PLC0415 - no public API
+    if not hasattr(c2c, "_FunctionConverterDataInEager") or not hasattr(c2c, "_replace_variables_by_constants"):
+        raise _Unfreezable("this TensorFlow has no freezing with a deny list")
+    data = c2c._FunctionConverterDataInEager(  # noqa: SLF001
+        func=concrete, lower_control_flow=False, aggressive_inlining=True, variable_names_denylist=set(large))
+    graph_def, _ = c2c._replace_variables_by_constants(converter_data=data)  # noqa: SLF001
+    nodes = {n.name: n for n in graph_def.node}
+    consumers: dict[str, list] = {}
+    for node in graph_def.node:
+        for k, inp in enumerate(node.input):
+            if not inp.startswith("^"):
+                consumers.setdefault(inp.split(":")[0], []).append((node, k))
+    taken = set(nodes)
+    feeds = {}
+    for name, var in large.items():
+        placeholder = nodes.get(name)
+        if placeholder is None or placeholder.op != "Placeholder":
+            raise _Unfreezable(name)
+        dtype = var.dtype.as_datatype_enum
+        _value_chain(graph_def, placeholder, consumers, dtype)
+        placeholder.attr["dtype"].type = dtype
+        placeholder.attr["shape"].shape.CopyFrom(var.shape.as_proto())
+        placeholder.attr.pop("_handle_data", None)
+        placeholder.attr.pop("_user_specified_name", None)
+        new = _unique(var.name.split(":")[0], taken)
+        _rename(graph_def, name, new)
+        feeds[f"{new}:0"] = var
+    return graph_def, feeds
+
+
+def _value_chain(graph_def, placeholder, consumers, dtype) -> None:
+    """Retype the resource ``Identity`` nodes below ``placeholder``, turn its ``ReadVariableOp``
+    nodes into ``Identity`` and its ``ResourceGather`` nodes (embedding lookups) into ``GatherV2``
+    (what TensorFlow's freezing does with a constant)."""
+    todo = [placeholder.name]
+    while todo:
+        for node, k in consumers.get(todo.pop(), ()):
+            if node.op == "Identity":
+                node.attr["T"].type = dtype
+                todo.append(node.name)
+            elif node.op == "ReadVariableOp" and node.attr["dtype"].type == dtype:
+                node.op = "Identity"
+                node.attr["T"].type = dtype
+                del node.attr["dtype"]
+            elif node.op == "ResourceGather" and k == 0 and node.attr["dtype"].type == dtype:
+                _gather_v2(graph_def, node, dtype)
+            else:
+                raise _Unfreezable(f"{node.op} reads the variable")
+
+
+def _gather_v2(graph_def, node, dtype) -> None:
+    """``ResourceGather(resource, indices)`` -> ``GatherV2(value, indices, axis=batch_dims)``."""
+    import tensorflow as tf  # noqa: PLC0415
+    batch_dims = node.attr["batch_dims"].i if "batch_dims" in node.attr else 0
+    axis = graph_def.node.add(name=f"{node.name}/axis", op="Const")
+    axis.attr["dtype"].type = tf.int32.as_datatype_enum
+    axis.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(batch_dims, tf.int32))
+    node.op = "GatherV2"
+    node.input.insert(2, axis.name)  # before any control input
+    for name in ("dtype", "validate_indices"):
+        node.attr.pop(name, None)
+    node.attr["Tparams"].type = dtype
+    node.attr["Taxis"].type = tf.int32.as_datatype_enum
+    node.attr["batch_dims"].i = batch_dims
+
+
+def _unique(name: str, taken: set) -> str:
+    new, k = name, 0
+    while new in taken:
+        k += 1
+        new = f"{name}_{k}"
+    taken.add(new)
+    return new
+
+
+def _rename(graph_def, old: str, new: str) -> None:
+    refs = {old: new, f"{old}:0": f"{new}:0", f"^{old}": f"^{new}"}
+    for node in graph_def.node:
+        if node.name == old:
+            node.name = new
+        if any(i in refs for i in node.input):
+            node.input[:] = [refs.get(i, i) for i in node.input]
+
+
+def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs):
+    """tf2onnx's ``from_function`` from its freezing on: grappler, then the ONNX conversion, with
+    the variables' placeholders as extra inputs."""
+    import tensorflow as tf  # noqa: PLC0415
+    from tf2onnx import tf_loader  # noqa: PLC0415
+    from tf2onnx.convert import _convert_common, tensor_names_from_structed  # noqa: PLC0415
+    input_names = [t.name for t in concrete.inputs if t.dtype != tf.dtypes.resource]
+    output_names = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
+    rename = tensor_names_from_structed(concrete, input_names, output_names)
+    with tf.device("/cpu:0"):
+        graph_def = tf_loader.fix_freezing_errors_part2(graph_def)
+        # grappler allocates about the size of a placeholder of fully known shape (measured: +191 MB
+        # for a [50000, 1000] float32 one): it sees the variables' dims as unknown, tf2onnx the real ones
+        shapes = _hide_dims(graph_def, feed_names)
+        with tf.Graph().as_default():  # grappler runs on a graph, as in tf2onnx's from_function
+            tf.import_graph_def(graph_def, name="")
+            graph_def = tf_loader.tf_optimize(input_names + feed_names, output_names, graph_def)
+        _restore_dims(graph_def, shapes)
+        model, _ = _convert_common(graph_def, name=concrete.name, continue_on_error=True, opset=opset,
+                                   input_names=input_names + feed_names, output_names=output_names,
+                                   tensors_to_rename=rename, **kwargs)
+    return model
+
+
+def _hide_dims(graph_def, feed_names) -> dict:
+    """Set the dims of the placeholders ``feed_names`` to unknown (rank kept); returns their
+    shapes for :func:`_restore_dims`."""
+    names = {n.split(":")[0] for n in feed_names}
+    shapes = {}
+    for node in graph_def.node:
+        if node.name in names:
+            shape = node.attr["shape"].shape
+            shapes[node.name] = [d.size for d in shape.dim]
+            for d in shape.dim:
+                d.size = -1
+    return shapes
+
+
+def _restore_dims(graph_def, shapes: dict) -> None:
+    for node in graph_def.node:
+        if node.name in shapes:
+            node.attr.pop("_output_shapes", None)
+            for d, size in zip(node.attr["shape"].shape.dim, shapes[node.name]):
+                d.size = size
+
+
+def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
+    """Each variable's graph input becomes an initializer holding the variable's value, one
+    variable at a time: in the proto, or appended to the file ``external_data``."""
+    from contextlib import nullcontext  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+    inputs = {i.name: i for i in model.graph.input}
+    with open(external_data, "ab") if external_data else nullcontext() as out:
+        for name, var in feeds.items():
+            if name not in inputs:
+                continue  # tf2onnx dropped an unused read
+            model.graph.input.remove(inputs[name])
+            if out is None:
+                model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(var.numpy()), name))
+                continue
+            dtype = np.dtype(var.dtype.as_numpy_dtype)
+            tensor = TensorProto(name=name, dims=var.shape.as_list(), data_type=helper.np_dtype_to_tensor_dtype(dtype))
+            offset = out.tell()
+            _write_rows(var, out)
+            point_external(tensor, os.path.basename(external_data), offset, out.tell() - offset)
+            model.graph.initializer.append(tensor)
+
+
+#: Bytes of a variable copied out of TensorFlow at a time by :func:`_write_rows`.
+CHUNK_BYTES = 16 << 20
+
+
+def _write_rows(var, out) -> None:
+    """Append ``var``'s value to ``out`` (row-major, little-endian as the machine) in slices of
+    about CHUNK_BYTES along its first axis: ``var.numpy()`` would copy the whole value at once."""
+    import numpy as np  # noqa: PLC0415
+    value = var.value()  # shares TensorFlow's buffer
+    shape = var.shape.as_list()
+    if len(shape) == 0 or shape[0] == 0:
+        out.write(np.ascontiguousarray(value.numpy()).reshape(-1).view(np.uint8).data)
+        return
+    row_bytes = max(1, var.shape[1:].num_elements() * var.dtype.size)
+    step = max(1, CHUNK_BYTES // row_bytes)
+    for start in range(0, shape[0], step):
+        out.write(np.ascontiguousarray(value[start:start + step].numpy()).reshape(-1).view(np.uint8).data)

@@ -1,0 +1,1 @@
+"""Every file read and written: validation, loading, atomic saving, external data."""

@@ -1,0 +1,758 @@
+"""Structural validation of a ModelProto before any native code sees it.
+
+onnx's C++ shape inference and checker, onnxruntime and onnx-ir's reader assume a
+well-formed model: a negative declared dim aborts the process inside shape inference,
+a string that is not UTF-8 (protobuf's Python parser hands it over as ``bytes``) or a
+tensor whose data does not match its dims raises deep inside them.  ``validate_model``
+walks the whole model -- main graph, every subgraph, every function -- in Python and
+raises a :class:`ModelError` naming the file, the node and the field for the first
+problem found:
+
+* not a model: an empty file, or another message (a GraphProto ...) parsed as one;
+* strings that are not valid UTF-8 (any string field, anywhere);
+* declared dims < 0 (value infos, tensors), declared shapes of more than 2**36 elements, main
+  graph inputs without an element type;
+* tensor data inconsistent with dims and dtype (raw_data measured up to 64 MiB per tensor),
+  data in another type's field, unknown dtypes, tensors of absurd size;
+* external data records without a location, with a NUL, a negative or non-integer
+  offset/length, a length that does not match the dims (the file side is io/files.py's);
+* a graph that is not a DAG, or uses a name no one defines (outer scopes count);
+* graph inputs/outputs that are not tensors (sequence, map, optional: not supported);
+* attributes without a name or a type, or given twice on one node; a Constant without exactly
+  one value attribute;
+* names given twice: graph inputs, initializers, function inputs, opset imports of one domain,
+  functions (domain, name); node outputs that shadow a name of an outer scope (SSA);
+* model-local functions that call themselves, directly or through others;
+* tensors with data in both raw_data and a typed field;
+* StridedSlice with other than 3 or 4 inputs or other than one output (index tensors of absurd
+  size are refused by the tensor checks above, from their dims).
+
+Two stages.  :class:`_Fast` first tries to prove, cheaply, that the model passes every check:
+a second parse of its bytes in C through a view of onnx.proto that checks UTF-8 as it
+parses, each distinct attribute list and value type checked once (by the walk's own methods),
+names, SSA and order as set operations over the nodes in their order.  Only when that proof
+fails -- a problem, or something it leaves out (training_info, nodes out of order) -- does :class:`_Validator` walk every field except tensor payloads in Python, and it
+alone words the refusal; so verdicts and messages are the walk's (tests/test_validate_fast.py).
+Linear in nodes and tensors: at 10,000 StridedSlice nodes the proof costs ~0.04 s CPU, the
+walk ~0.26 s (docs/benchmarks.md, "Validation").
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelError
+
+#: bits per element of each TensorProto data type (STRING: variable; sub-byte types packed)
+_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
+         14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
+         25: 2, 26: 2, 27: 6, 28: 6}
+_STRING = 8
+#: the typed field holding each data type's values, and values per element
+_TYPED = {1: ("float_data", 1), 6: ("int32_data", 1), 7: ("int64_data", 1), 11: ("double_data", 1),
+          12: ("uint64_data", 1), 13: ("uint64_data", 1), 14: ("float_data", 2), 15: ("double_data", 2),
+          8: ("string_data", 1)}
+for _t in (2, 3, 4, 5, 9, 10, 16, 17, 18, 19, 20, 24):
+    _TYPED[_t] = ("int32_data", 1)
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
+                "uint64_data")
+
+#: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
+MAX_TENSOR_ELEMENTS = 2 ** 36
+#: inline raw_data above this size (64 MiB) is not measured: protobuf's Python API copies it to
+#: take its length (~3.5 ms per MB here); the checker still sees it
+RAW_CHECK_BYTES = 1 << 26
+#: models up to this size (64 MiB) are parsed a second time for the fast proof (a parse copies
+#: inline weights too); larger ones, mostly weights, get the full walk, whose cost is per node
+FAST_BYTES = 1 << 26
+
+
+def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
+    """Raise :class:`ModelError` (naming ``path``, node and field) if ``proto`` is unusable.
+
+    ``data``: the bytes ``proto`` was parsed from (binary protobuf), if at hand; else the
+    proto is serialized once.  Returns whether the model may hold external tensors (False:
+    proven to hold none, so no walk over its tensors needs to look for them)."""
+    v = _Validator(path)
+    fast = _Fast(v)
+    try:
+        proven = fast.model(proto, data)
+    except Exception:  # noqa: BLE001 - whatever went wrong, the full walk decides and words it
+        proven = False
+    if proven:
+        return fast.external
+    v.model(proto)  # something is off, or a part the fast proof leaves out: the full walk, its messages
+    return True
+
+
+def validate_bytes(data: bytes, path=None):
+    """Parse ``data`` as a ModelProto and validate it; returns the proto."""
+    import onnx
+    if not data:
+        raise ModelError("empty file, not an ONNX model", path=path)
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception:
+        raise ModelError("not an ONNX model (protobuf cannot parse it)", path=path) from None
+    validate_model(proto, path, data=data)
+    return proto
+
+
+class _Validator:
+    def __init__(self, path):
+        self.path = None if path is None else str(path)
+
+    def fail(self, reason: str, node: str | None = None):
+        raise ModelError(reason, path=self.path, node=node)
+
+    # ------------------------------------------------------------------ model
+    def model(self, proto) -> None:
+        import onnx
+        if not isinstance(proto, onnx.ModelProto):
+            self.fail(f"not an ONNX model (got {type(proto).__name__})")
+        if proto.ByteSize() == 0:
+            self.fail("empty file, not an ONNX model")
+        if not proto.HasField("graph"):
+            self.fail("not an ONNX model: no graph (a GraphProto or another message saved as .onnx?)")
+        if proto.ir_version <= 0 or not len(proto.opset_import):
+            self.fail("not an ONNX model: no ir_version or opset_import (a GraphProto or another message "
+                      "saved as .onnx?)")
+        _check_strings(proto, self)
+        self.opsets(proto.opset_import, "opset_import")
+        self.graph(proto.graph, "graph", outer=frozenset(), main=True)
+        seen = set()
+        for f in proto.functions:
+            where = f"function {f.domain}::{f.name}"
+            key = (f.domain, f.name, getattr(f, "overload", ""))
+            if key in seen:
+                self.fail(f"{where} is defined twice")
+            seen.add(key)
+            self.opsets(f.opset_import, f"{where}: opset_import")
+            self.unique(f.input, f"{where}: input")
+            self.nodes(f.node, where, set(f.input), outputs=f.output, local=set(f.input))
+        self.no_recursion(proto.functions)
+
+    def opsets(self, imports, where: str) -> None:
+        domains = set()
+        for imp in imports:
+            domain = "" if imp.domain == "ai.onnx" else imp.domain
+            if domain in domains:
+                self.fail(f"{where}: domain {imp.domain!r} is imported twice (which version?)")
+            domains.add(domain)
+            if imp.version < 1 and domain == "":
+                self.fail(f"{where}: version {imp.version} of the default domain is not valid")
+
+    def unique(self, names, where: str) -> None:
+        seen = set()
+        for name in names:
+            if name in seen:
+                self.fail(f"{where} {_q(name)} is given twice")
+            seen.add(name)
+
+    def no_recursion(self, functions) -> None:
+        """Model-local functions must not call themselves, directly or through others
+        (inlining would never end)."""
+        calls = {}
+        for f in functions:
+            key = (f.domain, f.name)
+            calls[key] = {(n.domain, n.op_type) for n in _all_nodes(f.node)}
+        state: dict = {}
+        for start in calls:
+            stack = [(start, iter(sorted(calls[start] & calls.keys())))]
+            state[start] = 1
+            while stack:
+                key, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    state[key] = 2
+                    stack.pop()
+                elif state.get(nxt) == 1:
+                    self.fail(f"function {nxt[0]}::{nxt[1]} calls itself (recursion)")
+                elif nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(sorted(calls[nxt] & calls.keys()))))
+
+    # ------------------------------------------------------------------ graphs
+    def graph(self, g, where: str, outer: frozenset, main: bool = False) -> None:
+        for kind, values in (("input", g.input), ("output", g.output)):
+            for vi in values:
+                self.graph_value(vi, where, kind, required=main and kind == "input")
+        self.unique([vi.name for vi in g.input], f"{where}: input")
+        self.unique([t.name for t in g.initializer] + [st.values.name for st in g.sparse_initializer],
+                    f"{where}: initializer")
+        for vi in g.value_info:
+            self.type(vi.type, f"{where}: value_info {_q(vi.name)}", top=True)
+        for t in g.initializer:
+            self.tensor(t, f"{where}: initializer {_q(t.name)}")
+        for st in g.sparse_initializer:
+            self.tensor(st.values, f"{where}: sparse initializer {_q(st.values.name)}")
+            self.tensor(st.indices, f"{where}: sparse initializer {_q(st.values.name)} indices")
+        local = {vi.name for vi in g.input} | {t.name for t in g.initializer} \
+            | {st.values.name for st in g.sparse_initializer}
+        self.nodes(g.node, where, set(outer) | local, outputs=[vi.name for vi in g.output], local=local)
+
+    def graph_value(self, vi, where: str, kind: str, required: bool) -> None:
+        field = f"{where}: {kind} {_q(vi.name)}"
+        if not vi.HasField("type"):
+            if required:
+                self.fail(f"{field} has no type")
+            return
+        which = vi.type.WhichOneof("value")
+        if which is None and not required:
+            return
+        if which != "tensor_type":
+            self.fail(f"{field} is a {which or 'typeless'} value: not supported (graph inputs and outputs "
+                      "must be tensors)")
+        if required and not vi.type.tensor_type.elem_type:
+            self.fail(f"{field} has no element type (UNDEFINED)")
+        self.type(vi.type, field, top=True)
+
+    def type(self, tp, field: str, top: bool = False) -> None:
+        which = tp.WhichOneof("value")
+        if which == "tensor_type" or which == "sparse_tensor_type":
+            tt = getattr(tp, which)
+            if tt.elem_type and tt.elem_type not in _BITS and tt.elem_type != _STRING:
+                self.fail(f"{field}: unknown element type {tt.elem_type}")
+            if tt.HasField("shape"):
+                n = 1
+                for k, d in enumerate(tt.shape.dim):
+                    if d.HasField("dim_value"):
+                        if d.dim_value < 0:
+                            self.fail(f"{field}: dim {k} is {d.dim_value} (dims must be >= 0)")
+                        n *= d.dim_value
+                if n > MAX_TENSOR_ELEMENTS:
+                    dims = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in tt.shape.dim]
+                    self.fail(f"{field}: dims {dims} make {n} elements or more: too large to be a usable tensor")
+        elif which == "sequence_type":
+            self.type(tp.sequence_type.elem_type, field)
+        elif which == "optional_type":
+            self.type(tp.optional_type.elem_type, field)
+        elif which == "map_type":
+            self.type(tp.map_type.value_type, field)
+
+    def nodes(self, nodes, where: str, defined: set, outputs, local: set) -> None:
+        """Each node's attributes and tensors; then the graph is a DAG over known names.
+        ``defined``: names readable before any node (``local``: those of this graph)."""
+        produced: dict[str, int] = {}
+        for k, n in enumerate(nodes):
+            for o in n.output:
+                if not o:
+                    continue
+                if o in produced or o in local or o in defined:  # defined: outer scopes too
+                    self.fail(f"{where}: value {_q(o)} is defined twice (SSA)", node=_node_name(n, k))
+                produced[o] = k
+        scope = frozenset(defined) | frozenset(produced)  # what a subgraph may read
+        for k, n in enumerate(nodes):
+            self.node(n, where, _node_name(n, k), scope)
+        needs = [_needs(n) for n in nodes]
+        self.schedule(nodes, needs, produced, defined, where)
+        for o in outputs:
+            if o and o not in produced and o not in defined:
+                self.fail(f"{where}: output {_q(o)} is not produced by any node")
+
+    def schedule(self, nodes, needs, produced, defined, where) -> None:
+        """Kahn's algorithm: every node runs once all names it reads exist; else a cycle or an
+        undefined name."""
+        waiting = {}
+        missing_count = []
+        ready = []
+        for k, need in enumerate(needs):
+            pending = {v for v in need if v not in defined}
+            for v in pending:
+                if v not in produced:
+                    self.fail(f"{where}: input {_q(v)} is not defined (no graph input, initializer or "
+                              "node output of that name)", node=_node_name(nodes[k], k))
+                waiting.setdefault(v, []).append(k)
+            missing_count.append(len(pending))
+            if not pending:
+                ready.append(k)
+        done = 0
+        while ready:
+            k = ready.pop()
+            done += 1
+            for o in nodes[k].output:
+                for j in waiting.pop(o, ()):
+                    missing_count[j] -= 1
+                    if missing_count[j] == 0:
+                        ready.append(j)
+        if done != len(nodes):
+            k = next(j for j, c in enumerate(missing_count) if c > 0)
+            self.fail(f"{where}: the graph has a cycle (not a DAG)", node=_node_name(nodes[k], k))
+
+    def node(self, n, where: str, name: str, scope: frozenset) -> None:
+        if n.op_type == "StridedSlice":
+            if len(n.input) not in (3, 4):
+                self.fail(f"inputs: StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), "
+                          f"got {len(n.input)}", node=name)
+            if not len(n.output) or not n.output[0]:
+                self.fail("outputs: StridedSlice has no output", node=name)
+            if len(n.output) > 1:
+                self.fail(f"outputs: StridedSlice has one output, got {len(n.output)}", node=name)
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) != 1:
+            self.fail(f"attributes: Constant takes exactly one value attribute, got {len(n.attribute)}", node=name)
+        names = set()
+        for a in n.attribute:
+            field = f"attribute {_q(a.name)}"
+            if not a.name:
+                self.fail("attribute without a name", node=name)
+            if a.name in names:
+                self.fail(f"{field} is given twice (which value?)", node=name)
+            names.add(a.name)
+            if a.type == 0 and not a.ref_attr_name:
+                self.fail(f"{field} has no type (UNDEFINED)", node=name)
+            if a.HasField("t"):
+                self.tensor(a.t, field + (f" (tensor {_q(a.t.name)})" if a.t.name else ""), node=name)
+            for t in a.tensors:
+                self.tensor(t, field + (f" (tensor {_q(t.name)})" if t.name else ""), node=name)
+            if a.HasField("sparse_tensor"):
+                self.tensor(a.sparse_tensor.values, field, node=name)
+            if a.HasField("tp"):
+                self.type(a.tp, f"node {_q(name)}: {field}")
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                self.graph(g, f"{where} > {n.op_type} {_q(name)}.{a.name}", outer=scope)
+
+    # ------------------------------------------------------------------ tensors
+    def tensor(self, t, field: str, node: str | None = None) -> None:
+        n = 1
+        for k, d in enumerate(t.dims):
+            if d < 0:
+                self.fail(f"{field}: dim {k} is {d} (dims must be >= 0)", node=node)
+            n *= d
+        if n > MAX_TENSOR_ELEMENTS:
+            self.fail(f"{field}: {n} elements (dims {list(t.dims)}): too large to be a usable tensor", node=node)
+        dt = t.data_type
+        if dt not in _BITS and dt != _STRING:
+            self.fail(f"{field}: unknown data_type {dt}", node=node)
+        if t.data_location == 1:  # EXTERNAL
+            self.external(t, field, n, node)
+            return
+        if t.HasField("raw_data"):
+            if dt == _STRING:
+                self.fail(f"{field}: a string tensor cannot use raw_data", node=node)
+            typed = next((f for f in _DATA_FIELDS[1:] if len(getattr(t, f))), None)
+            if typed:
+                self.fail(f"{field}: data in both raw_data and {typed} (which one?)", node=node)
+            want = (n * _BITS[dt] + 7) // 8
+            if want > RAW_CHECK_BYTES:
+                return  # reading the length copies the bytes: left to the checker
+            got = len(t.raw_data)
+            if got != want:
+                self.fail(f"{field}: raw_data has {got} bytes, dims {list(t.dims)} of data_type {dt} need {want}",
+                          node=node)
+            return
+        name, per = _TYPED.get(dt, ("int32_data", None))  # sub-byte types: packed in int32_data
+        for other in _DATA_FIELDS[1:]:
+            if other != name and len(getattr(t, other)):
+                self.fail(f"{field}: data of type {dt} cannot be in {other} (expected {name})", node=node)
+        if per is None:
+            return
+        got = len(getattr(t, name))
+        if got != n * per:
+            self.fail(f"{field}: {name} has {got} values, dims {list(t.dims)} need {n * per}", node=node)
+
+    def external(self, t, field: str, n: int, node) -> None:
+        entries = {e.key: e.value for e in t.external_data}
+        location = entries.get("location")
+        if not location:
+            self.fail(f"{field}: external data without a location", node=node)
+        if "\x00" in location:
+            self.fail(f"{field}: external data location contains a NUL character", node=node)
+        for key in ("offset", "length"):
+            if key in entries:
+                v = entries[key]
+                if not (v.isascii() and v.isdigit()):  # "²".isdigit(), but int("²") fails
+                    self.fail(f"{field}: external data {key} {v!r} is not a non-negative integer", node=node)
+        if "length" in entries and t.data_type != _STRING:
+            want = (n * _BITS[t.data_type] + 7) // 8
+            if int(entries["length"]) != want:
+                self.fail(f"{field}: external data length {entries['length']} does not match dims "
+                          f"{list(t.dims)} of data_type {t.data_type} ({want} bytes)", node=node)
+
+
+class _Fast:
+    """A proof that :class:`_Validator` accepts a model, at a fraction of its cost; when the
+    proof fails (a real problem, or only something it does not cover), the caller runs the
+    validator itself, which finds the problem and words the message.  So every verdict and
+    every message is the validator's: this class only ever says "surely fine" or "look".
+
+    It reads a second parse of the model's bytes, in C, through a view of onnx.proto
+    (:func:`_view_class`) that checks every string field for UTF-8 while parsing and hands
+    over each node's attributes and each value's type as bytes.  Equal bytes mean equal
+    messages, so each distinct attribute list and type is checked once, by the validator's
+    own methods on a real onnx message; per node there remain the SSA and schedule checks
+    (as set operations, in the nodes' order: a graph out of order goes to the full walk).
+    Left to the full walk: training_info, nodes out of order."""
+
+    def __init__(self, validator: _Validator):
+        self.v = validator
+        #: may the model hold external tensors (False once proven not)
+        self.external = False
+        self.node_verdicts: dict = {}
+        self.value_verdicts: dict = {}
+
+    def model(self, proto, data) -> bool:
+        import onnx
+        from google.protobuf.message import DecodeError
+        if not isinstance(proto, onnx.ModelProto) or not proto.HasField("graph") or proto.ir_version <= 0 \
+                or not len(proto.opset_import) or len(proto.training_info):
+            return False
+        if (len(data) if data is not None else proto.ByteSize()) > FAST_BYTES:
+            return False  # the view would be a second copy of its weights in memory
+        try:
+            self.v.opsets(proto.opset_import, "opset_import")
+            view = _view_class().FromString(proto.SerializeToString() if data is None else data)
+        except (ModelError, DecodeError):
+            return False
+        return self.graph(view.graph, frozenset(), main=True) and self.functions(view.functions, proto.functions)
+
+    def functions(self, functions, real_functions) -> bool:
+        """As :meth:`_Validator.model` checks them: unique, their opsets and inputs, their nodes,
+        no recursion (that on the real protos: the view's attributes are bytes)."""
+        keys = [(f.domain, f.name, f.overload) for f in functions]
+        if len(set(keys)) != len(keys):
+            return False
+        import onnx
+        for f in functions:
+            if len(set(f.input)) != len(f.input) or not self.passes(self.v.opsets, f.opset_import, "") \
+                    or not self.nodes(f.node, set(f.input), f.output):
+                return False
+            # value_info: only their strings are checked (in the view, types are bytes); the parts
+            # of a type given twice parse as their merge
+            if not all(_strings_valid(onnx.TypeProto.FromString(b"".join(types)))
+                       for types in {tuple(vi.type) for vi in f.value_info}):
+                return False
+        return not len(functions) or self.passes(self.v.no_recursion, real_functions)
+
+    def graph(self, g, outer, main: bool) -> bool:
+        inputs = [vi.name for vi in g.input]
+        names = [t.name for t in g.initializer] + [st.values.name for st in g.sparse_initializer]
+        if len(set(inputs)) != len(inputs) or len(set(names)) != len(names):
+            return False
+        if not (self.values(g.input, "input", main) and self.values(g.output, "output", False)
+                and self.values(g.value_info, "value_info", False)
+                and all(self.tensor(t) for t in g.initializer)
+                and all(self.tensor(st.values) and self.tensor(st.indices) for st in g.sparse_initializer)):
+            return False
+        defined = set(outer)
+        defined.update(inputs, names)
+        return self.nodes(g.node, defined, [vi.name for vi in g.output])
+
+    def values(self, infos, kind: str, required: bool) -> bool:
+        """Graph inputs/outputs (``kind``) or value_info entries, once per distinct type bytes."""
+        verdicts = self.value_verdicts
+        for types, vi in {tuple(vi.type): vi for vi in infos}.items():
+            key = (types, kind, required)
+            ok = verdicts.get(key)
+            if ok is None:
+                import onnx
+                real = onnx.ValueInfoProto.FromString(vi.SerializeToString())
+                if not _strings_valid(real):
+                    ok = False
+                elif kind == "value_info":
+                    ok = self.passes(self.v.type, real.type, "", top=True)
+                else:
+                    ok = self.passes(self.v.graph_value, real, "", kind, required)
+                verdicts[key] = ok
+            if not ok:
+                return False
+        return True
+
+    def tensor(self, t) -> bool:
+        if t.data_location == 1:
+            self.external = True
+        elif t.data_type == _STRING and not _utf8(t.string_data):
+            return False
+        return self.passes(self.v.tensor, t, "")
+
+    def nodes(self, nodes, defined: set, outputs) -> bool:
+        """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
+        outer scopes and this graph's inputs and initializers; taken over)."""
+        verdicts = self.node_verdicts
+        known, define, verdict_of = defined.issuperset, defined.update, verdicts.get
+        defined.add("")  # an empty input is no input, an empty output no output
+        before, count = len(defined), 0
+        subgraphs = []
+        for n in nodes:
+            if not known(n.input):
+                return False
+            op = n.op_type
+            key = (op, n.domain if op == "Constant" else "", tuple(n.attribute))
+            verdict = verdict_of(key)
+            if verdict is None:
+                verdict = verdicts[key] = self.node_verdict(n)
+            outs = n.output
+            if verdict is not _OK:
+                if verdict is _BAD:
+                    return False
+                if verdict is _EXTERNAL:
+                    self.external = True
+                else:  # subgraphs: what they read from here must exist before; checked once all names are known
+                    real = _real_node(n)
+                    if not known(_needs(real)):
+                        return False
+                    subgraphs.append(real)
+            if op == "StridedSlice" and (len(n.input) not in (3, 4) or len(outs) != 1 or not outs[0]):
+                return False
+            define(outs)
+            count += len(outs)
+        # SSA: each (non-empty) output a new name
+        if len(defined) - before != count and len(defined) - before != sum(1 for n in nodes for o in n.output if o):
+            return False
+        if not known(outputs):
+            return False
+        scope = frozenset(defined)  # "": no name, harmless there too
+        return all(self.subgraph_node(real, scope) for real in subgraphs)
+
+    def node_verdict(self, n):
+        """_OK, _BAD, _EXTERNAL (fine, with an external tensor) or _SUBGRAPH (depends on the
+        scope: :meth:`subgraph_node`) for a node's op and attributes."""
+        real = _real_node(n)
+        if any(a.HasField("g") or len(a.graphs) for a in real.attribute):
+            return _SUBGRAPH
+        if not _strings_valid(real) or not self.passes(self.v.node, real, "", "", frozenset()):
+            return _BAD
+        return _EXTERNAL if _has_external_attribute(real) else _OK
+
+    def subgraph_node(self, real, scope) -> bool:
+        """A node with subgraphs: the node's own checks on a copy without them, then each
+        subgraph as a graph of its own (through the view), reading ``scope``."""
+        import onnx
+        from google.protobuf.message import DecodeError
+        shell = onnx.NodeProto()
+        shell.CopyFrom(real)
+        for a in shell.attribute:
+            a.ClearField("g")
+            del a.graphs[:]
+        if not _strings_valid(shell) or not self.passes(self.v.node, shell, "", "", scope):
+            return False
+        self.external |= _has_external_attribute(shell)
+        view = _view_class("GraphProto")
+        for a in real.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                try:
+                    if not self.graph(view.FromString(g.SerializeToString()), scope, main=False):
+                        return False
+                except DecodeError:
+                    return False
+        return True
+
+    @staticmethod
+    def passes(check, *args, **kwargs) -> bool:
+        try:
+            check(*args, **kwargs)
+        except ModelError:
+            return False
+        return True
+
+
+_OK, _BAD, _EXTERNAL, _SUBGRAPH = "ok", "bad", "external", "subgraph"
+
+
+def _has_external_attribute(node) -> bool:
+    return any(t.data_location == 1 for a in node.attribute
+               for t in ([a.t] if a.HasField("t") else []) + list(a.tensors)
+               + ([a.sparse_tensor.values, a.sparse_tensor.indices] if a.HasField("sparse_tensor") else [])
+               + [x for s in a.sparse_tensors for x in (s.values, s.indices)])
+
+
+def _real_node(view_node):
+    import onnx
+    return onnx.NodeProto.FromString(view_node.SerializeToString())
+
+
+def _utf8(items) -> bool:
+    try:
+        for s in items:
+            s.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_VIEW: dict = {}
+
+
+def _view_class(name: str = "ModelProto"):
+    """The ``name`` class of a view of onnx.proto (its own descriptor pool): the same fields,
+    with every string field checked for UTF-8 while parsing (proto editions' ``utf8_validation
+    = VERIFY``, else as proto2: explicit presence, closed enums), NodeProto.attribute and
+    ValueInfoProto.type as (repeated) bytes.  A singular message field given twice in the
+    bytes is merged by a parser: the repeated bytes keep both parts, which parse as the merge."""
+    if not _VIEW:
+        import onnx
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        from google.protobuf.descriptor import FieldDescriptor as F
+        fdp = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(fdp)
+        old, pkg = fdp.package, "onnx_slice_tools_view"
+        fdp.name, fdp.package = "onnx_slice_tools/view.proto", pkg
+        fdp.syntax, fdp.edition = "editions", descriptor_pb2.EDITION_2023
+        feat = fdp.options.features
+        feat.field_presence, feat.enum_type = feat.EXPLICIT, feat.CLOSED
+        feat.repeated_field_encoding, feat.utf8_validation = feat.EXPANDED, feat.VERIFY
+        todo = list(fdp.message_type)
+        while todo:
+            m = todo.pop()
+            todo.extend(m.nested_type)
+            for f in m.field:
+                if f.type_name.startswith(f".{old}."):
+                    f.type_name = f".{pkg}.{f.type_name[len(old) + 2:]}"
+                if (m.name, f.name) in (("NodeProto", "attribute"), ("ValueInfoProto", "type")):
+                    f.type, f.label = F.TYPE_BYTES, F.LABEL_REPEATED
+                    f.ClearField("type_name")
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fdp)
+        for kind in ("ModelProto", "GraphProto"):
+            _VIEW[kind] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.{kind}"))
+    return _VIEW[name]
+
+
+def _q(name: str) -> str:
+    return repr(name)
+
+
+def _needs(n) -> set:
+    """Names a node reads: its inputs and what its subgraphs take from outer scopes."""
+    need = {v for v in n.input if v}
+    for a in n.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            need |= _free_names(g)
+    return need
+
+
+def _free_names(g) -> set:
+    local = {vi.name for vi in g.input} | {t.name for t in g.initializer} \
+        | {st.values.name for st in g.sparse_initializer}
+    for n in g.node:
+        local.update(o for o in n.output if o)
+    free = set()
+    for n in g.node:
+        free |= {v for v in _needs(n) if v not in local}
+    free |= {vi.name for vi in g.output if vi.name not in local}
+    return free
+
+
+def _all_nodes(nodes):
+    """``nodes`` and the nodes of their subgraphs, recursively."""
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        yield n
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                todo.extend(g.node)
+
+
+def _node_name(n, k: int) -> str:
+    return n.name or (n.output[0] if len(n.output) and n.output[0] else f"#{k}")
+
+
+# ---------------------------------------------------------------------- strings
+
+_STRING_FIELDS: dict = {}
+
+
+def _fields_of(desc):
+    """(name, is_message, repeated) of the string and message fields of a message type
+    (tensor payloads left out)."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+    got = _STRING_FIELDS.get(desc.full_name)
+    if got is None:
+        got = []
+        for fd in desc.fields:
+            if fd.name in _DATA_FIELDS and desc.name == "TensorProto":
+                continue
+            repeated = fd.is_repeated
+            if fd.type == F.TYPE_STRING:
+                got.append((fd.name, False, repeated))
+            elif fd.type == F.TYPE_MESSAGE:
+                got.append((fd.name, True, repeated))
+        _STRING_FIELDS[desc.full_name] = got
+    return got
+
+
+def _strings_valid(proto) -> bool:
+    """Whether every string field is valid UTF-8: the fast scan (one ``ListFields`` per message)
+    of the common case; :func:`_check_strings` then only walks field by field to name a failure."""
+    kinds_of: dict = {}
+    todo = [proto]
+    while todo:
+        msg = todo.pop()
+        desc = msg.DESCRIPTOR
+        kinds = kinds_of.get(desc)
+        if kinds is None:
+            kinds = kinds_of[desc] = {name: (is_msg, repeated) for name, is_msg, repeated in _fields_of(desc)}
+        for fd, value in msg.ListFields():
+            kind = kinds.get(fd.name)
+            if kind is None:
+                continue
+            for item in value if kind[1] else (value,):
+                if kind[0]:
+                    todo.append(item)
+                elif not isinstance(item, str):
+                    return False
+        if desc.name == "TensorProto" and msg.data_type == _STRING and msg.data_location != 1:
+            for s in msg.string_data:
+                try:
+                    s.decode("utf-8")
+                except UnicodeDecodeError:
+                    return False
+    return True
+
+
+def _check_strings(proto, v: _Validator) -> None:
+    """Every string field is valid UTF-8 (upb hands invalid ones over as bytes)."""
+    if _strings_valid(proto):
+        return
+    # An entry is (message, its parent's entry): where a message sits is only spelled out
+    # (by _where) when something in it fails, not for each of the model's messages.
+    todo = [(proto, None)]
+    while todo:
+        entry = todo.pop()
+        msg = entry[0]
+        for name, is_msg, repeated in _fields_of(msg.DESCRIPTOR):
+            if repeated:
+                items = getattr(msg, name)
+                if not len(items):
+                    continue
+            elif not msg.HasField(name):
+                continue
+            else:
+                items = (getattr(msg, name),)
+            for item in items:
+                if is_msg:
+                    todo.append((item, entry))
+                elif not isinstance(item, str):
+                    v.fail(f"{_where(entry)}: field {name} is not valid UTF-8 ({_shown(item)})")
+        if msg.DESCRIPTOR.name == "TensorProto" and msg.data_type == _STRING and msg.data_location != 1:
+            for s in msg.string_data:  # bytes by definition: checked because onnx decodes them
+                try:
+                    s.decode("utf-8")
+                except UnicodeDecodeError:
+                    v.fail(f"{_where(entry)}: string_data is not valid UTF-8 ({_shown(s)})")
+
+
+def _where(entry) -> str:
+    """The location of a :func:`_check_strings` entry: 'model', then each message's description."""
+    chain = []
+    while entry is not None:
+        chain.append(entry[0])
+        entry = entry[1]
+    where = "model"
+    for msg in reversed(chain[:-1]):  # the root is the model itself
+        where = _describe(msg, where)
+    return where
+
+
+def _describe(msg, parent: str) -> str:
+    kind = msg.DESCRIPTOR.name
+    name = getattr(msg, "name", None) if kind in ("NodeProto", "TensorProto", "ValueInfoProto", "GraphProto",
+                                                  "FunctionProto", "AttributeProto") else None
+    if isinstance(name, str) and name:
+        label = {"NodeProto": "node", "TensorProto": "tensor", "ValueInfoProto": "value",
+                 "GraphProto": "graph", "FunctionProto": "function", "AttributeProto": "attribute"}[kind]
+        return f"{label} {name!r}"
+    return parent if kind not in ("GraphProto",) else f"{parent} > graph"
+
+
+def _shown(raw) -> str:
+    return repr(bytes(raw)[:40])

@@ -1,0 +1,396 @@
+"""Lowering: a canonical plan -> minimal ONNX ``Slice`` / ``Squeeze`` / ``Unsqueeze``.
+
+:func:`lower` is pure: it returns abstract ops (:class:`Op`) with constant
+arguments.  :func:`emit` turns them into onnx-ir nodes for a target opset
+(axes as attributes before opset 13, as inputs from 13).
+
+Rules:
+
+* only axes that change go into ``Slice``; no identity ops are emitted;
+* known dims: canonical start/end (exact for that size);
+* unknown dims: the raw begin/end with masks replaced by sentinels that hold for
+  every size -- never an end of ``INT32_MAX``/``INT64_MAX`` with a negative step
+  (onnxruntime reverses the whole axis there, issue #11107), ``INT64_MIN`` instead;
+* TensorFlow's reverse-begin clamping ("before element 0") on an unknown dim is
+  reproduced by first cutting the axis to ``[0, begin + 1)``;
+* a shrink (``x[0]``) next to a new axis (``None``) with no kept axis between
+  them cancel: the sliced size-1 axis simply stays;
+* when both ``Squeeze`` and ``Unsqueeze`` are needed and the output shape is
+  static (no zero dims), a single ``Reshape`` replaces them -- only on inputs of at
+  most ``RESHAPE_MAX_ELEMENTS`` known elements: a static ``Reshape`` names every dim, so
+  its check runs at the declared size, while ``Squeeze``/``Unsqueeze`` are checked with
+  the axes they pass through at small sizes (verification/lowerings.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..semantics.plan import ALL, INDEX, NEW, RANGE, REST, AxisPlan, Plan
+from ..semantics.spec import TF
+
+INT64_MAX = 2 ** 63 - 1
+INT64_MIN = -(2 ** 63)
+INT32_MAX = 2 ** 31 - 1
+
+SLICE, SQUEEZE, UNSQUEEZE, RESHAPE, IDENTITY = "Slice", "Squeeze", "Unsqueeze", "Reshape", "Identity"
+#: Largest input (product of its known dims) given one ``Reshape`` instead of Squeeze + Unsqueeze.
+RESHAPE_MAX_ELEMENTS = 2 ** 16
+
+
+@dataclass(frozen=True)
+class Op:
+    """One emitted op with constant arguments."""
+
+    op_type: str
+    axes: tuple[int, ...] = ()
+    starts: tuple[int, ...] = ()
+    ends: tuple[int, ...] = ()
+    steps: tuple[int, ...] = ()
+    shape: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        if self.op_type == SLICE:
+            return (f"Slice(starts={list(self.starts)}, ends={list(self.ends)}, axes={list(self.axes)}, "
+                    f"steps={list(self.steps)})")
+        if self.op_type in (SQUEEZE, UNSQUEEZE):
+            return f"{self.op_type}(axes={list(self.axes)})"
+        if self.op_type == RESHAPE:
+            return f"Reshape(shape={list(self.shape)})"
+        return self.op_type
+
+
+@dataclass(frozen=True)
+class Lowering:
+    plan: Plan
+    ops: tuple  # Op (constant arguments) or, for runtime indices, lower_dynamic.DynOp
+    notes: tuple[str, ...] = field(default=())
+    index_dtype: str = "int64"  # of the Slice/Gather index constants (runtime indices only)
+    target: str = "onnxruntime"  # lowering/targets.py: the constraints the ops respect
+
+    @property
+    def dynamic(self) -> bool:
+        """True when ``ops`` is a small graph (lower_dynamic.DynOp): runtime indices or a target's
+        constraints."""
+        return not self.plan.spec.is_static or self.target != "onnxruntime"
+
+    @property
+    def is_identity(self) -> bool:
+        return all(op.op_type == IDENTITY for op in self.ops)
+
+    @property
+    def node_count(self) -> int:
+        """Nodes this lowering adds (an identity counts 0: it is a rewiring)."""
+        return sum(op.op_type != IDENTITY for op in self.ops)
+
+
+def _fix_end_for_reverse(end: int) -> int:
+    # onnxruntime treats INT32_MAX / INT64_MAX as "to the front" with a negative step; any end at
+    # or past the last element means the same, so use a value onnxruntime clamps correctly.
+    return INT64_MAX - 1 if end >= INT32_MAX else end
+
+
+def _slice_args(a: AxisPlan, flavor: str) -> tuple[tuple | None, tuple | None, str | None]:
+    """(pre-cut args or None, main args or None, note) for one axis; args = (axis, start, end, step)."""
+    if a.kind == INDEX:
+        if isinstance(a.dim, int):
+            if a.dim == 1:
+                return None, None, None  # the only element: nothing to slice
+            return None, (a.axis, a.start, a.start + 1, 1), None
+        b = a.begin  # out of range only shows at run time: Slice is then empty and Squeeze fails
+        return None, (a.axis, b, INT64_MAX if b == -1 or b >= INT64_MAX else b + 1, 1), None
+    if a.is_identity:
+        return None, None, None
+    s = a.stride
+    if isinstance(a.dim, int):
+        if a.size == 0:
+            return None, (a.axis, 0, 0, 1), None
+        end = a.start + a.size * s
+        if s < 0 and end < 0:
+            end = INT64_MIN
+        return None, (a.axis, a.start, end, s), None
+    # unknown dim: arguments that are right for every size
+    start = (0 if s > 0 else -1) if a.begin_masked else a.begin
+    if a.end_masked:
+        end = INT64_MAX if s > 0 else INT64_MIN
+    else:
+        end = a.end if s > 0 else _fix_end_for_reverse(a.end)
+    if flavor == TF and s < 0 and not a.begin_masked and a.begin <= -2 and (a.end_masked or a.end < 0):
+        # TF clamps begin + dim < 0 to "before element 0" (empty); ONNX clamps it to 0.
+        if not a.end_masked and a.end >= a.begin:
+            return None, (a.axis, 0, 0, 1), None  # empty for every size
+        new_end = INT64_MIN if a.end_masked else a.end - a.begin - 1
+        note = (f"axis {a.axis}: TensorFlow's reverse begin {a.begin} on a dim of unknown size: "
+                f"cut to [0, {a.begin + 1}) first")
+        return (a.axis, 0, a.begin + 1, 1), (a.axis, -1, new_end, s), note
+    return None, (a.axis, start, end, s), None
+
+
+def _slice_op(args: list[tuple]) -> Op | None:
+    if not args:
+        return None
+    args = sorted(args, key=lambda t: (t[0] < 0, t[0]))
+    return Op(SLICE, axes=tuple(t[0] for t in args), starts=tuple(t[1] for t in args),
+              ends=tuple(t[2] for t in args), steps=tuple(t[3] for t in args))
+
+
+def _layout(plan: Plan) -> tuple[list[int], list[int]]:
+    """(Squeeze axes on the input, Unsqueeze positions on the output) after pairing
+    shrinks with new axes that sit next to each other."""
+    spec = plan.spec
+    n = spec.n
+    ellipsis_at = next((i for i in range(n) if spec.bit("ellipsis_mask", i)), n)
+    items = []  # (position in the spec, tie-break, kind, payload)
+    for k, a in enumerate(plan.axes):
+        items.append((ellipsis_at if a.kind == ALL else a.index, k, a.kind, a))
+    for o in plan.outputs:
+        if o.kind == NEW:
+            items.append((o.index, 0, NEW, None))
+        elif o.kind == REST:
+            items.append((ellipsis_at, -1, REST, None))
+    items.sort(key=lambda t: (t[0], t[1]))
+
+    layout: list[str] = []  # "keep" | "new" | "rest"
+    squeeze: list[int] = []
+    run_shrinks: list[AxisPlan] = []
+    run_news = 0
+
+    def flush() -> None:
+        nonlocal run_shrinks, run_news
+        pairable = [a for a in run_shrinks if isinstance(a.dim, int)]
+        pairs = min(len(pairable), run_news)
+        kept = set(id(a) for a in pairable[:pairs])
+        for a in run_shrinks:
+            if id(a) not in kept:
+                squeeze.append(a.axis)
+        layout.extend(["keep"] * pairs + ["new"] * (run_news - pairs))
+        run_shrinks, run_news = [], 0
+
+    for _, _, kind, a in items:
+        if kind == INDEX:
+            run_shrinks.append(a)
+        elif kind == NEW:
+            run_news += 1
+        else:
+            flush()
+            layout.append("rest" if kind == REST else "keep")
+    flush()
+    rest = layout.index("rest") if "rest" in layout else None
+    unsqueeze = [j if rest is None or j < rest else j - len(layout)
+                 for j, what in enumerate(layout) if what == "new"]
+    return sorted(squeeze, key=lambda ax: (ax < 0, ax)), unsqueeze
+
+
+def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=None) -> Lowering:
+    """The minimal op sequence for a plan (see module doc).
+
+    Specs with runtime begin/end/strides go to :func:`lower_dynamic.lower_dynamic`
+    (``opset`` and ``index_types`` -- "int32"/"int64"/None per runtime field -- matter there).
+    ``target`` (a name or targets.Target; default onnxruntime): a target with constraints goes
+    to :func:`lower_dynamic.lower_for_target`, which consults them."""
+    from .targets import get_target
+    target = get_target(target)
+    prelude = None
+    if plan.source is not None and plan.source.flavor == "tflite" and not plan.spec.is_static:
+        from .tflite import seed_indices as prelude  # TFLite's indices, computed in the graph
+    if not target.minimal:
+        from .dynamic import lower_for_target
+        ops, notes, dtype = lower_for_target(plan, target, opset, index_types, prelude=prelude)
+        return Lowering(plan, ops, notes, dtype, target=target.name)
+    if not plan.spec.is_static:
+        from .dynamic import lower_dynamic
+        ops, notes, dtype = lower_dynamic(plan, opset, index_types, prelude=prelude)
+        return Lowering(plan, ops, notes, dtype)
+    pre, main, notes = [], [], []
+    for a in plan.axes:
+        if a.kind == ALL:
+            continue
+        p, m, note = _slice_args(a, plan.flavor)
+        if p:
+            pre.append(p)
+        if m:
+            main.append(m)
+        if note:
+            notes.append(note)
+    ops = [op for op in (_slice_op(pre), _slice_op(main)) if op]
+    squeeze, unsqueeze = _layout(plan)
+    out_shape = plan.output_shape
+    known = 1
+    for d in plan.input_shape or ():
+        known *= d if isinstance(d, int) else 1
+    if squeeze and unsqueeze and out_shape is not None and known <= RESHAPE_MAX_ELEMENTS and all(
+            isinstance(d, int) and d > 0 for d in out_shape):
+        ops.append(Op(RESHAPE, shape=tuple(out_shape)))
+    else:
+        if squeeze:
+            ops.append(Op(SQUEEZE, axes=tuple(squeeze)))
+        if unsqueeze:
+            ops.append(Op(UNSQUEEZE, axes=tuple(unsqueeze)))
+    if not ops:
+        ops.append(Op(IDENTITY))
+    return Lowering(plan, tuple(ops), tuple(notes))
+
+
+# --------------------------------------------------------------------------- emission
+
+@dataclass(frozen=True)
+class Step:
+    """One node to emit, backend-neutral (onnx-ir here, protobuf in rewrite/proto_pass.py).
+
+    ``inputs``: ("x",) the sliced data, ("in", field) a runtime begin/end/strides,
+    ("node", k) the output of step k, ("const", values, dtype, scalar) a pooled constant.
+    The node is named ``<name>/<suffix>`` and its output ``<node name>:0`` (made unique)."""
+
+    suffix: str
+    op_type: str
+    inputs: tuple
+    attrs: tuple = ()  # ((name, int | tuple of ints), ...)
+
+
+def _const_ref(values, dtype: str = "int64", scalar: bool = False) -> tuple:
+    return ("const", tuple(values), dtype, scalar)
+
+
+def steps(lowering: Lowering, opset: int) -> tuple:
+    """The nodes that compute ``lowering`` at ``opset`` (axes of Squeeze/Unsqueeze as an
+    attribute before opset 13, as an input from 13), in emission order.  Pure: callers cache
+    it per lowering."""
+    out = []
+    if lowering.dynamic:
+        dtype = lowering.index_dtype
+        for k, op in enumerate(lowering.ops):
+            inputs = [_dynamic_ref(r, dtype) for r in op.inputs]
+            attrs = [(key, _ONNX_INT[v] if key == "to" else v) for key, v in op.attrs]
+            if op.op_type in (UNSQUEEZE, SQUEEZE):
+                if opset >= 13:
+                    inputs.append(_const_ref(op.axes))
+                else:
+                    attrs.append(("axes", tuple(op.axes)))
+            out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, tuple(inputs), tuple(attrs)))
+        return tuple(out)
+    cur = ("x",)
+    for k, op in enumerate(lowering.ops):
+        attrs = ()
+        if op.op_type == SLICE:
+            inputs = (cur, _const_ref(op.starts), _const_ref(op.ends), _const_ref(op.axes), _const_ref(op.steps))
+        elif op.op_type in (SQUEEZE, UNSQUEEZE):
+            if opset >= 13:
+                inputs = (cur, _const_ref(op.axes))
+            else:
+                inputs, attrs = (cur,), (("axes", tuple(op.axes)),)
+        elif op.op_type == RESHAPE:
+            inputs = (cur, _const_ref(op.shape))
+        else:
+            inputs = (cur,)
+        out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, inputs, attrs))
+        cur = ("node", k)
+    return tuple(out)
+
+
+def _dynamic_ref(r, dtype: str) -> tuple:
+    kind = r[0]
+    if kind in ("x", "in", "node"):
+        return r
+    if kind == "const":
+        return _const_ref(r[1], dtype)
+    if kind == "const64":
+        return _const_ref(r[1], "int64")
+    if kind == "scalar":
+        return _const_ref((r[1],), dtype, scalar=True)
+    if kind == "bool":
+        return _const_ref(tuple(int(v) for v in r[1]), "bool")
+    raise ValueError(f"unknown reference {r!r}")
+
+
+class ConstantPool:
+    """Int64 constants for one graph, deduplicated by value: initializers in graphs,
+    ``Constant`` nodes in functions (which cannot hold initializers).  Values are onnx-ir
+    values; :meth:`_create` is the backend (rewrite_proto.ProtoConstantPool makes protos)."""
+
+    def __init__(self, graph, prefix: str, use_nodes: bool = False, names=None):
+        from ..graphs.names import NameAllocator
+        self.graph = graph
+        self.prefix = prefix
+        self.use_nodes = use_nodes
+        self.names = names if names is not None else NameAllocator()  # shared with emit()
+        self.cache: dict[tuple, object] = {}
+        self.count = 0
+        self.nodes: list = []  # Constant nodes created (functions only)
+
+    def get(self, values: tuple[int, ...], dtype: str = "int64", scalar: bool = False):
+        key = (tuple(values), dtype, scalar)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        import numpy as np
+        name = self.names.fresh(f"{self.prefix}c{self.count}")
+        self.count += 1
+        if dtype == "int32":  # same meaning for axes shorter than 2**31
+            values = [min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values]
+        arr = np.array(values, dtype=dtype)
+        value = self.cache[key] = self._create(name, arr[0] if scalar else arr)
+        return value
+
+    def _create(self, name: str, arr):
+        import onnx_ir as ir
+        tensor = ir.tensor(arr, name=name)
+        if self.use_nodes:
+            node = ir.node("Constant", [], {"value": tensor}, outputs=[ir.Value(name=name)], name=name)
+            self.nodes.append(node)
+            return node.outputs[0]
+        value = ir.Value(name=name, const_value=tensor, shape=ir.Shape(list(arr.shape)),
+                         type=ir.TensorType(tensor.dtype))
+        self.graph.register_initializer(value)
+        return value
+
+
+def resolve(ref: tuple, x, runtime: dict, outs: list, consts: ConstantPool):
+    """A step input (see :class:`Step`) as a value of the backend ``consts`` belongs to."""
+    kind = ref[0]
+    if kind == "x":
+        return x
+    if kind == "node":
+        return outs[ref[1]]
+    if kind == "in":
+        return runtime[ref[1]]
+    return consts.get(ref[1], ref[2], ref[3])
+
+
+def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
+         runtime: dict | None = None, memo: dict | None = None) -> tuple[list, object]:
+    """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
+
+    Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);
+    node and value names come from ``consts.names`` (unique in the model); ``runtime`` maps
+    "begin"/"end"/"strides" to the values of runtime indices.  ``memo`` (one per graph, kept by
+    the caller): a step other than the last that computes what an earlier emitted node computes
+    (same op, inputs and attributes) reads that node's output instead of adding its twin -- the
+    common-subexpression rule of the cleanup, applied as the nodes are made."""
+    import onnx_ir as ir
+    runtime = runtime or {}
+    nodes: list = []
+    outs: list = []
+    plan_steps = steps(lowering, opset)
+    for k, step in enumerate(plan_steps):
+        inputs = [resolve(r, x, runtime, outs, consts) for r in step.inputs]
+        key = (step.op_type, tuple(id(v) for v in inputs), step.attrs)
+        if memo is not None and k < len(plan_steps) - 1 and key in memo:
+            outs.append(memo[key][1])
+            continue
+        attrs = {a: list(v) if isinstance(v, tuple) else v for a, v in step.attrs}
+        node = ir.node(step.op_type, inputs, attrs or None, name=f"{name}/{step.suffix}")
+        _name_node(node, consts.names)
+        nodes.append(node)
+        outs.append(node.outputs[0])
+        if memo is not None:
+            memo.setdefault(key, (inputs, node.outputs[0]))  # the inputs kept: their ids stay theirs
+    return nodes, outs[-1]
+
+
+_ONNX_INT = {"int32": 6, "int64": 7}
+
+
+def _name_node(node, names) -> None:
+    """Give ``node`` (named ``base``) and its output (``base:0``) names unused in the model."""
+    node.name = names.fresh(node.name)
+    node.outputs[0].name = names.fresh(f"{node.name}:0")

@@ -1,0 +1,91 @@
+"""TFLite's indices computed in the graph, for specs with run-time begin/end/strides.
+
+When TensorFlow, reading the written vectors, would pick other elements than TFLite
+(an ``offset``, an ellipsis, items TFLite drops, begin_mask on a shrink index: see
+:func:`plan_tflite.runtime_prelude`), the plan's TensorFlow spec is TFLite's dense
+one with begin and end given at run time.  :func:`seed_indices` computes those
+vectors in front of the dynamic lowering, with the rules of LiteRT's kernel
+(``StridedSliceStartForAxis`` / ``StridedSliceEndForAxis``), per effective dim k:
+
+* the written values are re-indexed to the dense positions (``Gather``);
+* ``start = dim - 1 or 0`` where begin_mask is set (by the stride's sign), else
+  ``begin (+ dim when < 0)`` clamped into ``[0, dim]`` (stride > 0) or ``[-1, dim - 1]``;
+* ``end = end (+ start with offset) (+ dim when < 0)``, clamped the same way; end_mask
+  gives ``dim`` or ``-1``;
+* both go to TensorFlow's reading unchanged, except ``-1`` ("before element 0"),
+  which becomes ``-1 - dim`` (TensorFlow adds dim, then clamps to -1).
+
+With ``offset``, TFLite sizes the output from ``end`` alone; where its loop visits
+another number of elements (the begin moved the range off the input) its result is
+undefined.  The lowering then yields what the loop visits.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from .dynamic import _add, _Builder, _const, _Dims, _full, _less, _minmax, _where
+from ..semantics.plan import Plan
+from ..semantics.plan_tflite import ITEM, NEW, dense_entries, runtime_prelude
+
+
+def seed_indices(b: _Builder, plan: Plan) -> None:
+    """Put TFLite's canonical begin/end (and the dense strides) where the dynamic lowering
+    reads its run-time vectors (``b.inp``), when the plan needs them."""
+    src = plan.source
+    if src is None or src.flavor != "tflite" or plan.input_shape is None:
+        return
+    rank = len(plan.input_shape)
+    if not runtime_prelude(src, rank):
+        return
+    entries = dense_entries(src, rank)
+    items = tuple(e.kind == ITEM for e in entries)
+    at = [e.index if e.kind == ITEM else 0 for e in entries]
+
+    def field(name: str) -> tuple:
+        if getattr(src, name) is not None:
+            return _const(getattr(src, name)[i] for i in at)
+        raw = b.inp(name)
+        if at != list(range(src.n)):
+            raw = b.add("Gather", raw, _const(at), attrs=(("axis", 0),))
+        return raw
+
+    steps = _where(b, ("bool", items), field("strides"), _const([1] * len(entries)))
+    dims = _dims(b, plan, entries)
+    neg = _less(b, steps, _const([0]))
+    last = _add(b, dims, _const([-1]))
+    lo = _where(b, neg, _const([-1]), _const([0]))
+    hi = _where(b, neg, last, dims)
+
+    def clamp(v: tuple) -> tuple:
+        fwd = _where(b, _less(b, v, _const([0])), _add(b, v, dims), v)
+        return _minmax(b, "Min", _minmax(b, "Max", fwd, lo), hi)
+
+    def masked(name: str) -> tuple:
+        return ("bool", tuple(e.kind == ITEM and src.bit(name, e.index) for e in entries))
+
+    start = _where(b, masked("begin_mask"), _where(b, neg, last, _const([0])), clamp(field("begin")))
+    end = field("end")
+    if src.offset:
+        end = _add(b, end, start)
+    end = _where(b, masked("end_mask"), _where(b, neg, _const([-1]), dims), clamp(end))
+
+    def tf_reading(v: tuple) -> tuple:  # -1 ("before element 0") -> -1 - dim
+        return _where(b, _less(b, v, _const([0])), _add(b, v, _neg(b, dims)), v)
+
+    b._inputs["begin"] = _full(tf_reading(start), len(entries))  # noqa: SLF001 - the builder's cache
+    b._inputs["end"] = _full(tf_reading(end), len(entries))  # noqa: SLF001
+    if src.strides is None:
+        b._inputs["strides"] = steps  # noqa: SLF001
+
+
+def _neg(b: _Builder, v: tuple) -> tuple:
+    return _const(-x for x in v[1]) if v[0] == "const" else b.add("Neg", v)
+
+
+def _dims(b: _Builder, plan: Plan, entries) -> tuple:
+    """The dim of each effective dim (1 for a new axis): constants, or read from ``Shape``."""
+    shape = plan.input_shape
+    axes = [SimpleNamespace(axis=e.axis or 0, dim=1 if e.kind == NEW else shape[e.axis]) for e in entries]
+    dims = _Dims(b, plan).of(axes)
+    return _where(b, ("bool", tuple(e.kind == NEW for e in entries)), _const([1] * len(entries)), dims)

@@ -1,0 +1,1 @@
+"""The StridedSlice rewrite passes (onnx-ir and protobuf) and the foreign-Slice fixer."""

@@ -1,0 +1,710 @@
+"""The rewrite pass on protobuf: :class:`rewrite.StridedSliceRewritePass`'s rewrite of the main
+graph, spliced into the parsed ``ModelProto`` without building an onnx-ir model.
+
+Why a second path: onnx-ir reads every node of a model into Python objects and writes them all
+back, ~50 us per node, where a rewrite touches only the StridedSlice nodes and their constant
+inputs.  At 10,000 nodes the onnx-ir round trip alone cost more than reading and writing the
+whole file (docs/benchmarks.md, section 8).  This pass reads only what the rewrite needs (the
+StridedSlice nodes, their constants, the declarations of their inputs and outputs) and emits
+the same nodes, constants, names, records and :class:`rewrite.RewriteChanges`: the spec
+parsing (``rewrite.parse_node``), the plan and the lowering (``lower.steps``) are the onnx-ir
+pass's own, only the last step -- making nodes -- differs.
+
+It applies to the common case and declines the rest (:func:`declines`, then the onnx-ir pass
+runs): StridedSlice nodes in the main graph only, no external data, no graph input that is also
+a graph output, begin/end/strides from initializers or ``Constant`` nodes with a ``value``,
+``value_int`` or ``value_ints``.
+``tests/test_rewrite_proto.py`` checks that both paths give the same model on every model
+the tests build.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from typing import NamedTuple
+
+from onnx import NodeProto
+
+from ..errors import StridedSliceError
+from ..graphs.walk import proto_subgraphs
+from ..lowering.lower import ConstantPool, lower, steps
+from ..graphs.names import NameAllocator
+from ..semantics.plan import make_plan
+from .ir_pass import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape_disagreement, check_flavor,
+                      flavor_of, index_values, parse_node)
+
+_EXTERNAL = 1  # TensorProto.EXTERNAL
+_CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
+_OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
+#: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
+_GRAPH_TYPES = (b"\xa0\x01\x05", b"\xa0\x01\x0a")
+
+
+class _Attr(NamedTuple):
+    type: int
+    value: object
+
+
+def _attr_value(a):
+    if a.type == 2:
+        return a.i
+    if a.type == 7:
+        return list(a.ints)
+    if a.type == 3:
+        return a.s.decode("utf-8", "replace")
+    return None
+
+
+class Scan(NamedTuple):
+    """One walk over a main graph: what the path needs before rewriting."""
+
+    holders: list       # nodes (not StridedSlice: one with a graph attribute is declined while it
+    #                     is read, see _GRAPH_TYPES) holding subgraphs
+    inputs: set         # every name a StridedSlice reads (the shapes the rewrite needs)
+    found: bool         # a StridedSlice in the main graph
+
+
+def scan(graph) -> Scan:
+    """:class:`Scan` of ``graph`` in one pass over its nodes."""
+    holders, inputs, found = [], set(), False
+    for n in graph.node:
+        if n.op_type == "StridedSlice":
+            found = True
+            inputs.update(n.input)
+        elif n.attribute and proto_subgraphs(n):
+            holders.append(n)
+    return Scan(holders, inputs, found)
+
+
+def _all_graphs_in(graph):
+    """``graph`` and its subgraphs, any depth."""
+    out = [graph]
+    for node in _all_nodes(graph):
+        out.extend(proto_subgraphs(node))
+    return out
+
+
+def _all_nodes(graph):
+    """Nodes of ``graph`` and its subgraphs, any depth."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            yield node
+            if node.attribute:
+                stack.extend(proto_subgraphs(node))
+
+
+def declines(proto, holders: list | None = None) -> str | None:
+    """Why this pass does not apply to ``proto`` (the onnx-ir pass runs instead), or None.
+    ``holders``: ``scan(proto.graph).holders``, if known."""
+    main = proto.graph
+    for t in main.initializer:
+        if t.data_location == _EXTERNAL:
+            return "external data"
+    for node in scan(main).holders if holders is None else holders:
+        for g in proto_subgraphs(node):
+            if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
+                return "a StridedSlice in a subgraph"
+            if any(t.data_location == _EXTERNAL for sub in _all_graphs_in(g) for t in sub.initializer):
+                return "external data"
+    for f in proto.functions:
+        for node in f.node:
+            if node.op_type == "StridedSlice" or proto_subgraphs(node):
+                return "a function with a StridedSlice or a subgraph"
+    if proto.graph.sparse_initializer:
+        return "sparse initializers"
+    if {vi.name for vi in main.input} & {vi.name for vi in main.output}:
+        return "a graph input that is also a graph output"  # onnx-ir merges their declarations
+    return None
+
+
+class _Declined(Exception):
+    pass
+
+
+def _decl(type_proto):
+    """(elem_type or None, dims or None, has a type) of a declared TypeProto."""
+    if not type_proto.HasField("tensor_type"):
+        return None, None, type_proto.WhichOneof("value") is not None
+    tt = type_proto.tensor_type
+    dims = None
+    if tt.HasField("shape"):
+        dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+    return tt.elem_type, dims, True
+
+
+class _Graph:
+    """What the rewrite reads of the main graph, indexed once.  ``holders``: its nodes with
+    subgraphs."""
+
+    def __init__(self, graph, holders: list):
+        self.graph = graph
+        self.holders = holders
+        self.inputs = {vi.name for vi in graph.input}
+        self.outputs = {vi.name: k for k, vi in enumerate(graph.output)}
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.value_info = {vi.name: vi for vi in graph.value_info}
+        self.input_decl = {vi.name: vi for vi in graph.input}
+        nodes = graph.node
+        inner = [n for holder in holders for g in proto_subgraphs(holder) for n in _all_nodes(g)]
+        # reads of every name, subgraphs included (they read outer names too), and nodes per domain
+        self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
+        self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
+        self._producers = None
+        self._declared: dict = {}
+        self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
+        self.filled_types: dict = {}  # declared output type filled in -> a TypeProto to merge
+
+    @property
+    def producers(self) -> dict:
+        """Output name -> index of the main-graph node producing it (indexed on first use)."""
+        if self._producers is None:
+            self._producers = {o: k for k, node in enumerate(self.graph.node) for o in node.output if o}
+        return self._producers
+
+    def declared(self, name: str):
+        """(elem_type, dims, has a type) as onnx-ir reads a value's declaration: the graph output's,
+        else the graph input's, else value_info, else an initializer's own."""
+        hit = self._declared.get(name)
+        if hit is None:
+            hit = self._declared[name] = self._declaration(name)
+        return hit
+
+    def _declaration(self, name: str):
+        k = self.outputs.get(name)
+        vi = self.graph.output[k] if k is not None else self.input_decl.get(name) or self.value_info.get(name)
+        if vi is not None:  # declarations repeat (e.g. every output a float tensor of unknown shape)
+            key = vi.type.SerializeToString()
+            hit = self._by_bytes.get(key)
+            if hit is None:
+                hit = self._by_bytes[key] = _decl(vi.type)
+            return hit
+        t = self.initializers.get(name)
+        if t is not None:
+            return t.data_type, tuple(t.dims), True
+        return None, None, False
+
+    def constant(self, name: str, field_name: str):
+        """The constant ints of ``name`` or None for a runtime value (see rewrite._const_ints)."""
+        if name in self.inputs:
+            return None
+        t = self.initializers.get(name)
+        if t is not None:
+            from onnx import numpy_helper
+            return index_values(numpy_helper.to_array(t), field_name)
+        k = self.producers.get(name)
+        if k is None:
+            return None
+        node = self.graph.node[k]
+        if node.op_type != "Constant" or node.domain != "":  # as onnx-ir's get_const_tensor
+            return None
+        attrs = {a.name: a for a in node.attribute}
+        if len(attrs) != 1 or not set(attrs) <= _CONSTANT_FIELDS or len(node.output) != 1:
+            raise _Declined("a Constant of another kind feeds a StridedSlice")
+        import numpy as np
+        a = attrs.popitem()[1]
+        if a.name == "value":
+            from onnx import numpy_helper
+            if a.t.data_location == _EXTERNAL:
+                raise _Declined("external data")
+            return index_values(numpy_helper.to_array(a.t), field_name)
+        arr = np.array(a.i if a.name == "value_int" else list(a.ints), dtype=np.int64)
+        return index_values(arr, field_name)
+
+
+class ProtoConstantPool(ConstantPool):
+    """The pool of the main graph as ``TensorProto`` initializers (values are their names)."""
+
+    def __init__(self, prefix: str, names):
+        super().__init__(None, prefix, names=names)
+        self.tensors: list = []
+
+    def _create(self, name: str, arr):
+        from onnx import numpy_helper
+        self.tensors.append(numpy_helper.from_array(arr, name))
+        return name
+
+
+def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator:
+    """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
+    onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
+    ``holders``: the main graph's nodes holding subgraphs (:func:`scan`), ``reads``:
+    every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), when known."""
+    taken: set = set()
+
+    def graph_names(g, inner=None, known_reads=None):
+        taken.update(vi.name for vi in g.input)
+        taken.update(vi.name for vi in g.output)
+        taken.update(t.name for t in g.initializer)
+        taken.update(vi.name for vi in g.value_info)
+        nodes = g.node
+        taken.update(n.name for n in nodes)
+        taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
+        taken.update(itertools.chain.from_iterable(n.output for n in nodes))
+        for node in nodes if inner is None else inner:
+            for sub in proto_subgraphs(node):
+                graph_names(sub)
+
+    graph_names(proto.graph, holders, reads)
+    for f in proto.functions:
+        taken.update(f.input)
+        taken.update(f.output)
+        for node in f.node:
+            taken.add(node.name)
+            taken.update(node.input)
+            taken.update(node.output)
+    taken.discard("")
+    return NameAllocator(taken)
+
+
+class _Plan(NamedTuple):
+    """One StridedSlice node's rewrite, read before anything changes."""
+
+    index: int          # position in graph.node
+    record: RewriteRecord
+    lowering: object    # lower.Lowering, or None when the node stays
+    runtime: dict       # field -> tensor name
+    inputs: tuple = ()  # the node's inputs (identity rewrites before it applied)
+
+
+class ProtoStridedSliceRewritePass:
+    """:class:`rewrite.StridedSliceRewritePass` on a ``ModelProto`` (edited in place) whose
+    StridedSlice nodes are all in the main graph (see :func:`declines`).  Returns a
+    :class:`rewrite.RewriteResult` whose ``model`` is the proto; raises ``ValueError`` with the
+    reason when it declines a model (nothing changed then)."""
+
+    prefix = "sst"
+
+    def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
+        check_flavor(flavor)
+        self.flavor = flavor
+        self.opset = opset
+        self.target = target
+
+    def __call__(self, proto, shapes: dict, holders: list | None = None) -> RewriteResult:
+        """``holders``: ``scan(proto.graph).holders``, if known."""
+        holders = scan(proto.graph).holders if holders is None else holders
+        reason = declines(proto, holders)
+        if reason is not None:
+            raise ValueError(reason)
+        g = _Graph(proto.graph, holders)
+        self._shapes = shapes
+        try:
+            plans = self._read_all(g)
+        except _Declined as exc:
+            raise ValueError(str(exc)) from None
+        records = [p.record for p in plans]
+        if not any(p.lowering is not None for p in plans):
+            return RewriteResult(proto, False, records)
+        return self._splice(proto, g, plans)
+
+    # ------------------------------------------------------------------ reading
+
+    def _dims(self, name):
+        return self._shapes.get(name, (None, None))[1] if name else None
+
+    def _elem(self, name):
+        return self._shapes.get(name, (None, None))[0] if name else None
+
+    def _read_all(self, g: _Graph) -> list:
+        consts: dict = {}  # (name, field) -> ints: one initializer often feeds many nodes
+        parse_cache: dict = {}
+        lowerings: dict = {}
+        renamed: dict = {}  # identity rewrites so far: later nodes read the data instead
+
+        def const_of(name, field_name):
+            key = (name, field_name)
+            if key not in consts:
+                consts[key] = g.constant(name, field_name)
+            return consts[key]
+
+        # models repeat a few patterns on a few tensors thousands of times: what depends on the
+        # index inputs and attributes, on the data, and on both is each worked out once
+        signatures: dict = {}
+        data: dict = {}
+        plans = []
+        graph_type, graphs_type = _GRAPH_TYPES
+        for k, node in enumerate(g.graph.node):
+            if node.op_type != "StridedSlice":
+                continue
+            outputs = node.output
+            if len(outputs) != 1 or not outputs[0]:
+                raise _Declined("a StridedSlice without exactly one output")
+            inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
+            raw = node.SerializeToString()
+            if graph_type in raw or graphs_type in raw:  # maybe a graph attribute (or the bytes by chance)
+                raise _Declined("a StridedSlice that may hold a subgraph")
+            # fields serialize in number order: op_type (4), then attribute (5) and domain (7); the
+            # bytes from op_type on hold all of them (from an earlier match: more, never less)
+            key = (inputs[1:], raw[raw.find(_OP_TYPE):])
+            sig = signatures.get(key)
+            if sig is None:
+                sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of,
+                                                        parse_cache)
+            x = inputs[0] if inputs else ""
+            about = data.get(x)
+            if about is None:
+                about = data[x] = self._data(g, x or None)
+            plan = self._plan(g, k, node, outputs[0], inputs, sig, about, lowerings)
+            plans.append(plan)
+            if plan.record.renamed:
+                renamed.update(plan.record.renamed)
+        return plans
+
+    def _signature(self, g: _Graph, node, inputs: list, const_of, parse_cache) -> tuple:
+        """(flavor, spec, runtime, index types, error, error kind) of a node's index inputs,
+        attributes and domain."""
+        attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
+        flavor = self.flavor or flavor_of({n: a.type for n, a in attrs.items()}, node.domain)
+        if flavor is None:
+            return None, None, {}, {}, "cannot tell the flavour from the mask attributes; pass flavor", "invalid"
+        try:
+            spec, runtime = parse_node(inputs, attrs, flavor, const_of, self._dims, parse_cache)
+        except StridedSliceError as exc:
+            return flavor, None, {}, {}, str(exc), "unsupported" if "not supported" in exc.reason else "invalid"
+        index_types = {f: _index_type(self._elem(v) or g.declared(v)[0]) for f, v in runtime.items()}
+        return flavor, spec, runtime, index_types, None, None
+
+    def _data(self, g: _Graph, x) -> tuple:
+        """(derived dims, warnings, element type) of a sliced tensor."""
+        dims = self._dims(x)
+        declared_elem, declared, _ = g.declared(x)
+        problem = _shape_disagreement(declared, dims)
+        warnings = [] if not problem else [
+            f"declared input shape {_fmt(declared)} disagrees with the shape derived "
+            f"from the graph inputs {_fmt(dims)} ({problem}); using the derived one"]
+        return dims, warnings, self._elem(x) or declared_elem
+
+    def _plan(self, g: _Graph, k: int, node, out: str, inputs, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
+        x = inputs[0] if inputs else None
+        dims, warnings, elem = about
+        base = lowerings.get((id(sig), dims))
+        if base is None:  # the record's fields shared by every node of this signature and shape
+            base = lowerings[(id(sig), dims)] = self._base(sig, dims, lowerings)
+        rec = RewriteRecord.__new__(RewriteRecord)
+        fields = rec.__dict__
+        fields.update(base)
+        fields["node"] = node.name or out
+        fields["warnings"] = list(warnings) if base["spec"] is not None else []
+        fields["renamed"] = {}
+        if base["lowering"] is None:
+            fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
+            if base["spec"] is not None:
+                fields["input_shape"] = dims
+            return _Plan(k, rec, None, {})
+        fields["input_shape"] = dims
+        out_elem, fields["declared_output"], _ = g.declared(out)
+        fields["elem_type"] = elem or out_elem or None
+        fields["data_name"] = x
+        fields["output_name"] = out
+        runtime = sig[2]
+        fields["index_names"] = dict(runtime)
+        fields["index_types"] = dict(base["index_types"])
+        fields["replaced"] = [(out,)]
+        if base["lowering"].is_identity and out not in g.outputs:
+            fields["output_name"] = x
+            fields["renamed"] = {out: x}
+        return _Plan(k, rec, base["lowering"], runtime, inputs)
+
+    def _base(self, sig: tuple, dims, lowerings: dict) -> dict:
+        """A record's fields (every field: a fresh record's defaults, then what the signature and
+        the input's dims decide) for the nodes that share them; per-node fields are set after."""
+        flavor, spec, runtime, index_types, error, error_kind = sig
+        fields = dict(RewriteRecord(node="", graph="main").__dict__, flavor=flavor, spec=spec, error=error,
+                      error_kind=error_kind)
+        if error is not None:
+            return fields
+        key = (spec, dims, tuple(sorted(index_types.items())) if index_types else ())
+        hit = lowerings.get(key)
+        if hit is None:
+            try:
+                plan = make_plan(spec, dims)
+                lowering = lower(plan, self.opset, index_types, target=self.target)
+            except StridedSliceError as exc:
+                hit = (exc, None)
+            else:
+                hit = (plan.output_shape, lowering)
+            lowerings[key] = hit
+        if hit[1] is None:
+            fields["error"] = str(hit[0])
+            fields["error_kind"] = "unsupported" if "not supported" in hit[0].reason else "invalid"
+            return fields
+        fields["output_shape"], fields["lowering"] = hit
+        fields["index_types"] = index_types
+        return fields
+
+    # ------------------------------------------------------------------ splicing
+
+    def _splice(self, proto, g: _Graph, plans: list) -> RewriteResult:
+        graph = proto.graph
+        names = model_names(proto, g.holders, g.uses)
+        pool = ProtoConstantPool(f"{self.prefix}0/", names)
+        templates: dict = {}  # id(lowering) -> its steps, constants named
+        memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
+        nodes, added, renamed, emitted, replaced = [], [], {}, [], []
+        origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
+        everything = graph.node
+        done = 0
+        for p in plans:
+            if p.lowering is None:
+                continue
+            replaced.append(p)
+            nodes.extend(everything[done:p.index])
+            origin.extend(range(done, p.index))
+            done = p.index + 1
+            rec = p.record
+            if rec.renamed:
+                renamed.update(rec.renamed)
+                continue
+            x, out, runtime = rec.data_name, rec.replaced[0][0], p.runtime
+            template, read = templates.get(id(p.lowering)) or (None, None)
+            if template is None:  # the first node of a lowering names its constants
+                template = _template(steps(p.lowering, self.opset), pool)
+                read = sorted({r[1] for _, _, refs, _, _, _ in template for r in refs if r[0] == "in"})
+                templates[id(p.lowering)] = template, read
+            emitted.append(x)
+            if read:  # a runtime field not read is freed (e.g. end = begin + 1)
+                emitted.extend(runtime[f] for f in read)
+            new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out, created=added)
+            nodes.extend(new)
+            origin.extend([-1] * len(new))
+            self._declare_output(g, rec, out)
+        nodes.extend(everything[done:])
+        origin.extend(range(done, len(everything)))
+        # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
+        uses = g.uses
+        uses.subtract(collections.Counter(itertools.chain.from_iterable(p.inputs for p in replaced)))
+        uses.update(emitted)
+        for out, x in renamed.items():  # an identity's readers read the data now
+            uses[x] += uses[out]
+            uses[out] = 0
+        freed = {name for p in replaced for name in p.inputs[1:] if name}
+        removed = {"nodes": [], "initializers": []}
+        dead_nodes = _remove_if_unused(g, sorted(freed), uses, removed)
+        removed_domains = collections.Counter(everything[p.index].domain for p in replaced)
+        removed_domains.update(everything[k].domain for k in dead_nodes)
+        if renamed:
+            _rename_uses(graph, renamed)
+        del graph.node[:]
+        graph.node.extend(n for n, k in zip(nodes, origin) if k not in dead_nodes)
+        dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
+        if removed["initializers"]:
+            keep = [t for t in graph.initializer if t.name not in dropped]
+            del graph.initializer[:]
+            graph.initializer.extend(keep)
+        graph.initializer.extend(pool.tensors)
+        if dropped and any(vi.name in dropped for vi in graph.value_info):
+            keep_vi = [vi for vi in graph.value_info if vi.name not in dropped]
+            del graph.value_info[:]
+            graph.value_info.extend(keep_vi)
+        drop_unused_domains(proto, g.domains, removed_domains)
+        records = [p.record for p in plans]
+        result = RewriteResult(proto, True, records)
+        result.changes = RewriteChanges(
+            removed_nodes={t for r in records if r.lowering is not None for t in r.replaced} | set(removed["nodes"]),
+            removed_initializers=set(removed["initializers"]),
+            added_nodes={(o,) for o in added},
+            added_initializers={t.name for t in pool.tensors},
+            renamed=renamed)
+        return result
+
+    def _declare_output(self, g: _Graph, rec: RewriteRecord, out: str) -> None:
+        """What the original output did not declare, as the onnx-ir pass fills it in: the data's
+        type, and the plan's shape."""
+        elem, dims, typed = g.declared(out)
+        if typed and (dims is not None or elem is None):  # all declared, or not a tensor
+            return
+        x_elem = g.declared(rec.data_name)[0]
+        if not typed and x_elem is None:
+            return
+        key = (typed, x_elem, rec.output_shape)
+        fill = g.filled_types.get(key)
+        if fill is None:
+            fill = g.filled_types[key] = _filled_type(None if typed else x_elem, rec.output_shape)
+        k = g.outputs.get(out)
+        if k is not None:
+            vi = g.graph.output[k]
+        else:
+            vi = g.value_info.get(out)
+            if vi is None:
+                vi = g.graph.value_info.add()
+                vi.name = out
+                g.value_info[out] = vi
+        vi.type.MergeFrom(fill)
+
+
+def _filled_type(elem, shape):
+    """A TypeProto holding ``elem`` (unless None) and ``shape`` (unless None): merged into a
+    declaration that has neither."""
+    from onnx import TypeProto
+    t = TypeProto()
+    tt = t.tensor_type
+    if elem is not None:
+        tt.elem_type = elem
+    if shape is not None:
+        tt.shape.SetInParent()
+        for d in shape:
+            dim = tt.shape.dim.add()
+            if isinstance(d, int):
+                dim.dim_value = d
+            elif d is not None:
+                dim.dim_param = d
+    else:
+        tt.SetInParent()
+    return t
+
+
+def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
+                 final: str | None = None, created: list | None = None) -> tuple[list, list]:
+    """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
+    Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
+    ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
+    ``created``: a list the made nodes' output names are appended to.
+    ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
+    that node's output; nodes are keyed by op, inputs and attributes)."""
+    taken, fresh = names.taken, names.fresh
+    nodes, outs = [], []
+    cur = x
+    last = len(template) - 1
+    for k, (op_type, suffix, refs, tail, attributes, attr_key) in enumerate(template):
+        if tail is not None:  # the previous output (or the data) and constants
+            inputs = [cur, *tail]
+        else:
+            inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
+                      else runtime[r[1]] for r in refs]
+        if memo is not None:
+            key = (op_type, tuple(inputs), attr_key)
+            if k < last and key in memo:
+                cur = memo[key]
+                outs.append(cur)
+                continue
+        name = f"{base}/{suffix}"
+        if name in taken:
+            name = fresh(name)
+        else:
+            taken.add(name)
+        cur = f"{name}:0"
+        if cur in taken:
+            cur = fresh(cur)
+        else:
+            taken.add(cur)
+        if k == last and final is not None:
+            cur = final
+        new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
+        if attributes:
+            new.attribute.extend(attributes)
+        outs.append(cur)
+        nodes.append(new)
+        if created is not None:
+            created.append(cur)
+        if memo is not None:
+            memo.setdefault(key, cur)
+    return nodes, outs
+
+
+def emit_proto(lowering, x: str, opset: int, pool: ProtoConstantPool, name: str, runtime: dict | None = None):
+    """:func:`lower.emit` as NodeProtos: (nodes, output name); constants go to ``pool.tensors``."""
+    nodes, outs = _instantiate(_template(steps(lowering, opset), pool), x, runtime or {}, name, pool.names)
+    return nodes, outs[-1]
+
+
+def _template(plan_steps, pool: ProtoConstantPool) -> list:
+    """(op_type, suffix, inputs, tail, attributes) per step: constants as their pooled names (the
+    pool names each value once, in the order of the first use), other inputs as step references;
+    ``tail``: the constant names after the first input when that is the previous step's output
+    (the data for the first step) and every other input a constant, else None."""
+    out = []
+    for k, step in enumerate(plan_steps):
+        refs = [pool.get(r[1], r[2], r[3]) if r[0] == "const" else r for r in step.inputs]
+        previous = ("x",) if k == 0 else ("node", k - 1)
+        tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
+        out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs], step.attrs))
+    return out
+
+
+def _index_type(elem) -> str | None:
+    return {6: "int32", 7: "int64"}.get(elem)
+
+
+def _attribute(key: str, value):
+    from onnx import helper
+    return helper.make_attribute(key, list(value) if isinstance(value, tuple) else value)
+
+
+def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
+    """rewrite._remove_if_unused on the proto: initializers, Constant nodes and the standard
+    nodes that fed only the replaced nodes, recursively.  Returns the indices of the dead nodes."""
+    dead: set = set()
+    done: set = set()
+    todo = list(freed)
+    graph = g.graph
+    while todo:
+        name = todo.pop()
+        if name in done or uses[name] > 0 or name in g.outputs or name in g.inputs:
+            continue
+        done.add(name)
+        if name in g.initializers:  # (SSA: an initializer is no node's output; no node index needed)
+            removed["initializers"].append(name)
+            continue
+        k = g.producers.get(name)
+        if k is not None:
+            producer = graph.node[k]
+            if k in dead:
+                continue
+            if producer.domain not in ("", "ai.onnx") or any(uses[o] > 0 or o in g.outputs for o in producer.output if o):
+                continue
+            if any(a.type in (5, 10) for a in producer.attribute):  # a GRAPH/GRAPHS attribute, even empty
+                continue  # If/Loop/Scan: leave control flow alone
+            removed["nodes"].append(tuple(producer.output))
+            dead.add(k)
+            inputs = [i for i in producer.input if i]
+            for i in inputs:
+                uses[i] -= 1
+            todo.extend(inputs)
+    return dead
+
+
+def _rename_uses(graph, renamed: dict) -> None:
+    """Every read of a renamed value (main graph and subgraphs) reads its new name."""
+    for node in _all_nodes(graph):
+        if any(i in renamed for i in node.input):
+            new = [renamed.get(i, i) for i in node.input]
+            del node.input[:]
+            node.input.extend(new)
+
+
+def drop_unused_domains(proto, counts: collections.Counter, removed: collections.Counter) -> None:
+    """Opset imports of custom domains no node uses after the rewrite (as onnx-ir's pass: also
+    those no node used before).  ``counts``: nodes per domain in the main graph and its
+    subgraphs before, ``removed``: the nodes the rewrite removed, per domain."""
+    used = {d for d, n in counts.items() if n > removed.get(d, 0)}
+    for f in proto.functions:
+        used.add(f.domain)
+        for n in f.node:
+            used.add(n.domain)
+            for sub in proto_subgraphs(n):
+                used.update(m.domain for m in _all_nodes(sub))
+    keep = [o for o in proto.opset_import if o.domain in ("", "ai.onnx") or o.domain in used]
+    if len(keep) != len(proto.opset_import):
+        del proto.opset_import[:]
+        proto.opset_import.extend(keep)
+
+
+def proto_default_opset(proto) -> int | None:
+    """The default-domain opset a ModelProto imports (as rewrite.default_opset)."""
+    for d in ("", "ai.onnx"):
+        for o in proto.opset_import:
+            if o.domain == d:
+                return o.version
+    return None
+
+
+def set_proto_opset(proto, opset: int) -> None:
+    """The default domain imported as ``""`` at ``opset`` (as rewrite.set_default_opset)."""
+    keep = [o for o in proto.opset_import if o.domain not in ("", "ai.onnx")]
+    del proto.opset_import[:]
+    entry = proto.opset_import.add()
+    entry.domain, entry.version = "", opset
+    proto.opset_import.extend(keep)

@@ -1,0 +1,391 @@
+"""The canonical plan: what a StridedSlice does to an input of a given shape.
+
+Pure Python, no ONNX.  :func:`make_plan` follows the flavour's runtime:
+
+1. validate the spec as a whole (lengths, masks, several ellipses);
+2. sparse spec -> dense spec: find the ellipsis (implicit at the end when no bit
+   is set below ``n``), decide each index's role with the precedence
+   ellipsis > new_axis > shrink/range, and size the ellipsis;
+3. per input axis: canonical start and length when the dim is known, the raw
+   begin/end/stride and masks otherwise, and the flavour's errors;
+4. the output: kept axes and inserted axes in order.
+
+The lowering, the numpy reference and ``explain`` all read the same plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence, Union
+
+from ..errors import StridedSliceError
+from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
+
+Dim = Union[int, str, None]  # known size, symbolic name, or unknown
+
+ALL = "all"        # the axis is kept whole (ellipsis, implicit or explicit)
+RANGE = "range"    # begin:end:stride
+INDEX = "index"    # a single element, the axis is removed (shrink)
+
+NEW = "new"        # an inserted axis of size 1
+AXIS = "axis"      # an output axis coming from an input axis
+REST = "rest"      # unknown rank: the axes the ellipsis covers, count unknown
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """What happens to one input axis.
+
+    ``axis`` is the input axis; when the input rank is unknown, axes after the
+    ellipsis are negative (counted from the end).  ``begin``/``end``/``stride``
+    are the raw values of the spec index (``None`` = given at run time);
+    ``begin_masked``/``end_masked`` tell whether a mask replaced them.  When the
+    dim is known, ``start`` and ``size`` are canonical: the axis yields elements
+    ``start + k * stride`` for ``k < size``.
+    """
+
+    axis: int
+    kind: str
+    index: int | None
+    dim: Dim
+    begin: int | None = 0
+    end: int | None = 0
+    stride: int | None = 1
+    begin_masked: bool = False
+    end_masked: bool = False
+    start: int | None = None
+    size: Dim = None
+
+    @property
+    def is_identity(self) -> bool:
+        """True when the axis is provably left exactly as it is, whatever its size."""
+        if self.kind == ALL:
+            return True
+        if self.kind != RANGE:
+            return False
+        if isinstance(self.dim, int) and isinstance(self.size, int):
+            return self.size == self.dim and (self.stride == 1 or self.dim <= 1)
+        return self.stride == 1 and self.end_masked and (self.begin_masked or self.begin == 0)
+
+
+@dataclass(frozen=True)
+class OutDim:
+    """One output axis: from input axis ``axes[source]``, a new axis, or (unknown rank) the rest."""
+
+    kind: str
+    source: int | None = None
+    size: Dim = None
+    index: int | None = None  # spec position of a new axis
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: SliceSpec
+    input_shape: tuple[Dim, ...] | None
+    axes: tuple[AxisPlan, ...]
+    outputs: tuple[OutDim, ...]
+    notes: tuple[str, ...] = field(default=())
+    #: The spec as written when another flavour's rules were translated into ``spec``
+    #: (TFLite: ``spec`` is the TensorFlow spec that does exactly what TFLite does).
+    source: SliceSpec | None = None
+
+    @property
+    def flavor(self) -> str:
+        return self.spec.flavor
+
+    @property
+    def input_rank(self) -> int | None:
+        return None if self.input_shape is None else len(self.input_shape)
+
+    @property
+    def output_shape(self) -> tuple[Dim, ...] | None:
+        if any(o.kind == REST for o in self.outputs):
+            return None
+        return tuple(o.size for o in self.outputs)
+
+    @property
+    def output_rank(self) -> int | None:
+        shape = self.output_shape
+        return None if shape is None else len(shape)
+
+    @property
+    def removed_axes(self) -> tuple[int, ...]:
+        return tuple(a.axis for a in self.axes if a.kind == INDEX)
+
+    @property
+    def inserted_axes(self) -> tuple[int, ...]:
+        """Output positions of new axes; negative (from the end) after an unknown-rank ellipsis."""
+        out = []
+        rest = next((j for j, o in enumerate(self.outputs) if o.kind == REST), None)
+        for j, o in enumerate(self.outputs):
+            if o.kind == NEW:
+                out.append(j if rest is None or j < rest else j - len(self.outputs))
+        return tuple(out)
+
+
+# --------------------------------------------------------------------------- validation
+
+def _check_lengths(spec: SliceSpec) -> int:
+    lengths = {name: len(v) for name, v in (("begin", spec.begin), ("end", spec.end),
+                                             ("strides", spec.strides)) if v is not None}
+    n = spec.n
+    if len(set(lengths.values())) > 1:
+        got = ", ".join(f"{k} has {v}" for k, v in lengths.items())
+        raise StridedSliceError(f"begin, end and strides must have the same length ({got})",
+                                field="strides")
+    if spec.flavor == TF:
+        if n >= 32:
+            raise StridedSliceError(f"TensorFlow allows at most 31 indices (32-bit masks), got {n}",
+                                    field="begin")
+        if spec.ellipsis_mask & (spec.ellipsis_mask - 1):
+            raise StridedSliceError("multiple ellipses in slice spec not allowed (ellipsis_mask="
+                                    f"{spec.ellipsis_mask:#b})", field="ellipsis_mask")
+    else:
+        lengths = spec.mask_lengths or (n,) * 5
+        ref = lengths[0]
+        for name, length in zip(MASK_NAMES, lengths):
+            if length and length != ref:
+                raise StridedSliceError(
+                    f"OpenVINO requires every mask to be empty or as long as begin_mask ({ref}); "
+                    f"{name} has {length} entries", field=name)
+        if bin(spec.ellipsis_mask).count("1") > 1:
+            raise StridedSliceError("at most one ellipsis is allowed (ellipsis_mask has "
+                                    f"{bin(spec.ellipsis_mask).count('1')} ones)", field="ellipsis_mask")
+    return n
+
+
+# --------------------------------------------------------------------------- per-axis rules
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def tf_range(begin: int, end: int, stride: int, begin_masked: bool, end_masked: bool, dim: int):
+    """TensorFlow's canonical (start, size) of begin:end:stride on a dim of known size."""
+    lo, hi = (0, dim) if stride > 0 else (-1, dim - 1)
+
+    def canon(x: int, masked: bool, is_end: bool) -> int:
+        if masked:
+            return (hi if is_end else lo) if stride > 0 else (lo if is_end else hi)
+        x = x + dim if x < 0 else x
+        return min(max(x, lo), hi)
+
+    b = canon(begin, begin_masked, False)
+    e = canon(end, end_masked, True)
+    interval = e - b
+    if interval == 0 or (interval < 0) != (stride < 0):
+        return b, 0
+    return b, _ceil_div(abs(interval), abs(stride))
+
+
+def openvino_range(begin: int, end: int, stride: int, begin_masked: bool, end_masked: bool, dim: int):
+    """OpenVINO's canonical (start, size) of begin:end:stride on a dim of known size."""
+    rev = stride < 0
+    if begin_masked:
+        b = dim - 1 if rev else 0
+    else:
+        b = begin + dim if begin < 0 else begin
+    b = max(0, min(dim - (1 if rev else 0), b))
+    if end_masked:
+        e = -1 if rev else dim
+    else:
+        e = end + dim if end < 0 else end
+    e = max(-1 if rev else 0, min(dim, e))
+    if dim == 0:
+        # Shape inference says 0; the reference evaluator's plan says 1 on a reverse
+        # slice of an empty axis and then reads out of bounds.  See docs/semantics.md.
+        return 0, 0
+    size = _ceil_div(e - b, stride) if not rev else _ceil_div(b - e, -stride)
+    return b, max(0, size)
+
+
+def _whole_size(a: AxisPlan) -> Dim:
+    """Output length of a range over a dim that is not a known int, when it is still known."""
+    if a.stride is None or a.begin is None and not a.begin_masked or a.end is None and not a.end_masked:
+        return None
+    if a.stride == 1 and a.end_masked and (a.begin_masked or a.begin == 0):
+        return a.dim
+    if a.stride == -1 and a.end_masked and (a.begin_masked or a.begin == -1):
+        return a.dim
+    return None
+
+
+def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
+    flavor = spec.flavor
+    begin = None if spec.begin is None else spec.begin[i]
+    end = None if spec.end is None else spec.end[i]
+    stride = None if spec.strides is None else spec.strides[i]
+    bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
+    known = isinstance(dim, int)
+
+    if shrink:
+        if flavor == TF and stride is not None:
+            if stride == 0:
+                raise StridedSliceError("must be non-zero", index=i, field="strides")
+            if stride < 0:
+                raise StridedSliceError(
+                    f"a shrink axis (an integer index) needs a positive stride, got {stride} "
+                    "(TensorFlow: only stride 1 allowed on non-range indexing)", index=i, field="strides")
+        start = None
+        if known and begin is not None:
+            fwd = begin + dim if begin < 0 else begin
+            if not 0 <= fwd < dim:
+                if flavor == TF:
+                    reason = f"slice index {fwd} of dimension {axis} out of bounds (dim size {dim})"
+                else:
+                    reason = f"shrink index {begin} is out of range for dimension {axis} of size {dim}"
+                raise StridedSliceError(reason, index=i, field="begin")
+            start = fwd
+        return AxisPlan(axis, INDEX, i, dim, begin, end, stride, bm, em, start=start, size=1)
+
+    if stride is not None and stride == 0:
+        raise StridedSliceError("must be non-zero", index=i, field="strides")
+    a = AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em)
+    if known and stride is not None and (begin is not None or bm) and (end is not None or em):
+        rule = tf_range if flavor == TF else openvino_range
+        start, size = rule(begin or 0, end or 0, stride, bm, em, dim)
+        return AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em, start=start, size=size)
+    from dataclasses import replace
+    return replace(a, size=_whole_size(a))
+
+
+# --------------------------------------------------------------------------- the plan
+
+def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
+    """Each index's role (ellipsis/new/shrink/range) and the ellipsis position (n when implicit)."""
+    roles, notes = [], []
+    ellipsis_at = n
+    for i in range(n):
+        e, na, sh = spec.bit("ellipsis_mask", i), spec.bit("new_axis_mask", i), spec.bit("shrink_axis_mask", i)
+        if e:
+            roles.append("ellipsis")
+            ellipsis_at = i
+            if na or sh:
+                which = " and ".join(m for m, on in (("new_axis_mask", na), ("shrink_axis_mask", sh)) if on)
+                notes.append(f"index {i}: ellipsis_mask wins over {which} (the bit is ignored)")
+        elif na:
+            roles.append("new")
+            if sh:
+                notes.append(f"index {i}: new_axis_mask wins over shrink_axis_mask (the bit is ignored)")
+        elif sh:
+            roles.append("shrink")
+        else:
+            roles.append("range")
+    high = {m: getattr(spec, m) >> n for m in MASK_NAMES if getattr(spec, m) >> n}
+    if high:
+        notes.append("mask bits at positions >= len(begin) are ignored: "
+                     + ", ".join(f"{m}" for m in high))
+    return roles, ellipsis_at, notes
+
+
+def _openvino_scalar_shrink(spec: SliceSpec, roles: list[str]) -> int | None:
+    """OpenVINO accepts one shrink index on a scalar input when its rank check passes or is
+    skipped: ``rank + (new_axis_mask bits, past len(begin) too) >= len(begin)``, skipped when
+    ellipsis_mask has any bit (past len(begin) too).  Its slice plan then treats the
+    scalar as shape [1] (begin must be 0 or -1).  The shrink's position, or None when the
+    spec is rejected as usual."""
+    i = next(k for k, r in enumerate(roles) if r in ("shrink", "range"))
+    rank_check = not spec.ellipsis_mask  # any ellipsis bit, even past len(begin), skips it
+    if roles[i] != "shrink" or rank_check and bin(spec.new_axis_mask).count("1") < spec.n:
+        return None
+    if spec.begin is not None and not -1 <= spec.begin[i] < 1:
+        raise StridedSliceError(f"shrink index {spec.begin[i]} is out of range for the scalar input "
+                                "(OpenVINO reads it as shape [1])", index=i, field="begin")
+    return i
+
+
+def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
+    """The canonical plan of ``spec`` on an input of ``shape`` (None: unknown rank).
+
+    Raises :class:`StridedSliceError` where the flavour's runtime rejects the spec.
+    Dims may be ints, symbolic names (str) or None (unknown).
+    """
+    if spec.flavor == TFLITE:
+        from .plan_tflite import tflite_as_tf
+        tf_spec, notes = tflite_as_tf(spec, shape)
+        from dataclasses import replace
+        plan = make_plan(tf_spec, shape)
+        return replace(plan, source=spec, notes=tuple(notes) + plan.notes)
+    n = _check_lengths(spec)
+    shape_t = None if shape is None else tuple(
+        (int(d) if d is not None and not isinstance(d, str) else d) for d in shape)
+    roles, ellipsis_at, notes = _roles(spec, n)
+    real_before = sum(1 for r in roles[:ellipsis_at] if r in ("shrink", "range"))
+    real_after = sum(1 for r in roles[ellipsis_at + 1:] if r in ("shrink", "range"))
+    rank = None if shape_t is None else len(shape_t)
+
+    scalar_shrink = None
+    if spec.flavor == OPENVINO and rank == 0 and real_before + real_after == 1:
+        scalar_shrink = _openvino_scalar_shrink(spec, roles)
+        if scalar_shrink is not None:
+            real_before = real_after = 0
+            roles = list(roles)
+            roles[scalar_shrink] = "scalar"
+            notes.append(f"index {scalar_shrink}: OpenVINO reads a scalar input as shape [1] here, so the "
+                         "shrink keeps the scalar (its rank check counts new_axis_mask bits past len(begin))")
+    if rank is not None and real_before + real_after > rank:
+        if spec.flavor == TF:
+            if rank == 0:
+                reason = "attempting to slice scalar input"
+            else:
+                reason = f"index out of range using input dim {rank}; input has only {rank} dims"
+        else:
+            reason = (f"the spec indexes {real_before + real_after} input dims but the input has "
+                      f"only {rank}")
+        # the first index that runs past the last dim
+        seen, bad = 0, None
+        for i, r in enumerate(roles):
+            if r == "ellipsis":
+                seen = rank - real_after
+            elif r in ("shrink", "range"):
+                if seen >= rank:
+                    bad = i
+                    break
+                seen += 1
+        raise StridedSliceError(reason, index=bad, field="begin")
+
+    axes: list[AxisPlan] = []
+    outputs: list[OutDim] = []
+    full = 0  # next input axis
+    remaining_after = real_after
+
+    def add_real(i: int, shrink: bool) -> None:
+        nonlocal full, remaining_after
+        after = i > ellipsis_at
+        if rank is None and after:
+            axis = -remaining_after
+            dim = None
+        else:
+            axis = full
+            dim = None if shape_t is None else shape_t[axis]
+        if after:
+            remaining_after -= 1
+        full += 1
+        a = _plan_axis(spec, i, axis, dim, shrink)
+        axes.append(a)
+        if not shrink:
+            outputs.append(OutDim(AXIS, len(axes) - 1, a.size))
+
+    def add_ellipsis(i: int | None) -> None:
+        nonlocal full
+        if rank is None:
+            outputs.append(OutDim(REST))
+            return
+        for _ in range(rank - real_before - real_after):
+            axes.append(AxisPlan(full, ALL, None, shape_t[full], begin_masked=True, end_masked=True,
+                                 size=shape_t[full]))
+            outputs.append(OutDim(AXIS, len(axes) - 1, shape_t[full]))
+            full += 1
+
+    for i, role in enumerate(roles):
+        if role == "scalar":
+            continue
+        if role == "ellipsis":
+            add_ellipsis(i)
+        elif role == "new":
+            outputs.append(OutDim(NEW, None, 1, index=i))
+        else:
+            add_real(i, role == "shrink")
+    if ellipsis_at == n:
+        add_ellipsis(None)
+    return Plan(spec, shape_t, tuple(axes), tuple(outputs), tuple(notes))

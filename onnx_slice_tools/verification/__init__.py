@@ -1,0 +1,1 @@
+"""Per-rewrite checks, whole-model checks, runtimes, model comparison and the framework oracles."""

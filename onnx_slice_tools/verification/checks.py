@@ -1,0 +1,103 @@
+"""Model checks of a converted model and the one status vocabulary of every check.
+
+Every check -- per rewrite and whole model -- ends as ``"passed"``, ``"failed: <why>"`` or
+``"skipped: <reason>"``.  :func:`kind` reads any status (older words included) as one of
+the three, and :func:`verdict` turns a list of named statuses into the one answer that
+``convert``, ``batch``, ``verify`` and report.json all print.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import first_line as _first_line
+
+PASSED = "passed"
+
+
+def kind(status: str | None) -> str:
+    """``"passed"``, ``"failed"`` or ``"skipped"`` for any status string."""
+    if status is None or status == "not run" or status.startswith("skipped"):
+        return "skipped"
+    if status in (PASSED, "ok") or status.startswith(("ok (", "passed (")):
+        return "passed"
+    return "failed"
+
+
+def verdict(statuses: list[tuple[str, str | None]], *, strict: bool = False) -> str:
+    """``"verified"`` when every check passed, ``"failed"`` when one failed (or, with
+    ``strict``, was skipped), else ``"unverified (<what was skipped, why>)"``."""
+    kinds = [(name, s, kind(s)) for name, s in statuses]
+    if any(k == "failed" for _, _, k in kinds):
+        return "failed"
+    skipped = [(name, s) for name, s, k in kinds if k == "skipped"]
+    if not skipped:
+        return "verified"
+    if strict:
+        return "failed"
+    reasons = []
+    for name, s in skipped[:3]:
+        why = (s or "not run").removeprefix("skipped: ").removeprefix("skipped")
+        reasons.append(f"{name} skipped ({why})" if why else f"{name} skipped")
+    more = f"; {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"unverified ({'; '.join(reasons)}{more})"
+
+
+def static_checks(proto, original=None) -> dict:
+    """onnx.checker and strict shape inference of ``proto`` on its weightless skeleton (no
+    weight is read).  A failure the ``original`` (ModelProto or path) shares is
+    ``skipped: the original fails it too: ...`` -- it does not fail the conversion, and it
+    proves nothing.  Both checks read one serialization of the skeleton."""
+    import onnx
+    from ..rewrite.ir_pass import infer_isolated
+    loaded: list = []
+
+    def original_bytes():  # read only when needed, without external data
+        if not loaded:
+            is_path = isinstance(original, (str, os.PathLike))
+            loaded.append(skeleton_bytes(onnx.load(str(original), load_external_data=False) if is_path else original))
+        return loaded[0]
+
+    data = skeleton_bytes(proto)
+    checks = {}
+    for name, fn in (("checker", onnx.checker.check_model),
+                     ("strict_shape_inference", lambda p: infer_isolated(p, strict=True))):
+        try:
+            fn(data)
+            checks[name] = PASSED
+        except Exception as exc:
+            problem = _first_line(exc)
+            checks[name] = f"failed: {problem}"
+            if original is None:
+                continue
+            try:
+                fn(original_bytes())
+            except Exception as orig_exc:
+                if _first_line(orig_exc) == problem:
+                    checks[name] = f"skipped: the original fails it too: {problem}"
+    return checks
+
+
+def skeleton_bytes(proto) -> bytes:
+    """``proto`` serialized with its external initializers as typed graph inputs
+    (rewrite.weightless): the proto itself when it has none (no copy)."""
+    import onnx
+    from ..rewrite.ir_pass import weightless
+    if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
+        return proto.SerializeToString()
+    sk = onnx.ModelProto()
+    sk.CopyFrom(proto)
+    return weightless(sk).SerializeToString()
+
+
+def check_model(proto, original=None) -> dict:
+    """The static checks (:func:`static_checks`) plus "onnxruntime loads it" (weights read;
+    for whole-model runs, see verification/inplace.py).  Returns check name -> status."""
+    from .lowerings import make_session
+    checks = static_checks(proto, original)
+    try:
+        make_session(proto.SerializeToString())
+        checks["onnxruntime_load"] = PASSED
+    except Exception as exc:
+        checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
+    return checks

@@ -1,0 +1,549 @@
+"""Whole-model equivalence on random inputs.
+
+The *original* model runs in ``onnx.reference.ReferenceEvaluator`` with a
+StridedSlice implementation for its flavour (our numpy reference, so the
+frameworks' exact rules) and a ``Loop`` that stacks its scan outputs as the ONNX
+spec says (onnx's own concatenates them); the *converted* model runs in
+onnxruntime, every input fed through ``OrtValue`` with its element type
+(bfloat16, float8, int4 ...).  Every graph output must match: shape and dtype
+exactly; values bitwise, or -- only for floating outputs computed by float
+arithmetic (an op other than data movement on their path), where two engines may
+round differently -- within a small tolerance, which the result then states.
+
+Random inputs stay within one memory budget: symbolic dims get small sizes, and
+when a StridedSlice rejects them (a shrink index beyond a small dim) only the dims
+that feed that axis grow (traced by ONNX shape inference), never all of them.
+numpy warnings of the reference evaluator are collected into the result, never
+printed; an evaluator that crashes is a skip that says so, not a mismatch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import StridedSliceError
+from ..errors import first_line as _line
+from ..semantics.plan import make_plan
+from ..semantics.reference import apply_plan
+from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, from_openvino, from_tf, from_tflite
+
+#: Models whose weights exceed this are not run by the (pure numpy) reference evaluator.
+DEFAULT_MAX_WEIGHT_BYTES = 256 * 2 ** 20
+#: Bytes of random inputs one comparison may allocate (the same default as the per-rewrite checks).
+DEFAULT_INPUT_BUDGET = 256 * 2 ** 20
+#: Ops that move data without arithmetic: outputs reached only through them are compared bitwise.
+MOVEMENT_OPS = frozenset({
+    "Slice", "Gather", "GatherElements", "GatherND", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity",
+    "Transpose", "Concat", "Split", "Expand", "Tile", "Pad", "Shape", "Size", "Cast", "CastLike",
+    "DepthToSpace", "SpaceToDepth", "StridedSlice", "Constant", "ConstantOfShape", "Where", "Equal",
+    "Less", "Greater", "Not", "And", "Or", "Neg", "Abs", "Min", "Max", "ReverseSequence", "Compress",
+    "Range", "OneHot", "NonZero", "TopK", "ArgMax", "ArgMin", "Trilu", "ScatterND", "ScatterElements",
+})
+_INDEX_VALUES = (-3, -2, -1, 0, 1, 2, 3)
+
+
+@dataclass
+class ModelComparison:
+    status: str                                   # "ok" | "mismatch" | "skipped: ..." | "failed: ..."
+    outputs: dict = field(default_factory=dict)   # output name -> "ok" | "ok (max abs diff ...)" | problem
+    tried: list = field(default_factory=list)     # the input shapes of each trial, {name: shape}
+    warnings: list = field(default_factory=list)  # numpy warnings of the reference evaluator (distinct)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" or self.status.startswith("skipped")
+
+    @property
+    def verdict(self) -> str:
+        """The status in the checks' vocabulary: "passed" | "failed: <why>" | "skipped: <reason>"."""
+        if self.status == "ok":
+            return "passed"
+        if self.status == "mismatch":
+            bad = next(((k, v) for k, v in self.outputs.items() if not v.startswith("ok")), None)
+            return "failed: " + (f"output {bad[0]!r}: {bad[1]}" if bad else "mismatch")
+        return self.status
+
+    def to_json(self) -> dict:
+        out = {"status": self.status, "outputs": self.outputs,
+               "tried_input_shapes": [{k: list(v) for k, v in t.items()} for t in self.tried]}
+        if self.warnings:
+            out["reference_warnings"] = self.warnings
+        return out
+
+
+# --------------------------------------------------------------------------- StridedSlice for the reference
+
+class NeedsLarger(StridedSliceError):
+    """A StridedSlice rejected its input because a dim is too small for a shrink index:
+    ``needs`` maps the axes of input ``name`` to the smallest size they accept."""
+
+    def __init__(self, exc: StridedSliceError, name: str, needs: dict):
+        super().__init__(str(exc))
+        self.name, self.needs = name, needs
+
+
+def _shrink_needs(plan_key, rank: int) -> dict:
+    """Smallest size of each axis holding a shrink index (empty when none is known)."""
+    fl, attrs, begin, end, strides, _ = plan_key
+    try:
+        plan = _cached_plan((fl, attrs, begin, end, strides, (None,) * rank))
+    except StridedSliceError:
+        return {}
+    return {a.axis: (a.begin + 1 if a.begin >= 0 else -a.begin) for a in plan.axes
+            if a.kind == "index" and a.begin is not None and a.axis >= 0}
+
+
+def strided_slice_ops(domains, flavor: str | None = None) -> list:
+    """``OpRun`` classes computing StridedSlice in each of ``domains`` (flavour from the
+    attribute types unless given)."""
+    from onnx.reference.op_run import OpRun
+
+    def _run(self, x, begin, end, strides=None, **_):
+        attrs = {m: getattr(self, m, None) for m in MASK_NAMES}
+        offset = getattr(self, "offset", None)
+        fl = flavor or (TFLITE if offset is not None else
+                        OPENVINO if any(isinstance(v, (list, tuple, str, bytes)) for v in attrs.values())
+                        else TF)
+        if fl == TFLITE:
+            attrs["offset"] = offset or 0
+        x = np.asarray(x)
+        key = (fl, tuple((m, tuple(v) if isinstance(v, list) else v) for m, v in attrs.items()),
+               tuple(np.asarray(begin).tolist()), tuple(np.asarray(end).tolist()),
+               None if strides is None else tuple(np.asarray(strides).tolist()), x.shape)
+        try:
+            plan = _cached_plan(key)
+        except StridedSliceError as exc:
+            needs = {k: v for k, v in _shrink_needs(key, x.ndim).items() if k < x.ndim and x.shape[k] < v}
+            if needs:
+                raise NeedsLarger(exc, self.onnx_node.input[0], needs) from None
+            raise
+        return (apply_plan(plan, x),)
+
+    classes = []
+    for domain in sorted(set(domains)):
+        cls = type("StridedSlice", (OpRun,), {"op_domain": domain, "_run": _run})
+        classes.append(cls)
+    return classes
+
+
+@functools.lru_cache(maxsize=None)
+def stacking_loop():
+    """onnx's reference ``Loop`` with its scan outputs stacked along a new first axis, as the
+    ONNX spec says (onnx 1.23 concatenates them: ``np.vstack``)."""
+    from onnx.reference.ops.op_loop import Loop
+
+    class StackingLoop(Loop):
+        op_domain = ""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            run_body = self._run_body  # set per instance by OpRun for the ``body`` attribute
+            self._scans: list = []
+
+            def recording(*a, **kw):
+                outs = run_body(*a, **kw)
+                if self.K:
+                    self._scans.append([np.asarray(o) for o in outs[len(outs) - self.K:]])
+                return outs
+            self._run_body = recording
+
+        def _run(self, *args, **kwargs):
+            self._scans = []
+            res = list(super()._run(*args, **kwargs))
+            if self.K and self._scans:
+                for k in range(self.K):
+                    res[self.N + k] = np.stack([it[k] for it in self._scans])
+            self._scans = []
+            return tuple(res)
+
+    StackingLoop.__name__ = "Loop"
+    return StackingLoop
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_plan(key):
+    """The plan of one StridedSlice call (models repeat the same slices many times)."""
+    fl, attrs, begin, end, strides, shape = key
+    attrs = dict(attrs)
+    if fl == TF:
+        spec = from_tf(begin, end, strides, **{m: (v or 0) for m, v in attrs.items()})
+    elif fl == TFLITE:
+        spec = from_tflite(begin, end, strides, **{m: (v or 0) for m, v in attrs.items()})
+    else:
+        spec = from_openvino(begin, end, strides, **{m: (() if v is None else v) for m, v in attrs.items()})
+    return make_plan(spec, shape)
+
+
+def _strided_slice_domains(proto) -> set[str]:
+    domains = set()
+
+    def walk(nodes):
+        for n in nodes:
+            if n.op_type == "StridedSlice":
+                domains.add(n.domain)
+            for a in n.attribute:
+                if a.type == a.GRAPH:
+                    walk(a.g.node)
+                for g in a.graphs:
+                    walk(g.node)
+    walk(proto.graph.node)
+    for f in proto.functions:
+        walk(f.node)
+    return domains
+
+
+def _reference_evaluator(original, flavor):
+    """A ReferenceEvaluator of ``original`` whose StridedSlice nodes -- in model-local
+    functions too, which ``new_ops`` alone does not reach -- run our reference, and whose
+    Loops stack their scan outputs."""
+    from onnx.reference import ReferenceEvaluator
+    ops = strided_slice_ops(_strided_slice_domains(original), flavor) + [stacking_loop()]
+    if not original.functions:
+        return ReferenceEvaluator(original, new_ops=ops)
+    functions: list = []
+    for f in original.functions:  # a function may call the ones before it
+        functions.append(ReferenceEvaluator(f, new_ops=ops, functions=list(functions)))
+    return ReferenceEvaluator(original.graph, opsets={o.domain: o.version for o in original.opset_import},
+                              functions=functions, new_ops=ops)
+
+
+# --------------------------------------------------------------------------- inputs
+
+def weight_bytes(proto, base_dir: str | None = None) -> int:
+    """Bytes of initializer data, external data included (read from the tensor records)."""
+    total = 0
+    for t in proto.graph.initializer:
+        if t.data_location == t.EXTERNAL:
+            info = {e.key: e.value for e in t.external_data}
+            if "length" in info:
+                total += int(info["length"])
+            elif base_dir and "location" in info:
+                try:
+                    total += os.path.getsize(os.path.join(base_dir, info["location"]))
+                except OSError:
+                    pass
+        else:
+            total += t.ByteSize()
+    return total
+
+
+def value_shapes(proto) -> dict:
+    """Value name -> dims (int, dim name or None) from ONNX shape inference on a copy of the
+    model without its large weights (they become typed inputs); {} when inference fails."""
+    import onnx
+    from onnx import helper
+    sk = onnx.ModelProto()
+    sk.ir_version, sk.producer_name = proto.ir_version, proto.producer_name
+    sk.opset_import.extend(proto.opset_import)
+    sk.functions.extend(proto.functions)
+    g = sk.graph
+    g.name = proto.graph.name
+    g.node.extend(proto.graph.node)
+    g.input.extend(proto.graph.input)
+    g.output.extend(proto.graph.output)
+    g.value_info.extend(proto.graph.value_info)
+    inputs = {i.name for i in proto.graph.input}
+    for t in proto.graph.initializer:
+        if t.data_location != t.EXTERNAL and t.ByteSize() <= 4096:
+            g.initializer.append(t)
+        elif t.name not in inputs:
+            g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(sk)
+    except Exception:
+        return {}
+    out = {}
+    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                 for d in tt.shape.dim)
+    return out
+
+
+#: Default sizes of symbolic dims, one per trial (every dim of one trial the same size unless
+#: grown: exporters name one batch dim differently on each input, ``unk__0`` and ``unk__1``).
+_DEFAULT_SIZES = (3, 2, 5, 4)
+
+
+class Sizes:
+    """Sizes for symbolic dims: a default per trial, and dims grown by name after a rejection."""
+
+    def __init__(self):
+        self.grown: dict = {}       # dim name -> size
+        self.floor = 0              # every symbolic dim at least this (when no name was traced)
+
+    def size(self, key: str, trial: int) -> int:
+        return max(self.grown.get(key, _DEFAULT_SIZES[trial % len(_DEFAULT_SIZES)]), self.floor)
+
+    def grow(self, exc: NeedsLarger, shapes: dict, input_dims: set) -> bool:
+        """Grow the dims behind ``exc`` (names of graph-input dims in ``input_dims``); False
+        when there is nothing left to grow."""
+        dims = shapes.get(exc.name)
+        changed = False
+        for axis, need in exc.needs.items():
+            name = dims[axis] if dims is not None and axis < len(dims) else None
+            if isinstance(name, str) and name in input_dims:
+                if self.grown.get(name, 0) < need:
+                    self.grown[name] = need
+                    changed = True
+            elif self.floor < need:  # not traced to a graph input's dim: every symbolic dim
+                self.floor = need
+                changed = True
+        return changed
+
+
+def input_shapes(proto, sizes: Sizes, trial: int) -> dict:
+    """Concrete shapes of every graph input that is not an initializer."""
+    inits = {t.name for t in proto.graph.initializer}
+    shapes = {}
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            raise ValueError(f"input {vi.name!r} is not a tensor")
+        if not tt.HasField("shape"):
+            raise ValueError(f"input {vi.name!r} has an unknown rank")
+        shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else sizes.size(d.dim_param or f"{vi.name}:{k}", trial)
+                                for k, d in enumerate(tt.shape.dim))
+    return shapes
+
+
+def _elem_types(values) -> dict:
+    return {vi.name: vi.type.tensor_type.elem_type for vi in values if vi.type.HasField("tensor_type")}
+
+
+def feed_bytes(proto, shapes: dict) -> int:
+    from .lowerings import np_dtype
+    elem = _elem_types(proto.graph.input)
+    total = 0
+    for name, shape in shapes.items():
+        dtype = np_dtype(elem[name])
+        total += int(np.prod(shape)) * (64 if dtype.kind == "O" else dtype.itemsize)
+    return total
+
+
+def random_feeds(proto, rng: np.random.Generator, shapes: dict) -> dict:
+    """Random values of the given shapes: integers small (they are often indices), floats
+    standard normals, strings distinct; every ONNX element type (``ml_dtypes`` types too)."""
+    from .lowerings import np_dtype
+    elem = _elem_types(proto.graph.input)
+    feeds = {}
+    for name, shape in shapes.items():
+        dtype = np_dtype(elem[name])
+        if dtype.kind == "O":
+            feeds[name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
+        elif dtype == np.bool_:
+            feeds[name] = rng.integers(0, 2, shape).astype(bool)
+        elif dtype.kind in "iu" or dtype.name in ("int4", "uint4", "int2", "uint2"):
+            low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
+            high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
+            feeds[name] = rng.integers(low, high + 1, shape).astype(dtype)
+        elif dtype.kind == "c":
+            feeds[name] = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+        else:
+            feeds[name] = rng.standard_normal(shape).astype(np.float32).astype(dtype)
+    return feeds
+
+
+# --------------------------------------------------------------------------- the comparison
+
+class _Warnings:
+    """Collects the warnings of a block (numpy's RuntimeWarnings: log of 0, mean of an
+    empty slice ...) instead of printing them."""
+
+    def __init__(self, into: list):
+        self.into = into
+
+    def __enter__(self):
+        self.ctx = warnings.catch_warnings(record=True)
+        self.caught = self.ctx.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        self.ctx.__exit__(*exc)
+        for w in self.caught:
+            text = f"{w.category.__name__}: {w.message}"
+            if text not in self.into and len(self.into) < 20:
+                self.into.append(text)
+        return False
+
+
+def compare_models(original, converted, *, session=None, trials: int = 3, seed: int = 0,
+                   flavor: str | None = None, max_weight_bytes: int = DEFAULT_MAX_WEIGHT_BYTES,
+                   base_dir: str | None = None, memory_budget: int = DEFAULT_INPUT_BUDGET) -> ModelComparison:
+    """Run ``original`` (ModelProto with its StridedSlice nodes) in the reference evaluator and
+    ``converted`` (ModelProto) in onnxruntime on the same random inputs; compare every output.
+
+    ``session``: an onnxruntime session of ``converted``, or a callable returning one (or None
+    when it cannot be built), asked for only after the reference runs.  ``memory_budget``:
+    bytes of random inputs of one trial."""
+    from .lowerings import make_session
+    if weight_bytes(original, base_dir) > max_weight_bytes or weight_bytes(converted, base_dir) > max_weight_bytes:
+        return ModelComparison(f"skipped: weights above {max_weight_bytes // 2 ** 20} MiB are not run "
+                               "by the reference evaluator")
+    out_names = [o.name for o in original.graph.output]
+    conv_names = [o.name for o in converted.graph.output]
+    if out_names != conv_names:
+        return ModelComparison(f"failed: outputs differ: {out_names} vs {conv_names}")
+    caught: list = []
+    try:
+        with _Warnings(caught):
+            ref = _reference_evaluator(original, flavor)
+    except Exception as exc:
+        return ModelComparison(f"skipped: onnx's reference evaluator cannot run the original: {_line(exc)}",
+                               warnings=caught)
+    rng = np.random.default_rng(seed)
+    runs, problem = _reference_runs(original, ref, rng, trials, memory_budget, caught)
+    if not runs:
+        return ModelComparison(f"skipped: {problem}", warnings=caught)
+
+    if callable(session):
+        session = session()
+    elif session is None:
+        try:
+            session = make_session(converted.SerializeToString())
+        except Exception as exc:
+            session = None
+            problem = _line(exc)
+    if session is None:
+        if problem and ("NOT_IMPLEMENTED" in problem or "is not currently registered" in problem):
+            return ModelComparison(f"skipped: onnxruntime has no kernel for the converted model: {problem}",
+                                   warnings=caught)
+        return ModelComparison("failed: onnxruntime cannot load the converted model"
+                               + (f": {problem}" if problem else ""), warnings=caught)
+    result = ModelComparison("ok", {name: "ok" for name in out_names}, warnings=caught)
+    input_names = [i.name for i in session.get_inputs()]
+    elem = _elem_types(converted.graph.input)
+    out_types = _elem_types(converted.graph.output)
+    out_elem = [out_types.get(n, 0) for n in out_names]
+    arithmetic = float_arithmetic_outputs(converted)
+    for feeds, expected in runs:
+        result.tried.append({k: tuple(v.shape) for k, v in feeds.items()})
+        try:
+            got = _ort_run(session, {k: feeds[k] for k in input_names}, elem, out_names, out_elem)
+        except Exception as exc:
+            result.status = "mismatch"
+            for name in out_names:
+                result.outputs[name] = f"onnxruntime failed on {_shapes(feeds)}: {_line(exc)}"
+            return result
+        for name, g, e in zip(out_names, got, expected):
+            if not result.outputs[name].startswith("ok"):
+                continue  # the first mismatch of an output is the one reported
+            problem, note = _compare(np.asarray(g), np.asarray(e), name in arithmetic)
+            if problem:
+                result.outputs[name] = f"inputs {_shapes(feeds)}: {problem}"
+                result.status = "mismatch"
+            elif note:
+                result.outputs[name] = f"ok ({note})"
+    return result
+
+
+def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list):
+    """(feeds, expected outputs) of up to ``trials`` random input sets the original accepts,
+    and the last problem.  A StridedSlice that rejects a dim as too small grows only that dim."""
+    shapes_of: dict | None = None
+    input_dims: set = set()
+    sizes = Sizes()
+    runs: list = []
+    problem = None
+    failures = attempts = 0
+    trial = 0
+    while len(runs) < trials and failures < 4 + 2 * trials and attempts < 64:
+        attempts += 1
+        try:
+            shapes = input_shapes(original, sizes, trial)
+        except ValueError as exc:
+            return runs, str(exc)
+        need = feed_bytes(original, shapes)
+        if need > budget:
+            problem = (f"random inputs need {need / 2 ** 20:.0f} MiB, budget {budget / 2 ** 20:.0f} MiB"
+                       + (f" (after: {problem})" if problem else ""))
+            return runs, problem
+        feeds = random_feeds(original, rng, shapes)
+        try:
+            with _Warnings(caught):
+                runs.append((feeds, ref.run(None, feeds)))
+            trial += 1
+            continue
+        except NeedsLarger as exc:
+            problem = f"the original rejects random inputs: {_line(exc)}"
+            if shapes_of is None:
+                shapes_of = value_shapes(original)
+                input_dims = {d.dim_param for vi in original.graph.input
+                              for d in vi.type.tensor_type.shape.dim if d.dim_param}
+            if sizes.grow(exc, shapes_of, input_dims):
+                continue  # not a failure: the dims it points at are larger now
+            trial += 1
+        except StridedSliceError as exc:
+            problem = f"the original rejects random inputs: {_line(exc)}"
+            trial += 1
+        except Exception as exc:  # another op rejects these sizes, or the evaluator crashes
+            problem = f"onnx's reference evaluator cannot run the original: {type(exc).__name__}: {_line(exc)}"
+            trial += 1
+        failures += 1
+    return runs, problem
+
+
+def _ort_run(session, feeds: dict, elem: dict, names: list, out_elem: list) -> list:
+    """onnxruntime outputs as numpy (``ml_dtypes`` where numpy has no type); inputs through
+    ``OrtValue`` with their element types unless a string input makes that impossible."""
+    from .lowerings import STRING, fetch, ort_value
+    if any(elem.get(k) == STRING for k in feeds):
+        return session.run(names, feeds)
+    values = {k: ort_value(v, elem[k]) for k, v in feeds.items()}
+    return [fetch(v, t) for v, t in zip(session.run_with_ort_values(names, values), out_elem)]
+
+
+def float_arithmetic_outputs(proto) -> set[str]:
+    """Graph outputs with an op other than data movement (``MOVEMENT_OPS``) on their path
+    (a node with subgraphs or a function call counts as arithmetic)."""
+    producer = {}
+    for n in proto.graph.node:
+        for o in n.output:
+            producer[o] = n
+    memo: dict = {}
+
+    def computes(name: str) -> bool:
+        if name in memo:
+            return memo[name]
+        memo[name] = False
+        n = producer.get(name)
+        if n is None:
+            return False
+        custom = n.domain not in ("", "ai.onnx") and n.op_type != "StridedSlice"
+        own = n.op_type not in MOVEMENT_OPS or custom or any(
+            a.type in (a.GRAPH, a.GRAPHS) for a in n.attribute)
+        memo[name] = own or any(computes(i) for i in n.input if i)
+        return memo[name]
+
+    return {o.name for o in proto.graph.output if computes(o.name)}
+
+
+def _compare(got: np.ndarray, exp: np.ndarray, arithmetic: bool = True) -> tuple[str | None, str | None]:
+    if got.shape != exp.shape:
+        return f"shape {got.shape} != expected {exp.shape}", None
+    if exp.dtype.kind in "OUS" or got.dtype.kind in "OUS":
+        same = got.astype(object).tolist() == exp.astype(object).tolist()
+        return (None if same else "string values differ"), None
+    if got.dtype != exp.dtype:
+        return f"dtype {got.dtype} != expected {exp.dtype}", None
+    if got.tobytes() == exp.tobytes():
+        return None, None
+    if arithmetic and exp.dtype.kind == "f" and np.allclose(got, exp, rtol=1e-4, atol=1e-5, equal_nan=True):
+        diff = float(np.nanmax(np.abs(got.astype(np.float64) - exp.astype(np.float64)))) if got.size else 0.0
+        return None, f"max abs diff {diff:.3g}, within tolerance: float arithmetic in two engines"
+    bad = np.flatnonzero(got.ravel() != exp.ravel())
+    kind = "" if arithmetic else " (data movement only: compared bitwise)"
+    return f"{bad.size} of {exp.size} values differ{kind} (first at flat index {bad[0] if bad.size else '?'})", None
+
+
+def _shapes(feeds: dict) -> str:
+    return ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())

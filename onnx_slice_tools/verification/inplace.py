@@ -1,0 +1,930 @@
+"""The whole-model check, in place: the converted model itself, exactly.
+
+Two proofs together say the converted model computes what the original computes:
+
+* **structure** (:func:`structural_diff`): outside the replaced StridedSlice nodes nothing
+  changed -- same nodes (op, domain, name, attributes, inputs, outputs), initializers (dtype,
+  dims, bytes or external-data records; external data is never read), graph inputs/outputs,
+  functions and opsets, in every graph and function, modulo what the rewrite pass recorded
+  (nodes and initializers it removed or added, the custom domain it dropped);
+* **rewrites in place** (:func:`run_inplace`): one onnxruntime run of the *converted* model on
+  random inputs with, as extra outputs, what reaches each rewrite (data and runtime
+  begin/end/strides) and what it produces; each output must equal, bitwise, the flavour's
+  reference applied to the tensors that really reached it.
+
+No float tolerance, no reference evaluator, one session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from .checks import PASSED
+from ..errors import StridedSliceError
+from ..errors import first_line as _line
+
+# --------------------------------------------------------------------------- structure
+
+
+def _graphs(proto):
+    """(label, graph-or-function proto, is_function) of every graph, labelled like rewrite._all_graphs."""
+    out = []
+
+    def walk(g, label):
+        out.append((label, g, False))
+        for n in g.node:
+            _walk_attrs(n, label, walk)
+    walk(proto.graph, "main")
+    for f in proto.functions:
+        label = f"function {f.domain}::{f.name}"
+        out.append((label, f, True))
+        for n in f.node:
+            _walk_attrs(n, label, walk)
+    return out
+
+
+def _walk_attrs(node, label, walk):
+    for a in node.attribute:
+        if a.type == a.GRAPH:
+            walk(a.g, f"{label} > {node.op_type} {node.name!r}.{a.name}")
+        elif a.type == a.GRAPHS:
+            for g in a.graphs:
+                walk(g, f"{label} > {node.op_type} {node.name!r}.{a.name}")
+
+
+def _attr_key(a):
+    from onnx import helper
+    if a.type in (a.GRAPH, a.GRAPHS):  # bodies are compared as graphs of their own
+        return (a.name, a.type, a.ref_attr_name, len(a.graphs))
+    if a.ref_attr_name:
+        return (a.name, a.type, a.ref_attr_name)
+    v = helper.get_attribute_value(a)
+    if a.type == a.TENSOR:
+        v = _tensor_key(v)
+    elif a.type == a.TENSORS:
+        v = tuple(_tensor_key(t) for t in v)
+    elif isinstance(v, list):
+        v = tuple(v)
+    return (a.name, a.type, repr(v))
+
+
+def _tensor_key(t):
+    """dtype, dims and bytes of a tensor -- or its external-data record, never read."""
+    from onnx import numpy_helper
+    if t.data_location == t.EXTERNAL:
+        return (t.name, t.data_type, tuple(t.dims), "external",
+                tuple(sorted((e.key, e.value) for e in t.external_data if e.key != "checksum")))
+    arr = numpy_helper.to_array(t)
+    if arr.dtype == object:  # strings: the values (an object array's bytes are pointers)
+        return (t.name, t.data_type, tuple(t.dims), tuple(arr.reshape(-1).tolist()))
+    return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
+
+
+def _node_key(n, renamed):
+    return (n.op_type, n.domain or "", n.overload, n.name, tuple(renamed.get(i, i) for i in n.input),
+            tuple(n.output), tuple(_attr_key(a) for a in n.attribute))
+
+
+def _io_key(vi):
+    t = vi.type
+    if not t.HasField("tensor_type"):
+        return (vi.name, t.SerializeToString(deterministic=True))
+    tt = t.tensor_type
+    dims = None if not tt.HasField("shape") else tuple(
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+    return (vi.name, tt.elem_type, dims)
+
+
+def _same_io(va_all, vb_all, filled, ga) -> bool:
+    """Whether graph inputs/outputs ``va_all`` (before) and ``vb_all`` (after, as long) pass
+    structural_diff's rule, pair by pair, with a key computed only where the bytes differ.
+    ``filled`` (outputs only): names whose undeclared type/shape the rewrite may fill in; an
+    output that is also a graph input may be declared as that input."""
+    inputs = None
+    for va, vb in zip(va_all, vb_all):
+        if va.name == vb.name and (va.type.SerializeToString() == vb.type.SerializeToString()
+                                   or filled is not None and va.name in filled and _undeclared(va)):
+            continue
+        a, b = _io_key(va), _io_key(vb)
+        if a == b:
+            continue
+        if filled is None:
+            return False
+        if inputs is None:
+            inputs = {k[0]: k for k in (_io_key(v) for v in ga.input)}
+        if b != inputs.get(a[0], a):
+            return False
+    return True
+
+
+def _undeclared(vi) -> bool:
+    tt = vi.type.tensor_type
+    return not vi.type.HasField("tensor_type") or not tt.elem_type or not tt.HasField("shape")
+
+
+def structural_diff(before, after, changes, removed_domains=()) -> str | None:
+    """The first difference between ``before`` and ``after`` (ModelProtos, external data not
+    loaded) outside what ``changes`` (rewrite.RewriteChanges) records; None if there is none."""
+    a_graphs = {label: (g, f) for label, g, f in _graphs(before)}
+    b_graphs = {label: (g, f) for label, g, f in _graphs(after)}
+    if set(a_graphs) != set(b_graphs):
+        return f"graphs differ: {sorted(set(a_graphs) ^ set(b_graphs))[:3]}"
+    for label, (ga, is_fn) in a_graphs.items():
+        gb = b_graphs[label][0]
+        nodes_a = [_node_key(n, changes.renamed) for n in ga.node if tuple(n.output) not in changes.removed_nodes]
+        nodes_b = [_node_key(n, {}) for n in gb.node if tuple(n.output) not in changes.added_nodes]
+        if nodes_a != nodes_b:
+            return f"{label}: nodes differ: {_first_difference(nodes_a, nodes_b)}"
+        if is_fn:
+            same = (list(ga.input), list(ga.output), list(ga.attribute), ga.domain, ga.name) == \
+                   (list(gb.input), list(gb.output), list(gb.attribute), gb.domain, gb.name)
+            if not same:
+                return f"{label}: signature differs"
+            continue
+        inits_a = [_tensor_key(t) for t in ga.initializer if t.name not in changes.removed_initializers]
+        inits_b = [_tensor_key(t) for t in gb.initializer if t.name not in changes.added_initializers]
+        if sorted(inits_a, key=lambda k: k[0]) != sorted(inits_b, key=lambda k: k[0]):
+            return f"{label}: initializers differ: {_first_difference(inits_a, inits_b)}"
+        filled = {n for key in changes.removed_nodes for n in key}  # outputs of replaced nodes
+        for what in ("input", "output"):
+            va_all, vb_all = getattr(ga, what), getattr(gb, what)
+            if len(va_all) == len(vb_all) and _same_io(va_all, vb_all, filled if what == "output" else None, ga):
+                continue
+            ka = [_io_key(v) for v in va_all]
+            kb = [_io_key(v) for v in vb_all]
+            if what == "output":  # the rewrite declares the type/shape a replaced node's output lacked;
+                # an output that is a graph input is declared as that input (files._keep_passthrough_inputs)
+                inputs = {k[0]: k for k in (_io_key(v) for v in ga.input)}
+                ka = [b if a[0] == b[0] in filled and _undeclared(va) or b == inputs.get(a[0], a) else a
+                      for a, b, va in zip(ka, kb, ga.output)] + ka[len(kb):]
+            if ka != kb:
+                return f"{label}: graph {what}s differ: {_first_difference(ka, kb)}"
+    opsets_a = {o.domain or "": o.version for o in before.opset_import if o.domain not in removed_domains}
+    opsets_b = {o.domain or "": o.version for o in after.opset_import}
+    opsets_a[""] = opsets_b.get("", opsets_a.get(""))  # the default opset is the conversion's target
+    if opsets_a != opsets_b:
+        return f"opsets differ: {opsets_a} vs {opsets_b}"
+    return None
+
+
+def _first_difference(a: list, b: list) -> str:
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"#{k}: {_short(x)} vs {_short(y)}"
+    return f"{len(a)} vs {len(b)} entries" + (f", first extra {_short((a if len(a) > len(b) else b)[min(len(a), len(b))])}"
+                                             if len(a) != len(b) else "")
+
+
+def _short(key) -> str:
+    return repr(key[:5])[:160]
+
+
+# --------------------------------------------------------------------------- same values
+
+
+#: ops whose two calls on the same inputs may give different values: never taken as equal
+_RANDOM = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Multinomial",
+                     "Bernoulli", "Dropout"})
+
+
+def same_values(before, after) -> bool:
+    """True when every graph output of ``after`` is, by value numbering, the very computation
+    it is in ``before`` (ModelProtos, external data never read): same ops and attributes on
+    values that are the same graph inputs, the same constants (dtype, dims, bytes) or again
+    the same computations -- node names, order, duplicates and dead nodes aside.  What a
+    cleanup that only merges duplicate nodes and removes dead ones leaves, with no run.
+    Models with subgraphs or functions, opsets or graph inputs/outputs that differ: False
+    (the caller then runs both models).  Random ops and ops outside the default domain are
+    each their own computation (named by their outputs)."""
+    if before.ir_version != after.ir_version or _opsets(before) != _opsets(after) \
+            or len(before.functions) or len(after.functions):
+        return False
+    gb, ga = before.graph, after.graph
+    for what in ("input", "output"):
+        if [_io_key(v) for v in getattr(gb, what)] != [_io_key(v) for v in getattr(ga, what)]:
+            return False
+    ids: dict = {}  # computation key -> number, shared by both graphs
+    numbered = [_value_numbers(g, ids) for g in (gb, ga)]
+    if None in numbered:
+        return False
+    return all(numbered[0].get(o.name, -1) == numbered[1].get(o.name, -2) for o in gb.output)
+
+
+def _opsets(proto) -> dict:
+    return {o.domain if o.domain != "ai.onnx" else "": o.version for o in proto.opset_import}
+
+
+def _value_numbers(g, ids: dict) -> dict | None:
+    """value name -> number of its computation in graph ``g`` (see :func:`same_values`), or
+    None when the graph is outside what the numbering covers."""
+    number = {}
+    inputs = {vi.name for vi in g.input}
+    for t in g.initializer:  # an initializer that is also an input may be fed: it is that input
+        key = ("input", t.name, _tensor_key(t)[1:]) if t.name in inputs else ("const",) + _tensor_key(t)[1:]
+        number[t.name] = ids.setdefault(key, len(ids))
+    for vi in g.input:
+        if vi.name not in number:
+            number[vi.name] = ids.setdefault(("input", vi.name), len(ids))
+    for n in g.node:
+        attrs = sorted(n.attribute, key=lambda a: a.name)
+        if any(a.type in (a.GRAPH, a.GRAPHS) or a.ref_attr_name for a in attrs):
+            return None
+        domain = "" if n.domain in ("", "ai.onnx") else n.domain
+        if n.op_type == "Constant" and not domain and len(attrs) == 1 and attrs[0].name == "value":
+            outputs = {0: ("const",) + _tensor_key(attrs[0].t)[1:]}
+        else:
+            try:
+                args = tuple(number[i] if i else None for i in n.input)
+            except KeyError:  # read before it is made (or from an outer scope)
+                return None
+            key = (domain, n.op_type, n.overload, tuple(_attr_key(a) for a in attrs), args)
+            if domain or n.op_type in _RANDOM:
+                key += (tuple(n.output),)
+            outputs = {k: key + (k,) for k in range(len(n.output))}
+        for k, name in enumerate(n.output):
+            if name:
+                number[name] = ids.setdefault(outputs[k], len(ids))
+    return number
+
+
+# --------------------------------------------------------------------------- sizes and memory
+
+
+class Skip(Exception):
+    """The in-place run cannot be done; the message is the reason."""
+
+
+_BASE = 3
+_MAX_SIZE = 1 << 16
+
+
+def _elem_size(elem: int) -> int:
+    from onnx import helper
+    try:
+        return max(1, np.dtype(helper.tensor_dtype_to_np_dtype(elem)).itemsize)
+    except Exception:  # noqa: BLE001 - strings and unknown types: a guess
+        return 8
+
+
+def _fed_inputs(proto):
+    inits = {t.name for t in proto.graph.initializer}
+    return [vi for vi in proto.graph.input if vi.name not in inits]
+
+
+def _with_sizes(sk, sizes: dict):
+    """A copy of the skeleton's inputs with every symbolic dim set from ``sizes`` (the skeleton
+    itself, unmodified, when it has none)."""
+    import onnx
+    if all(d.HasField("dim_value") for vi in _fed_inputs(sk) for d in vi.type.tensor_type.shape.dim):
+        return sk
+    m = onnx.ModelProto()
+    m.CopyFrom(sk)
+    for vi in _fed_inputs(m):
+        for k, d in enumerate(vi.type.tensor_type.shape.dim):
+            if not d.HasField("dim_value"):
+                d.dim_value = sizes[_dim_key(vi, k, d)]
+    return m
+
+
+def _dim_key(vi, k, d):
+    return d.dim_param or f"{vi.name}:{k}"
+
+
+def _infer(sk, sizes):
+    """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found."""
+    from ..rewrite.ir_pass import infer_isolated
+    try:
+        inferred = infer_isolated(_with_sizes(sk, sizes))
+    except Exception as exc:  # noqa: BLE001
+        return {}, f"shape inference: {_line(exc)}"
+    shapes, bad = {}, None
+    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+            continue
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+        if bad is None and any(d is not None and d < 0 for d in dims):
+            bad = f"{vi.name} would have shape {list(dims)}"
+        shapes[vi.name] = (tt.elem_type, dims)
+    return shapes, bad
+
+
+def choose_sizes(sk) -> tuple[dict, dict]:
+    """Sizes for the symbolic dims of the fed inputs: small (3), grown only where shape
+    inference at those sizes gives a negative dim (e.g. a 400-wide Conv kernel on a length).
+    Returns (sizes, inferred shapes).  Raises Skip when no size up to 65536 works."""
+    keys = []
+    for vi in _fed_inputs(sk):
+        if not vi.type.HasField("tensor_type"):
+            raise Skip(f"input {vi.name!r} is not a tensor")
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            raise Skip(f"input {vi.name!r} has an unknown rank")
+        for k, d in enumerate(tt.shape.dim):
+            if not d.HasField("dim_value") and _dim_key(vi, k, d) not in keys:
+                keys.append(_dim_key(vi, k, d))
+    sizes = {k: _BASE for k in keys}
+    shapes, bad = _infer(sk, sizes)
+    if bad is None:
+        return sizes, shapes
+    if not keys:
+        raise Skip(f"the declared input sizes give invalid shapes ({bad})")
+    size = _BASE
+    while bad is not None:  # every symbolic dim together, x4 per step
+        size *= 4
+        if size > _MAX_SIZE or not keys:
+            raise Skip(f"no input size up to {_MAX_SIZE} gives valid shapes ({bad})")
+        sizes = {k: size for k in keys}
+        shapes, bad = _infer(sk, sizes)
+    for k in keys:  # then back to small, one dim at a time, where that stays valid
+        trial = dict(sizes, **{k: _BASE})
+        got, problem = _infer(sk, trial)
+        if problem is None:
+            sizes, shapes = trial, got
+    return sizes, shapes
+
+
+def estimate_bytes(proto, shapes: dict, keep: set) -> int:
+    """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
+    (a tensor lives from its producer to its last consumer; graph outputs and ``keep`` to the end)."""
+    size, per_elem = {}, {}
+    for name, (elem, dims) in shapes.items():
+        if dims is not None and None not in dims:
+            count = 1
+            for d in dims:
+                count *= d
+            if elem not in per_elem:
+                per_elem[elem] = _elem_size(elem)
+            size[name] = count * per_elem[elem]
+    ios = [(tuple(n.input), tuple(n.output)) for n in proto.graph.node]  # each field read once
+    last = {}
+    for k, (inputs, _) in enumerate(ios):
+        for i in inputs:
+            last[i] = k
+    end = len(ios)
+    for o in proto.graph.output:
+        last[o.name] = end
+    for name in keep:
+        last[name] = end
+    live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
+    peak = live
+    for k, (inputs, outputs) in enumerate(ios):
+        for o in outputs:
+            live += size.get(o, 0)
+        peak = max(peak, live)
+        for name in set(inputs + outputs):
+            if last.get(name, -1) == k:
+                live -= size.get(name, 0)
+    return peak
+
+
+# --------------------------------------------------------------------------- feeds and fetches
+
+
+def _index_bounds(proto, shapes: dict) -> dict:
+    """Integer graph inputs used as indices (Gather*) -> the size of the axis they index."""
+    bounds = {}
+    for n in proto.graph.node:
+        if n.op_type in ("Gather", "GatherElements", "GatherND") and len(n.input) > 1:
+            data = shapes.get(n.input[0], (None, None))[1]
+            axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+            dim = None
+            if data is not None and len(data):
+                dim = data[axis] if n.op_type != "GatherND" else min(d for d in data if d is not None) \
+                    if any(d is not None for d in data) else None
+            prev = bounds.get(n.input[1], dim)
+            bounds[n.input[1]] = None if prev is None or dim is None else min(prev, dim)
+    return bounds
+
+
+#: int4, uint4, float4e2m1: packed two to a byte, not generated
+_SUB_BYTE = (21, 22, 23)
+
+
+def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> dict:
+    """Random values for every fed input: floats standard normal, integer indices in range,
+    other integers in [0, 3], distinct strings."""
+    from onnx import helper
+    bounds = _index_bounds(proto, shapes)
+    feeds = {}
+    for vi in _fed_inputs(proto):
+        tt = vi.type.tensor_type
+        shape = tuple(d.dim_value if d.HasField("dim_value") else sizes[_dim_key(vi, k, d)]
+                      for k, d in enumerate(tt.shape.dim))
+        elem = tt.elem_type
+        if elem == 8:
+            feeds[vi.name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
+            continue
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        if dtype == np.bool_:
+            feeds[vi.name] = np.asarray(rng.integers(0, 2, shape)).astype(bool)
+        elif dtype.kind in "iu":
+            high = bounds.get(vi.name) or 4
+            feeds[vi.name] = np.asarray(rng.integers(0, high, shape)).astype(dtype)
+        elif elem in _SUB_BYTE:
+            raise Skip(f"input {vi.name!r}: random values of element type {helper.tensor_dtype_to_string(elem)} "
+                       "are not generated")
+        else:
+            feeds[vi.name] = np.asarray(rng.standard_normal(shape)).astype(np.float32).astype(dtype)
+    return feeds
+
+
+def _ort_value(arr, elem: int):
+    import onnxruntime as ort
+    arr = np.asarray(arr)
+    arr = arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
+    dtype = arr.dtype
+    if dtype.kind in "biuf" and dtype.name == np.dtype(dtype.str).name:  # numpy-native
+        return ort.OrtValue.ortvalue_from_numpy(arr)
+    bits = arr.view(f"uint{8 * dtype.itemsize}")
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, elem)
+
+
+def _to_numpy(value, elem: int):
+    """An OrtValue as numpy, also for types numpy cannot hold natively (bfloat16, float8...)."""
+    import ctypes
+
+    from onnx import helper
+    try:
+        return value.numpy()
+    except Exception:  # noqa: BLE001 - e.g. bfloat16: read the bytes
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        n = value.tensor_size_in_bytes()
+        raw = bytes((ctypes.c_uint8 * n).from_address(value.data_ptr())) if n else b""
+        return np.frombuffer(raw, dtype=dtype).reshape(value.shape()).copy()
+
+
+def run_taps(session, feeds: dict, names: list[str], elems: dict) -> dict:
+    """One run; ``names`` -> numpy arrays."""
+    if any(a.dtype.kind in "OUS" for a in feeds.values()):
+        return dict(zip(names, session.run(names, feeds)))
+    ort_feeds = {k: _ort_value(v, elems[k]) for k, v in feeds.items()}
+    outs = session.run_with_ort_values(names, ort_feeds)
+    return {n: _to_numpy(v, elems.get(n, 0)) for n, v in zip(names, outs)}
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclasses.dataclass
+class InplaceResult:
+    status: str                                  # passed | failed: .. | skipped: ..
+    sizes: dict = dataclasses.field(default_factory=dict)
+    estimate_bytes: int = 0
+
+
+def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
+                seed: int = 0) -> InplaceResult:
+    """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
+    model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
+    with taps; sets ``record.inplace`` of every rewrite.  ``start_inplace(...).result()``."""
+    return start_inplace(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
+                         load_weights=load_weights, seed=seed).result()
+
+
+class InplaceRun:
+    """The in-place check under way: :func:`start_inplace` builds the tapped model's
+    onnxruntime session in a thread (onnxruntime releases the GIL while it builds, and the
+    session is most of the check's time), so the caller's other checks run meanwhile;
+    :meth:`result` runs and compares."""
+
+    def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
+                 keep_session: bool = False):
+        self.proto, self.records = proto, records
+        self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
+                       keep_session=keep_session)
+        self.attempt = _Attempt(proto, records, loops=True, **self.kw)
+
+    def result(self) -> InplaceResult:
+        """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
+        changes shape between iterations: then the check runs again without them."""
+        result = self.attempt.result()
+        in_loops = [r for r in self.records if r.lowering is not None and " > Loop " in r.graph]
+        if result.status.startswith("skipped: onnxruntime") and in_loops:
+            first = result.status
+            self.attempt = _Attempt(self.proto, self.records, loops=False, **self.kw)
+            result = self.attempt.result()
+            for r in in_loops:
+                r.inplace = f"skipped: taps through the Loop could not run ({first.removeprefix('skipped: ')})"
+        return result
+
+    def run_outputs(self):
+        """With ``keep_session``, after :meth:`result`: ``feeds -> outputs`` of ``proto``'s own
+        graph outputs through the tapped session (taps only add outputs), or None."""
+        session = self.attempt.session
+        if session is None:
+            return None
+        return functools.partial(session.run, [o.name for o in self.proto.graph.output])
+
+    def sized(self):
+        """(sizes, shapes) that :func:`choose_sizes` chose for ``proto``'s skeleton, or None
+        (not chosen: no rewrite to check, or it raised Skip)."""
+        shapes = getattr(self.attempt, "shapes", None)
+        return None if shapes is None else (self.attempt.sizes, shapes)
+
+    def release(self) -> None:
+        self.attempt.session = None
+
+
+def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
+                  seed: int = 0, keep_session: bool = False) -> InplaceRun:
+    """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
+    ``load_weights(proto) -> proto`` reads external weights in (only when twice the weights fit
+    ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile)."""
+    return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
+                      load_weights=load_weights, seed=seed, keep_session=keep_session)
+
+
+class _Attempt:
+    """One tapped model, its session (built in a thread) and its runs.  The session starts
+    only once shape inference at the chosen sizes has succeeded (in a helper process):
+    onnxruntime's own inference of a model whose dims go negative aborts the process."""
+
+    def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
+                 seed: int, keep_session: bool):
+        self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
+        self.keep_session = keep_session
+        self.session = self.error = self.thread = self.skip = None
+        rewritten = [r for r in records if r.lowering is not None]
+        self.tapped, self.taps = _tap_model(proto, rewritten, loops)
+        self.checked = [r for r in rewritten if id(r) in self.taps.views]
+        for r in rewritten:
+            if id(r) not in self.taps.views:
+                r.inplace = f"skipped: inside {r.graph} (only the per-rewrite check covers it)"
+        if not self.checked:
+            self.skip = InplaceResult("skipped: no rewrite in the main graph, its If branches, Loop bodies or the "
+                                      "functions it calls" if rewritten else PASSED)
+            return
+        self._prepare(load_weights)
+
+    def _prepare(self, load_weights) -> None:
+        import threading
+
+        from ..rewrite.ir_pass import skeleton
+        self.sk = skeleton(self.proto)
+        try:
+            self.sizes, self.shapes = choose_sizes(self.sk)
+        except Skip as exc:
+            self.skip = self._skip_all(str(exc))
+            return
+        self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+        if self.need > self.budget:
+            self.skip = self._skip_all(_over_budget(self.need, self.budget, self.sizes))
+            return
+
+        def build():
+            try:
+                self.session = _make_session(load_weights(self.tapped))
+            except Exception as exc:  # noqa: BLE001 - reported by result()
+                self.error = exc
+        self.thread = threading.Thread(target=build, name="onnx-slice-tools in-place session", daemon=True)
+        self.thread.start()
+
+    def _skip_all(self, why: str) -> InplaceResult:
+        for r in self.checked:
+            r.inplace = f"skipped: {why}"
+        return InplaceResult(f"skipped: {why}")
+
+    def result(self) -> InplaceResult:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        self.tapped = None
+        if self.skip is not None:
+            return self.skip
+        if self.error is not None:
+            return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(self.error)}")
+        taps, proto = self.taps, self.proto
+        elems = {vi.name: vi.type.tensor_type.elem_type for vi in _fed_inputs(proto)}
+        elems.update({name: self.shapes[name][0] for name in taps.names if name in self.shapes})
+        elems.update(taps.elems)
+        result = self._runs(elems)
+        if not self.keep_session or taps.loop:
+            self.session = None  # (Loop taps stack per iteration: they can fail where the model runs)
+        return result
+
+    def _runs(self, elems: dict) -> InplaceResult:
+        """Runs on fresh random inputs until every checked rewrite was reached (or the runs are spent)."""
+        proto, taps, memory_budget, weight_bytes, seed = self.proto, self.taps, self.budget, self.weight_bytes, self.seed
+        session, checked, sk, sizes, shapes, need, skip_all = (self.session, self.checked, self.sk, self.sizes,
+                                                               self.shapes, self.need, self._skip_all)
+        rng = np.random.default_rng(seed)
+        pending, runs = list(checked), 0
+        while pending and runs < _RUNS + _BRANCH_RUNS:
+            runs += 1
+            try:
+                feeds = random_feeds(proto, sizes, shapes, rng)
+            except Skip as exc:
+                return skip_all(str(exc))
+            try:
+                got = run_taps(session, feeds, taps.names, elems)
+            except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
+                if len(pending) < len(checked):
+                    break  # an earlier run checked some: the rest stay "not reached"
+                shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
+                failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
+                grow = _dims_reaching(proto, _failing_node(str(exc)))
+                if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow):
+                    return skip_all(failure)
+                sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
+                shapes, bad = _infer(sk, sizes)
+                need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
+                if bad is not None:
+                    return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
+                if need > memory_budget:
+                    return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
+                continue
+            pending = [r for r in pending if not _check_if_reached(r, got, taps)]
+        for r in pending:
+            r.inplace = (f"skipped: its If branch was not taken in {runs} runs on random inputs"
+                         if id(r) in taps.branch else "skipped: its Loop ran no iteration on random inputs"
+                         if id(r) in taps.loop else "skipped: not run")
+        problems = [f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}" for r in checked
+                    if r.inplace.startswith("failed")]
+        if problems:
+            status = f"failed: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        elif pending:
+            status = f"skipped: {len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)"
+        else:
+            status = PASSED
+        return InplaceResult(status, sizes, need)
+
+
+def _make_session(model):
+    """A session that logs nothing: a failing run (random inputs a model rejects) is an
+    expected outcome here, reported in the status, never on stderr."""
+    import onnxruntime as ort
+
+    from .lowerings import session_options
+    so = session_options()
+    so.log_severity_level = 4
+    return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+
+
+def _check_if_reached(r, got: dict, taps) -> bool:
+    """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets r.inplace."""
+    from ..semantics.reference import apply_plan
+    if id(r) in taps.branch:
+        cond, then = taps.branch[id(r)]
+        if bool(np.asarray(got[cond]).reshape(-1)[0]) != then:
+            return False
+    if id(r) in taps.calls:  # one view per call of the function
+        reached = False
+        for view in taps.calls[id(r)]:
+            r.inplace = _check_one(r, {orig: got[name] for orig, name in view.items()}, taps.plan, apply_plan)
+            reached = True
+            if r.inplace != PASSED:
+                break
+        return reached
+    if id(r) in taps.loop:  # stacked per iteration
+        fetched = {orig: got[name] for orig, name in taps.views[id(r)].items()}
+        iterations = min(len(v) for v in fetched.values())
+        for k in range(iterations):
+            r.inplace = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
+            if r.inplace != PASSED:
+                r.inplace = f"failed: iteration {k}: {r.inplace.removeprefix('failed: ')}"
+                break
+        return iterations > 0
+    view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
+    r.inplace = _check_one(r, view, taps.plan, apply_plan)
+    return True
+
+
+@dataclasses.dataclass
+class _Taps:
+    names: list = dataclasses.field(default_factory=list)   # main-graph outputs to fetch
+    views: dict = dataclasses.field(default_factory=dict)   # id(record) -> {tensor name: fetched name}
+    branch: dict = dataclasses.field(default_factory=dict)  # id(record) -> (fetched condition, then?)
+    loop: set = dataclasses.field(default_factory=set)      # id(record) of rewrites in Loop bodies
+    calls: dict = dataclasses.field(default_factory=dict)   # id(record) -> [view per call of its function]
+    elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
+
+    seen: set = dataclasses.field(default_factory=set)
+    plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan: models repeat slices
+
+    def plan(self, spec, shape):
+        from ..semantics.plan import make_plan
+        key = (spec, shape)
+        if key not in self.plans:
+            try:
+                self.plans[key] = make_plan(spec, shape)
+            except StridedSliceError as exc:
+                self.plans[key] = exc
+        if isinstance(self.plans[key], StridedSliceError):
+            raise self.plans[key]
+        return self.plans[key]
+
+    def fetch(self, name: str) -> str:
+        if name not in self.seen:
+            self.seen.add(name)
+            self.names.append(name)
+        return name
+
+
+def _tap_model(proto, records: list, loops: bool = True):
+    """A copy of ``proto`` exposing, as graph outputs, what reaches each rewrite and what it
+    gives: main-graph tensors directly; tensors of an ``If`` branch through extra outputs of
+    both branches (an empty tensor of the type in the other one) and of the If node; tensors
+    of a ``Loop`` body (with ``loops``) as extra scan outputs, stacked per iteration."""
+    import onnx
+    tapped = onnx.ModelProto()
+    tapped.CopyFrom(proto)
+    g = tapped.graph
+    taps = _Taps()
+    outputs = {o.name for o in g.output}
+    ifs: dict = {}
+    present: dict = {}  # id(graph) -> names in it, built once (the graph is only appended to below)
+    bodies: dict = {}
+    functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
+    calls: dict = {}
+    for n in g.node:
+        label = f"function {n.domain}::{n.op_type}"
+        if label in functions:
+            calls.setdefault(label, []).append(n)
+        if n.op_type == "If":
+            for a in n.attribute:
+                ifs.setdefault(f"main > If {n.name!r}.{a.name}", []).append((n, a))
+        if n.op_type == "Loop":
+            for a in n.attribute:
+                bodies.setdefault(f"main > Loop {n.name!r}.{a.name}", []).append((n, a.g))
+    for r in records:
+        elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
+        elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
+        if r.graph == "main":
+            names = _present(g, [r.data_name, *r.index_names.values(), r.output_name], present)
+            taps.views[id(r)] = {name: taps.fetch(name) for name in names}
+        elif len(ifs.get(r.graph, ())) == 1:
+            node, attr = ifs[r.graph][0]
+            names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
+            taps.views[id(r)] = {name: taps.fetch(_tap_through_if(node, attr.name, name, elem[name]))
+                                 for name in names}
+            taps.branch[id(r)] = (taps.fetch(node.input[0]), attr.name == "then_branch")
+        elif r.graph in functions and calls.get(r.graph):
+            names = _present(functions[r.graph], [r.data_name, *r.index_names.values(), r.output_name], present)
+            outs = [_tap_through_function(functions[r.graph], name) for name in names]
+            taps.calls[id(r)] = [{name: taps.fetch(_call_output(call, functions[r.graph], out))
+                                  for name, out in zip(names, outs)} for call in calls[r.graph]]
+            taps.views[id(r)] = {}
+            for view in taps.calls[id(r)]:
+                for name, fetched in view.items():
+                    taps.elems[fetched] = elem[name]
+        elif loops and len(bodies.get(r.graph, ())) == 1:
+            node, body = bodies[r.graph][0]
+            names = _present(body, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
+            taps.views[id(r)] = {name: taps.fetch(_tap_through_loop(node, body, name, elem[name]))
+                                 for name in names}
+            taps.loop.add(id(r))
+        for name, fetched in taps.views.get(id(r), {}).items():
+            taps.elems[fetched] = elem[name]
+    for name in taps.names:
+        if name not in outputs:
+            g.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    return tapped, taps
+
+
+def _present(graph, names: list, cache: dict, outer=None) -> list:
+    """``names`` that exist in ``graph`` (or its outer graph): a runtime index the lowering
+    does not read (e.g. a shrink's end) may have been removed.  ``cache``: id(graph) -> names."""
+    found = []
+    for gr in (graph, outer) if outer is not None else (graph,):
+        if id(gr) not in cache:
+            cache[id(gr)] = {o for n in gr.node for o in n.output} | {getattr(i, "name", i) for i in gr.input} \
+                | {t.name for t in getattr(gr, "initializer", ())}  # functions: inputs are names
+        found.append(cache[id(gr)])
+    out = []
+    for name in names:
+        if any(name in f for f in found) and name not in out:
+            out.append(name)
+    return out
+
+
+def _tap_through_function(f, name: str) -> str:
+    """Expose ``name`` inside function ``f`` as a new function output; returns the output."""
+    from onnx import helper
+    out = f"{name}::tap_fn"
+    if out not in f.output:
+        f.node.append(helper.make_node("Identity", [name], [out]))
+        f.output.append(out)
+    return out
+
+
+def _call_output(call, f, out: str) -> str:
+    """The name a call node gives the function output ``out`` (outputs added as needed)."""
+    k = list(f.output).index(out)
+    base = call.output[0] if len(call.output) and call.output[0] else f"::call{id(call)}"  # a call may have none
+    while len(call.output) <= k:
+        call.output.append(f"{base}::{call.name or 'call'}::out{len(call.output)}")
+    return call.output[k]
+
+
+def _tap_through_loop(node, body, name: str, elem: int) -> str:
+    """Expose ``name`` of Loop ``node``'s body as a new scan output (stacked per iteration)."""
+    from onnx import helper
+    tap = f"{name}::tap_loop"
+    if tap in node.output:
+        return tap
+    inner = f"{tap}_body"
+    body.node.append(helper.make_node("Identity", [name], [inner]))
+    body.output.append(helper.make_tensor_value_info(inner, elem, None))
+    node.output.append(tap)
+    return tap
+
+
+def _tap_through_if(node, branch: str, name: str, elem: int) -> str:
+    """Expose ``name`` of one branch of If ``node`` as a new output of the node; returns its name."""
+    from onnx import helper
+    tap = f"{name}::tap_{branch}"  # a tensor of the outer graph can be read by both branches
+    if tap in node.output:
+        return tap
+    for a in node.attribute:
+        g = a.g
+        out = f"{tap}_{a.name}"
+        if a.name == branch:
+            g.node.append(helper.make_node("Identity", [name], [out]))
+        else:
+            g.node.append(helper.make_node("Constant", [], [out], value=helper.make_tensor(out, elem, [0], [])))
+        g.output.append(helper.make_tensor_value_info(out, elem, None))
+    node.output.append(tap)
+    return tap
+
+
+#: onnxruntime runs of one in-place check (each failed run grows the dims reaching the failing node)
+_RUNS = 6
+#: further runs (fresh random inputs) to reach rewrites in If branches not taken yet
+_BRANCH_RUNS = 4
+
+
+def _over_budget(need: int, budget: int, sizes: dict) -> str:
+    size_text = ", ".join(f"{k}={v}" for k, v in sizes.items() if v != _BASE)
+    return (f"needs ~{_mib(need)} MiB, budget {_mib(budget)} MiB (--verify-memory)"
+            + (f"; sizes {size_text}" if size_text else ""))
+
+
+def _failing_node(message: str) -> str | None:
+    import re
+    m = re.search(r"node\. Name:'([^']*)'", message)
+    return m.group(1) if m else None
+
+
+def _dims_reaching(proto, node_name: str | None) -> list:
+    """Symbolic dim keys of the fed inputs upstream of the node named ``node_name``."""
+    if node_name is None:
+        return []
+    producer = {o: n for n in proto.graph.node for o in n.output}
+    start = next((n for n in proto.graph.node if n.name == node_name), None)
+    if start is None:
+        return []
+    fed = {vi.name: vi for vi in _fed_inputs(proto)}
+    seen, todo, keys = set(), list(start.input), []
+    while todo:
+        name = todo.pop()
+        if name in seen or not name:
+            continue
+        seen.add(name)
+        if name in fed:
+            vi = fed[name]
+            for k, d in enumerate(vi.type.tensor_type.shape.dim):
+                if not d.HasField("dim_value") and _dim_key(vi, k, d) not in keys:
+                    keys.append(_dim_key(vi, k, d))
+        elif name in producer:
+            todo.extend(producer[name].input)
+    return keys
+
+
+def _check_one(r, got: dict, make_plan, apply_plan) -> str:
+    missing = [name for name in (r.data_name, r.output_name) if name not in got]
+    if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
+        return f"skipped: the in-place run could not expose {', '.join(repr(m) for m in missing)}"
+    x = got[r.data_name]
+    n = r.spec.n
+    # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
+    values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
+              for f, name in r.index_names.items()}
+    spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
+
+    def where() -> str:  # only a failure or a skip names the input
+        return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
+    try:
+        expected = apply_plan(make_plan(spec, tuple(x.shape)), x)
+    except StridedSliceError as exc:
+        if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
+            return f"skipped: {where()}: the original's result is undefined ({_line(exc)})"
+        return f"failed: {where()}: the original raises ({_line(exc)}), the converted model ran"
+    y = got[r.output_name]
+    if y.shape != expected.shape:
+        return f"failed: {where()}: shape {list(y.shape)} != expected {list(expected.shape)}"
+    if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
+        same = y.astype(object).tolist() == expected.astype(object).tolist()
+        return PASSED if same else f"failed: {where()}: string values differ"
+    if y.dtype != expected.dtype:
+        return f"failed: {where()}: dtype {y.dtype} != expected {expected.dtype}"
+    if y.tobytes() != expected.tobytes():
+        return f"failed: {where()}: values differ"
+    return PASSED
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2 ** 20:.0f}" if n >= 10 * 2 ** 20 else f"{n / 2 ** 20:.2g}"

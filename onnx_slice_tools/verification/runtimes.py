@@ -1,0 +1,149 @@
+"""The ONNX runtimes a converted model can be checked on: onnxruntime, OpenVINO, onnx's reference.
+
+Each runtime is a factory ``make(model_bytes) -> session`` whose session has
+``run(output_names, feeds) -> list of arrays`` (onnxruntime's interface), so the
+per-rewrite checks (verification/lowerings.py) run the same check model on any of them.
+OpenVINO is imported only when asked for; when it is missing the error is one
+line naming the ``openvino`` extra.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OnnxSliceToolsError
+
+ONNXRUNTIME, OPENVINO, REFERENCE = "onnxruntime", "openvino", "reference"
+#: onnxruntime's status when ``--verify-on`` leaves it out (the other runtimes' statuses then count)
+NOT_ASKED = "skipped: not asked for (--verify-on)"
+RUNTIMES = (ONNXRUNTIME, OPENVINO, REFERENCE)
+
+
+class RuntimeUnavailable(OnnxSliceToolsError):
+    """A runtime asked for is not installed."""
+
+
+def parse_runtimes(text) -> tuple[str, ...]:
+    """``"onnxruntime,openvino"`` (or a sequence) -> a tuple of known runtime names, in order."""
+    names = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t and t.strip()]
+    unknown = [n for n in names if n not in RUNTIMES]
+    if unknown or not names:
+        raise ValueError(f"unknown runtime {', '.join(unknown) or '(none)'!s}; expected a comma-separated list "
+                         f"of {', '.join(RUNTIMES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def session_options():
+    """Cheap onnxruntime sessions: no graph optimisation, one thread, no spinning."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.log_severity_level = 4  # failing runs are expected (must-fail checks): nothing on stderr
+    return so
+
+
+def onnxruntime_session(model_bytes: bytes):
+    import onnxruntime as ort
+    return ort.InferenceSession(model_bytes, sess_options=session_options(), providers=["CPUExecutionProvider"])
+
+
+
+
+class _OpenVINOSession:
+    """OpenVINO's ONNX reader and CPU plugin behind onnxruntime's ``run`` interface.
+
+    The CPU plugin refuses inputs of unknown rank: such inputs get the fed rank with every dim
+    still dynamic (one compiled model per combination of ranks)."""
+
+    def __init__(self, model_bytes: bytes):
+        ov = _import_openvino()
+        self.core = ov.Core()
+        with _one_line("OpenVINO could not read the model"):
+            self.model = self.core.read_model(model_bytes, b"")
+        self.unranked = [p.get_any_name() for p in self.model.inputs if p.get_partial_shape().rank.is_dynamic]
+        self.compiled: dict = {}
+        if not self.unranked:
+            self._compiled(())
+
+    def _compiled(self, ranks: tuple):
+        if ranks not in self.compiled:
+            ov = _import_openvino()
+            model = self.model
+            if ranks:
+                model = self.model.clone()
+                model.reshape({name: ov.PartialShape.dynamic(r) for name, r in zip(self.unranked, ranks)})
+            with _one_line("OpenVINO could not compile the model"):
+                self.compiled[ranks] = self.core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1})
+        return self.compiled[ranks]
+
+    def run(self, output_names, feeds: dict) -> list:
+        compiled = self._compiled(tuple(np.ndim(feeds[n]) for n in self.unranked))
+        inputs = {p.get_any_name() for p in compiled.inputs}
+        request = compiled.create_infer_request()  # owns the output buffers: alive until copied
+        with _one_line("OpenVINO failed"):
+            out = request.infer({k: v for k, v in feeds.items() if k in inputs})
+        by_name = {}
+        for port, value in out.items():
+            for name in port.get_names():
+                by_name[name] = np.array(value, copy=True)
+        names = output_names or [p.get_any_name() for p in compiled.outputs]
+        return [by_name[n] for n in names]
+
+
+class _one_line:
+    """Context manager: an OpenVINO exception (a many-line C++ trace) as one RuntimeError line."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        useful = [ln for ln in lines if not ln.startswith(("Exception from", "Check '", "FrontEnd API failed",
+                                                               "Model wasn't fully", "Failed operations", "Summary"))]
+        raise RuntimeError(f"{self.what}: {useful[0] if useful else (lines[0] if lines else kind.__name__)}") from None
+
+
+class _ReferenceSession:
+    """onnx's ``ReferenceEvaluator`` behind onnxruntime's ``run`` interface."""
+
+    def __init__(self, model_bytes: bytes):
+        import onnx
+        from onnx.reference import ReferenceEvaluator
+        self.evaluator = ReferenceEvaluator(onnx.load_from_string(model_bytes))
+        self.inputs = set(self.evaluator.input_names)
+
+    def run(self, output_names, feeds: dict) -> list:
+        return [np.asarray(v) for v in self.evaluator.run(output_names, {k: v for k, v in feeds.items()
+                                                                         if k in self.inputs})]
+
+
+def _import_openvino():
+    try:
+        import openvino as ov  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        raise RuntimeUnavailable("OpenVINO is not installed; install the openvino extra "
+                                 "(pip install 'onnx-slice-tools[openvino]')") from None
+    return ov
+
+
+def require(name: str) -> None:
+    """Raise RuntimeUnavailable (one line) when runtime ``name`` cannot be imported."""
+    if name == OPENVINO:
+        _import_openvino()
+
+
+_FACTORIES = {ONNXRUNTIME: onnxruntime_session, OPENVINO: _OpenVINOSession, REFERENCE: _ReferenceSession}
+
+
+def make_session(name: str, model_bytes: bytes):
+    """A session of ``model_bytes`` on runtime ``name`` (one of :data:`RUNTIMES`)."""
+    return _FACTORIES[name](model_bytes)

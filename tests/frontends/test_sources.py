@@ -1,0 +1,429 @@
+"""Framework inputs: .tflite, SavedModel, Keras -> ONNX (StridedSlice kept, lowered exactly),
+verified against the framework that runs the original."""
+
+from __future__ import annotations
+
+import builtins
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onnx_slice_tools import convert
+from onnx_slice_tools.cli.main import main as cli_main
+from onnx_slice_tools.errors import ModelError
+from onnx_slice_tools.verification.oracles import strided_slice_tflite_model
+from onnx_slice_tools.frontends.sources import (load_source, parse_input_shapes, quiet_frameworks, source_kind,
+                                      verify_against_source)
+from onnx_slice_tools.semantics.spec import from_tflite
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+SAMPLES = ["tflite_masks.tflite", "tflite_offset.tflite", "keras_slices.keras", "saved_model_slices"]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_sample_converts_and_matches_its_framework(name):
+    path = MODELS / name
+    model = load_source(path)
+    kept = [n for n in model.graph.node if n.op_type == "StridedSlice"]
+    assert kept, "StridedSlice was not kept as a custom node"
+    if name.endswith(".tflite"):
+        assert all(any(a.name == "offset" for a in n.attribute) for n in kept)
+    result = convert(model, source=str(path))
+    assert result.ok and result.report.rewritten == len(kept)
+    assert {r.flavor for r in result.report.records} == {"tflite" if name.endswith(".tflite") else "tf"}
+    assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
+    check = verify_against_source(path, result.model, trials=2)
+    assert check.ok, check.outputs
+    if name != "keras_slices.keras":
+        # slices around one correctly rounded op (x * 2, x + 1) or none: bit for bit on any CPU
+        assert check.bitwise, check.outputs
+    # keras_slices: a Dense layer sums in the order of the CPU's kernel (AVX2 and AVX-512
+    # differ in the last bits): only the product's tolerance rule may be asked of it
+
+
+def test_tf2onnx_native_lowering_is_wrong_on_offset_and_ours_is_right():
+    """tf2onnx maps STRIDED_SLICE to TF's StridedSlice: it ignores ``offset`` and TFLite's
+    begin_mask on a shrink index, so its own lowering disagrees with the interpreter."""
+    import tf2onnx
+    path = MODELS / "tflite_offset.tflite"
+    with quiet_frameworks():
+        native, _ = tf2onnx.convert.from_tflite(str(path), opset=17)
+    assert not verify_against_source(path, native, trials=1).ok
+    ours = convert(load_source(path)).model
+    assert verify_against_source(path, ours, trials=1).bitwise
+
+
+def test_verification_catches_a_tampered_conversion(tmp_path):
+    path = MODELS / "tflite_masks.tflite"
+    model = convert(load_source(path)).model
+    for node in model.graph.node:
+        if node.op_type == "Mul":
+            node.op_type = "Add"
+            break
+    else:
+        pytest.fail("no Mul in the sample")
+    assert not verify_against_source(path, model, trials=1).ok
+
+
+def test_cli_convert_tflite_exit_0_one_line_stdout_nothing_on_stderr(tmp_path, capfd):
+    src = tmp_path / "m.tflite"
+    src.write_bytes(strided_slice_tflite_model(
+        (3, 4), np.float32, from_tflite([0, 1], [2, 2], [1, 1], begin_mask=1, offset=True)))
+    dst = tmp_path / "m.onnx"
+    assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "verified" in out and "bitwise against the TFLite interpreter" in out
+    onnx.checker.check_model(onnx.load(str(dst)))
+
+
+def test_cli_convert_saved_model_with_input_shape_and_output_names(tmp_path, capfd):
+    src = tmp_path / "sm"
+    shutil.copytree(MODELS / "saved_model_slices", src)
+    dst = tmp_path / "sm.onnx"
+    assert cli_main(["convert", str(src), "-o", str(dst), "--inputs", "x:3,5", "--outputs", "a", "b"]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "verified" in out and "against TensorFlow" in out
+    m = onnx.load(str(dst))
+    assert [o.name for o in m.graph.output] == ["a", "b"]
+    assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [3, 5]
+
+
+def test_saved_model_outputs_named_by_signature_keys_and_opset_applies():
+    model = load_source(MODELS / "saved_model_slices", opset=15)
+    assert [o.name for o in model.graph.output] == ["head", "tail_rev"]
+    assert {o.version for o in model.opset_import if o.domain in ("", "ai.onnx")} == {15}
+    result = convert(model, source="saved_model_slices")
+    assert result.ok and {o.version for o in result.model.opset_import if o.domain in ("", "ai.onnx")} == {15}
+
+
+def test_cli_signature_selects_a_saved_model_signature(tmp_path, capfd):
+    dst = tmp_path / "last.onnx"
+    assert cli_main(["convert", str(MODELS / "saved_model_slices"), "-o", str(dst), "--signature", "last",
+                     "--opset", "13"]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "bitwise against TensorFlow" in out
+    m = onnx.load(str(dst))
+    assert [o.name for o in m.graph.output] == ["last_two"]
+    assert [op.version for op in m.opset_import if op.domain in ("", "ai.onnx")] == [13]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--signature", "nope"], ["no signature 'nope'", "last, serving_default"]),
+    (["--outputs", "a"], ["1 output names given", "2 outputs"]),
+    (["--inputs", "x:3,5,7"], ["could not convert"]),
+])
+def test_cli_bad_source_options_are_exit_2_one_line(tmp_path, capfd, argv, words):
+    dst = tmp_path / "out.onnx"
+    assert cli_main(["convert", str(MODELS / "saved_model_slices"), "-o", str(dst)] + argv) == 2
+    out, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and all(w in err for w in words), err
+    assert not dst.exists()
+
+
+@pytest.mark.parametrize("src, argv, words", [
+    ("tf_channel_flip.onnx", ["--signature", "x"], "--signature apply to framework inputs"),
+    ("tf_channel_flip.onnx", ["--inputs", "x:1"], "--inputs apply to framework inputs"),
+    ("tflite_masks.tflite", ["--signature", "x"], "applies to SavedModel directories"),
+    ("tflite_masks.tflite", ["--inputs", "x:1"], "does not apply to a .tflite input"),
+])
+def test_source_options_refused_where_they_do_not_apply(tmp_path, capfd, src, argv, words):
+    assert cli_main(["convert", str(MODELS / src), "-o", str(tmp_path / "o.onnx")] + argv) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and words in err, err
+
+
+def test_framework_compare_bitwise_close_or_differs():
+    """The framework check's float tolerance is relative to the output's largest magnitude (a
+    MatMul's rounding grows with its sums), NaN/inf must sit at the same places."""
+    from onnx_slice_tools.frontends.sources import _compare
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 1000)).astype(np.float32) @ rng.standard_normal((1000, 8)).astype(np.float32)
+    near = a.copy()
+    near[0, 0] += np.float32(1e-5) * np.abs(a).max() * 0.5  # an entry near 0 moved by a rounding-size step
+    assert _compare(a, a.copy()) == "bitwise"
+    assert _compare(a, near).startswith("close (max abs diff")
+    far = a.copy()
+    far[0, 0] += np.float32(1e-3) * np.abs(a).max()
+    assert _compare(a, far).startswith("values differ (max abs diff")
+    nan = a.copy()
+    nan[1, 1] = np.nan
+    assert "NaN" in _compare(a, nan)
+    assert _compare(a.astype(np.int32), a.astype(np.int32) + 1) == "values differ"
+    assert _compare(a, a[:2]).startswith("shape")
+
+
+def test_framework_status_says_why_it_did_not_run(tmp_path):
+    from onnx_slice_tools.frontends.sources import convert_source
+    result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
+    assert result.report.model_checks["framework"].startswith("skipped: verification is off")
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
+    result = convert_source(bad)
+    assert not result.ok and result.report.model_checks["framework"].startswith("skipped: the conversion failed")
+
+
+def test_undefined_tflite_spec_is_exit_2_naming_the_node(tmp_path, capfd):
+    src = tmp_path / "bad.tflite"
+    src.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([4], [5], [1], shrink_axis_mask=1)))
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "bad.onnx")]) == 2
+    out, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "undefined" in err and str(src) in err
+    assert not (tmp_path / "bad.onnx").exists()
+
+
+def test_missing_tf_extra_is_one_line_naming_the_extra(monkeypatch, tmp_path, capfd):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "tf2onnx" or name.startswith("tf2onnx."):
+            raise ImportError("No module named 'tf2onnx'", name="tf2onnx")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ModelError, match=r"onnx-slice-tools\[tf\]"):
+        load_source(MODELS / "tflite_masks.tflite")
+    assert cli_main(["convert", str(MODELS / "tflite_masks.tflite"), "-o", str(tmp_path / "x.onnx")]) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "onnx-slice-tools[tf]" in err
+
+
+def test_source_kind_and_unreadable_inputs(tmp_path):
+    assert source_kind(MODELS / "tflite_masks.tflite") == "tflite"
+    assert source_kind(MODELS / "saved_model_slices") == "saved_model"
+    assert source_kind(MODELS / "keras_slices.keras") == "keras"
+    assert source_kind(MODELS / "tf_channel_flip.onnx") is None
+    assert source_kind(tmp_path) is None  # a directory without saved_model.pb
+    junk = tmp_path / "junk.tflite"
+    junk.write_bytes(b"not a flatbuffer")
+    with pytest.raises(ModelError, match="junk.tflite"):
+        load_source(junk)
+
+
+@pytest.mark.parametrize("text, want", [(["x:1,3,?"], {"x": [1, 3, None]}), (["a:b:2"], {"a:b": [2]})])
+def test_parse_input_shapes(text, want):
+    assert parse_input_shapes(text) == want
+
+
+@pytest.mark.parametrize("bad", ["x", "x:1,a"])
+def test_parse_input_shapes_rejects(bad):
+    with pytest.raises(ModelError, match="--inputs"):
+        parse_input_shapes([bad])
+
+
+def test_batch_worker_converts_a_tflite_input(tmp_path):
+    """batch's per-model worker takes framework inputs through sources.load_source."""
+    from onnx_slice_tools.cli.batch import convert_one
+    dst = tmp_path / "out.onnx"
+    entry = convert_one(str(MODELS / "tflite_offset.tflite"), str(dst), {"verify": True})
+    assert entry["status"] == "converted", entry
+    assert entry["checks"]["framework"].startswith("passed (bitwise against the TFLite interpreter")
+    assert dst.is_file()
+
+
+# --------------------------------------------------------------------------- bounded-memory export
+
+def _variables_saved_model(folder: Path, dtype: str) -> Path:
+    """A SavedModel whose serving function slices three variables (rank 3, 0-d, empty) of ``dtype``."""
+    import tensorflow as tf
+    rng = np.random.default_rng(7)
+    np_dtype = np.dtype(tf.as_dtype(dtype).as_numpy_dtype)
+
+    def values(shape):
+        if np_dtype == np.bool_:
+            return rng.integers(0, 2, shape).astype(bool)
+        return (rng.standard_normal(shape) * 100).astype(np_dtype)
+
+    class Vars(tf.Module):
+        def __init__(self):
+            self.a = tf.Variable(values((37, 5, 3)), name="a")
+            self.b = tf.Variable(values(()), name="b")
+            self.c = tf.Variable(values((0, 4)), name="c")
+
+        @tf.function(input_signature=[tf.TensorSpec([5, 3], dtype, name="x")])
+        def serve(self, x):
+            return {"y": tf.concat([self.a[::2, 1:], x[None, 1:]], axis=0), "z": self.c[:, ::-1],
+                    "s": tf.stack([self.b, self.b]), "g": tf.gather(self.a, [36, 0, 3])[:, ::-1]}
+
+    m = Vars()
+    tf.saved_model.save(m, str(folder), signatures={"serving_default": m.serve})
+    return folder
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64", "bool", "bfloat16"])
+def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, monkeypatch, dtype):
+    """Every non-empty variable (threshold 1 byte) goes from TensorFlow to the external data file
+    in 64-byte slices, never frozen (read whole and through an embedding-style gather): its
+    initializer is bitwise the checkpoint's tensor, the graph keeps no copy and no input for it;
+    the empty one is frozen as before; the converted model matches TensorFlow bit for bit."""
+    import tensorflow as tf
+
+    from onnx_slice_tools.frontends import sources
+    from onnx_slice_tools.frontends import tfexport
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1)
+    monkeypatch.setattr(tfexport, "CHUNK_BYTES", 64)
+    saved = _variables_saved_model(tmp_path / "sm", dtype)
+    with quiet_frameworks():
+        file = sources.export_source(saved, tmp_path)
+    head = onnx.load(str(file), load_external_data=False)
+    assert [i.name for i in head.graph.input] == ["x"]
+    external = {t.name for t in head.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL}
+    assert external == {"a:0", "b:0"}
+    assert all(t.name in external or len(t.SerializeToString()) < 200 for t in head.graph.initializer)
+    assert not any(n.op_type == "Constant" for n in head.graph.node)
+    weights = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer}
+    reader = tf.train.load_checkpoint(str(saved / "variables" / "variables"))
+    for key in "ab":
+        want = reader.get_tensor(f"{key}/.ATTRIBUTES/VARIABLE_VALUE")
+        got = weights[f"{key}:0"]
+        assert (got.dtype, got.shape) == (want.dtype, want.shape) and got.tobytes() == want.tobytes(), key
+    if dtype == "bfloat16":
+        return  # onnxruntime's Python API takes no bfloat16 inputs (facts.md)
+    result = sources.convert_source(saved)
+    assert result.ok and result.report.rewritten >= 2  # a[::2, 1:] and x[None, 1:] (c's slice is folded)
+    assert result.report.model_checks["framework"].startswith("passed (bitwise against TensorFlow"), \
+        result.report.model_checks["framework"]
+
+
+def test_a_variable_read_by_gather_nd_is_frozen_as_before(tmp_path):
+    """A resource read other than ReadVariableOp / ResourceGather (here ResourceGatherNd) keeps
+    tf2onnx's freezing path: the export is still exact."""
+    import tensorflow as tf
+
+    from onnx_slice_tools.frontends import tfexport
+    table = np.random.default_rng(3).standard_normal((200, 100)).astype(np.float32)  # 80 kB
+    var = tf.Variable(table)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int32, name="i")])
+    def fn(i):
+        return tf.gather_nd(var, i[:, None])[:, ::-1]
+
+    with quiet_frameworks():
+        concrete = fn.get_concrete_function(*fn.input_signature)
+        large = tfexport._large_variables(concrete, 1)
+        assert len(large) == 1
+        with pytest.raises(tfexport._Unfreezable, match="ResourceGatherNd"):
+            tfexport._freeze_except(concrete, large)
+        model = tfexport.export(fn, fn.input_signature, large_variable_bytes=1)
+    ours = convert(model).model
+    from onnx_slice_tools.verification.lowerings import make_session
+    i = np.array([4, 0, 199], np.int32)
+    (got,) = make_session(ours.SerializeToString()).run(None, {"i": i})
+    want = fn(tf.constant(i)).numpy()
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_keras_weights_leave_tensorflow_unfrozen(tmp_path, monkeypatch):
+    import keras
+
+    from onnx_slice_tools.frontends import sources
+    inp = keras.Input((6, 3), name="x")
+    dense = keras.layers.Dense(40, use_bias=True, bias_initializer="random_normal")
+    keras.Model(inp, keras.layers.Cropping1D((1, 2))(dense(inp))).save(tmp_path / "m.keras")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 100)  # the kernel (480 B) and bias (160 B)
+    with quiet_frameworks():
+        file = sources.export_source(tmp_path / "m.keras", tmp_path)
+    head = onnx.load(str(file), load_external_data=False)
+    assert sum(t.data_location == onnx.TensorProto.EXTERNAL for t in head.graph.initializer) == 2
+    got = sorted((onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
+                  if t.name in {e.name for e in head.graph.initializer if e.data_location}), key=np.ndim)
+    want = sorted(keras.models.load_model(tmp_path / "m.keras").get_weights(), key=np.ndim)
+    assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    result = sources.convert_source(tmp_path / "m.keras")
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(0, 5), max_size=3), chunk=st.integers(1, 100))
+def test_chunked_variable_write_is_the_value_bytes(shape, chunk):
+    import io
+
+    import tensorflow as tf
+
+    from onnx_slice_tools.frontends import tfexport
+    value = np.arange(int(np.prod(shape)), dtype=np.int16).reshape(shape)
+    out = io.BytesIO()
+    real, tfexport.CHUNK_BYTES = tfexport.CHUNK_BYTES, chunk
+    try:
+        tfexport._write_rows(tf.Variable(value), out)
+    finally:
+        tfexport.CHUNK_BYTES = real
+    assert out.getvalue() == value.tobytes()
+
+
+def test_convert_source_weights_live_in_a_private_folder_until_the_result_is_gone(tmp_path):
+    """The export's temporary folder (the weights on disk) outlives convert_source for the save
+    and is removed with the result; nothing is written beside the input."""
+    import gc
+    src = tmp_path / "sm"
+    shutil.copytree(MODELS / "saved_model_slices", src)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    from onnx_slice_tools.frontends.sources import convert_source
+    result = convert_source(src)
+    folder = Path(result.source_folder.name)
+    assert folder.is_dir() and not folder.is_relative_to(tmp_path)
+    result.save(tmp_path / "out" / "m.onnx")
+    del result
+    gc.collect()
+    assert not folder.exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if "out" not in p.parts) == before
+
+
+def _fc_tflite(path: Path) -> Path:
+    """A .tflite: x[2, 64] @ a 10 kB float32 weight, then a StridedSlice."""
+    import tensorflow as tf
+    w = tf.constant(np.random.default_rng(5).standard_normal((64, 40)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 64], tf.float32, name="x")])
+    def fn(x):
+        return tf.matmul(x, w)[:, 1:-1:3]
+
+    with quiet_frameworks():
+        path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([fn.get_concrete_function()], fn).convert())
+    return path
+
+
+def test_tflite_falls_back_to_the_whole_model_when_tf2onnx_fails_on_the_small_one(tmp_path, monkeypatch):
+    from onnx_slice_tools.frontends import sources
+    from onnx_slice_tools.frontends import tfexport
+    path = _fc_tflite(tmp_path / "fc.tflite")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+
+    def refuse(*args):
+        raise ValueError("a converter needs the constant")
+    monkeypatch.setattr(tfexport, "_inputs_to_external", refuse)
+    (tmp_path / "out").mkdir()
+    file = sources.export_source(path, tmp_path / "out")
+    assert (tmp_path / "out" / "model.onnx.data").stat().st_size == 0  # the moved bytes were cut back
+    head = onnx.load(str(file), load_external_data=False)
+    assert len(head.graph.input) == 1 and not any(t.data_location for t in head.graph.initializer)
+    result = sources.convert_source(path)
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
+    """A .tflite's large constant buffer (here a 10 kB FullyConnected weight, threshold 1000 B)
+    goes to the external data file byte for byte, its tensor an input of the small model tf2onnx
+    converts, then an initializer: equal to the interpreter's tensor; the converted model matches
+    the interpreter; the 8-byte StridedSlice index buffers stay constants."""
+    from onnx_slice_tools.frontends import sources
+    path = _fc_tflite(tmp_path / "fc.tflite")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+    (tmp_path / "out").mkdir()
+    file = sources.export_source(path, tmp_path / "out")
+    head = onnx.load(str(file), load_external_data=False)
+    external = [t for t in head.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert len(external) == 1 and len(head.graph.input) == 1
+    (got,) = [onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
+              if t.name == external[0].name]
+    from onnx_slice_tools.verification.oracles import tflite_interpreter
+    interp = tflite_interpreter(path.read_bytes())
+    (detail,) = [d for d in interp.get_tensor_details() if d["name"] == external[0].name]
+    want = interp.get_tensor(detail["index"])
+    assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
+    result = sources.convert_source(path)
+    assert result.ok and result.report.rewritten == 1
+    assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks

@@ -1,0 +1,370 @@
+"""Targets (--target portable / openvino): exact on every runtime, none of the forbidden constructs.
+
+Differential: random specs of both flavours on static, symbolic and unknown-rank inputs, with
+constant and runtime begin/end/strides, lowered for a target and checked on each runtime
+(onnxruntime, OpenVINO, onnx's reference) against the flavour's reference -- shape, dtype and
+bytes -- and, on a subset, against TensorFlow / OpenVINO themselves.  The check models are
+audited with targets.find_violations, the same checker ``inspect --target`` uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+from onnx_slice_tools import convert
+from onnx_slice_tools.errors import StridedSliceError
+from onnx_slice_tools.lowering.lower import lower
+from onnx_slice_tools.verification.oracles import random_lowering_input, target_against_framework
+from onnx_slice_tools.semantics.plan import make_plan
+from onnx_slice_tools.verification.runtimes import RUNTIMES, make_session
+from onnx_slice_tools.semantics.spec import from_index_expr
+from onnx_slice_tools.lowering.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
+                                      SENTINEL, TARGETS, find_violations, get_target)
+from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, _build_model, check_on_runtimes, random_input
+
+from test_differential import HypothesisSource
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = sorted((ROOT / "models").glob("*.onnx"))
+
+
+def _case(data, target):
+    """A random check case (or None when the framework rejects the spec)."""
+    src = HypothesisSource(data)
+    drawn = random_lowering_input(src, src.choice(["tf", "openvino"]), runtime_chance=0.25, max_rank=5)
+    if drawn is None:
+        return None
+    _, plan, fields = drawn
+    dtype = src.choice(["int32", "int64"])
+    types = {f: dtype for f in fields}
+    return CheckCase(lower(plan, 17, types, target=target), np.dtype(np.float32), 1, index_types=types)
+
+
+def _assert_exact_everywhere(case, target):
+    proto = _build_model([case], 17)
+    assert find_violations(proto, target) == []
+    check_on_runtimes([case], 17, RUNTIMES)
+    r = case.result
+    spec = case.lowering.plan.spec
+    assert r.shape_inference == "passed", (spec, case.lowering.plan.input_shape, r.shape_inference)
+    for name, status in {"onnxruntime": r.onnxruntime, **r.runtimes}.items():
+        assert status == "passed" or status.startswith("skipped"), (spec, case.lowering.plan.input_shape, name, status)
+    # runtime values the framework rejects: the run fails in onnxruntime and onnx's reference too
+    # (a failure to fail is a "failed" status above); OpenVINO raises none (OPENVINO_NO_ERRORS)
+    for name, status in r.run_time_errors_on.items():
+        assert status == (OPENVINO_NO_ERRORS if name == "openvino" else "passed"), (spec, name, status)
+
+
+@pytest.mark.parametrize("target", ["portable", "openvino"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_target_lowering_is_exact_on_every_runtime(target, data):
+    case = _case(data, target)
+    if case is not None:
+        _assert_exact_everywhere(case, target)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_portable_output_equals_the_frameworks_themselves(data):
+    """Static specs: the portable lowering run in each runtime equals TensorFlow / OpenVINO's
+    own StridedSlice (not only our reference), with none of the forbidden constructs."""
+    src = HypothesisSource(data)
+    problems = target_against_framework(src, src.choice(["tf", "openvino"]), "portable", RUNTIMES)
+    if problems is not None:
+        assert not any(problems.values()), problems
+
+
+@pytest.mark.parametrize("expr, shape", [
+    ("x[::-1]", (5, 3)), ("x[::-1]", ("N", 3)), ("x[..., ::-2, 1]", None), ("x[-1]", ("N",)),
+    ("x[-3:-1, None, ::-1]", ("N", 4, "C")), ("x[1::-3, ..., 0, None]", (3, 2, 3)),
+])
+def test_default_lowering_breaks_portable_and_portable_does_not(expr, shape):
+    """The checker can fail: the minimal lowering of these specs uses a negative step or a
+    sentinel bound; the portable one uses neither and is exact everywhere."""
+    plan = make_plan(from_index_expr(expr), shape)
+    default = _build_model([CheckCase(lower(plan, 17), np.dtype(np.float32), 1)], 17)
+    broken = {v.constraint for v in find_violations(default, "portable")}
+    assert broken & {NEGATIVE_STEP, SENTINEL}, expr
+    case = CheckCase(lower(plan, 17, target="portable"), np.dtype(np.float32), 1)
+    _assert_exact_everywhere(case, "portable")
+
+
+def test_runtime_shrink_default_uses_scalar_gather_portable_does_not():
+    spec = replace(from_index_expr("x[:, i]"), begin=None, runtime_length=2)
+    plan = make_plan(spec, ("N", "M"))
+    default = _build_model([CheckCase(lower(plan, 17, {"begin": "int64"}), np.dtype(np.float32), 1,
+                                      index_types={"begin": "int64"})], 17)
+    assert SCALAR_GATHER in {v.constraint for v in find_violations(default, "portable")}
+    case = CheckCase(lower(plan, 17, {"begin": "int64"}, target="portable"), np.dtype(np.float32), 1,
+                     index_types={"begin": "int64"})
+    _assert_exact_everywhere(case, "portable")
+    assert case.result.tried_values  # runtime index values were drawn and compared
+
+
+# Runtime values TensorFlow / OpenVINO reject, each on an input where a Slice of it would be
+# empty anyway (a 0 dim elsewhere), so only a construction that fails by itself can keep the error.
+_REJECTED = [
+    ("x[:, i]", "tf", (0, 4), {"begin": [0, 4]}),              # shrink index out of range
+    ("x[:, i]", "tf", (0, 4), {"begin": [0, -5]}),             # below -dim
+    ("x[:, i]", "openvino", (2, 0), {"begin": [0, 0]}),        # any index of an empty axis
+    ("x[1:, i]", "tf", (0, 3), {"strides": [1, -1]}),         # TF: a shrink's stride must be positive
+    ("x[1:, i]", "tf", (0, 3), {"strides": [1, 0]}),
+    ("x[1:, 2:]", "tf", (0, 3), {"strides": [1, 0]}),          # a range's stride of 0
+    ("x[1:, 2:]", "openvino", (3, 0), {"strides": [0, 1]}),
+]
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", "portable", "openvino"])
+@pytest.mark.parametrize("expr, flavor, shape, values", _REJECTED)
+def test_lowerings_fail_at_run_time_where_the_framework_does(target, expr, flavor, shape, values):
+    """The framework rejects these runtime values; the lowering for each target makes
+    onnxruntime and onnx's reference fail on them too (before this, the portable and openvino
+    lowerings returned an empty result for most of them)."""
+    base = from_index_expr(expr, flavor=flavor)
+    full = replace(base, **values)
+    with pytest.raises(StridedSliceError):
+        make_plan(full, shape)
+    fields = list(values)
+    spec = replace(base, runtime_length=base.n, **{f: None for f in fields})
+    types = {f: "int64" for f in fields}
+    case = CheckCase(lower(make_plan(spec, ("N", "M")), 17, types, target=target), np.dtype(np.float32), 1,
+                     index_types=types)
+    proto = _build_model([case], 17)
+    assert find_violations(proto, target) == []
+    feed = {"x0": np.zeros(shape, np.float32), **{f"{f[0]}0": np.array(v, np.int64) for f, v in values.items()}}
+    # (the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference)
+    for name in ("onnxruntime",) + (("reference",) if target != "onnxruntime" else ()):
+        session = make_session(name, proto.SerializeToString())
+        with pytest.raises(Exception):
+            got = session.run(["y0"], feed)
+            pytest.fail(f"{name} returned {np.asarray(got[0]).shape} for {expr} with {values}")
+
+
+def test_openvino_raises_no_run_time_error():
+    """Why the must-fail runs are skipped on OpenVINO (verify.OPENVINO_NO_ERRORS): its CPU plugin
+    returns data for a Gather index out of range (on an empty tensor too).  If this test fails,
+    OpenVINO started raising and the must-fail runs can be enabled there."""
+    nodes = [helper.make_node("Gather", ["x", "i"], ["y"], axis=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"]),
+                                           helper.make_tensor_value_info("i", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    session = make_session("openvino", model.SerializeToString())
+    for n in (3, 0):
+        got = session.run(["y"], {"x": np.zeros(n, np.float32), "i": np.array([5])})[0]
+        assert got.shape == (1,)
+    with pytest.raises(Exception):
+        make_session("onnxruntime", model.SerializeToString()).run(["y"], {"x": np.zeros(3, np.float32),
+                                                                           "i": np.array([5])})
+
+
+def test_run_time_errors_are_checked_for_every_target():
+    """The per-rewrite checks run the must-fail draws for constrained targets too: passed on
+    onnxruntime and onnx's reference, an honest skip (with the reason) on OpenVINO."""
+    spec = replace(from_index_expr("x[:, i]"), begin=None, runtime_length=2)
+    for target in ("portable", "openvino"):
+        case = CheckCase(lower(make_plan(spec, ("N", "M")), 17, {"begin": "int64"}, target=target),
+                         np.dtype(np.float32), 1, index_types={"begin": "int64"})
+        check_on_runtimes([case], 17, RUNTIMES)
+        r = case.result
+        assert r.must_fail_checked > 0 and r.run_time_errors_on == {
+            "onnxruntime": "passed", "openvino": OPENVINO_NO_ERRORS, "reference": "passed"}, r.run_time_errors_on
+        assert r.run_time_errors.startswith("skipped: openvino: ") and "passed on onnxruntime, reference" in \
+            r.run_time_errors
+        again = replace(case, result=type(r)())
+        check_on_runtimes([again], 17, ("onnxruntime", "reference"))  # without OpenVINO: nothing skipped
+        assert again.result.run_time_errors == "passed" and again.result.must_fail_checked > 0
+
+
+def test_openvino_target_is_verified_in_openvino_alone(tmp_path):
+    """--target openvino checks on OpenVINO only; a constant spec is then "verified" (not
+    "unverified" because onnxruntime was not asked)."""
+    result = convert(ROOT / "models" / "openvino_channel_flip.onnx", target="openvino")
+    assert result.report.verdict == "verified", result.report.verdict
+
+
+def test_targets_are_documented_data():
+    for t in TARGETS.values():
+        assert set(t.forbidden) <= set(CONSTRAINTS)
+        assert set(t.verify_on) <= set(RUNTIMES)
+    assert get_target(None).name == "onnxruntime" and get_target(None).minimal
+    assert get_target("portable").verify_on == RUNTIMES
+    design = (ROOT / "docs" / "design.md").read_text()
+    for name in CONSTRAINTS:
+        assert name in design, f"docs/design.md does not document constraint {name}"
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_sample_models_default_output_unchanged_and_targets_verified(path):
+    default = convert(path)
+    explicit = convert(path, target="onnxruntime")
+    assert default.ok and explicit.ok
+    assert default.model.SerializeToString() == explicit.model.SerializeToString()
+    for target in ("portable", "openvino"):
+        result = convert(path, target=target)
+        assert result.ok, (target, [r.check for r in result.report.failed_records], result.report.model_checks)
+        assert find_violations(result.model, target) == []
+        checked = {k for r in result.report.records if r.check is not None for k in r.check.runtimes}
+        assert checked == set(get_target(target).verify_on) - {"onnxruntime"}
+
+
+def _foreign_model():
+    """Another converter's habits: a reverse Slice with a sentinel end, a 0-d negative Gather."""
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y0"], name="rev"),
+             helper.make_node("Gather", ["y0", "i"], ["y"], name="last", axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])], [
+        helper.make_tensor("s", TensorProto.INT64, [1], [-1]),
+        helper.make_tensor("e", TensorProto.INT64, [1], [-(2 ** 63)]),
+        helper.make_tensor("a", TensorProto.INT64, [1], [0]),
+        helper.make_tensor("st", TensorProto.INT64, [1], [-1]),
+        helper.make_tensor("i", TensorProto.INT64, [], [-1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_fix_slices_rewrites_foreign_nodes_exactly():
+    model = _foreign_model()
+    found = {(v.node, v.constraint) for v in find_violations(model, "portable")}
+    assert found == {("rev", NEGATIVE_STEP), ("rev", SENTINEL), ("rev", RAW_UNKNOWN_BOUNDS), ("last", SCALAR_GATHER),
+                     ("last", NEGATIVE_GATHER)}
+    result = convert(model, target="portable", fix_slices=True)
+    assert result.ok, result.report.to_json()
+    assert find_violations(result.model, "portable") == []
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    want = x[::-1, -1]
+    for name in RUNTIMES:
+        got = make_session(name, result.model.SerializeToString()).run(None, {"x": x})[0]
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), name
+
+
+def _foreign_model_2():
+    """Nodes --fix-slices used to leave: a Slice with runtime starts/ends/steps, 1-D Gathers with
+    negative indices (one index; an even step) -- and one it cannot fix (uneven indices)."""
+    g = helper.make_node
+    nodes = [g("Slice", ["x", "s", "e", "", "st"], ["y1"], name="runtime_slice"),
+             g("Gather", ["x", "last"], ["y2"], name="keep_last", axis=1),
+             g("Gather", ["x", "every2"], ["y3"], name="every_other", axis=2),
+             g("Gather", ["x", "uneven"], ["y4"], name="uneven", axis=2)]
+    ints = [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in ("s", "e", "st")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "M", 5]),
+                                           *ints],
+                              [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in (1, 2, 3, 4)], [
+        helper.make_tensor("last", TensorProto.INT64, [1], [-1]),
+        helper.make_tensor("every2", TensorProto.INT64, [2], [-1, -3]),
+        helper.make_tensor("uneven", TensorProto.INT64, [3], [-1, 0, -1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_fix_slices_runtime_slices_and_1d_gathers():
+    model = _foreign_model_2()
+    from onnx_slice_tools.rewrite.fixslices import fix_note
+    notes = {v.node: v.fix for v in find_violations(model, "portable", note=fix_note)}
+    assert notes["uneven"].startswith("not fixed: indices [-1, 0, -1] do not step evenly"), notes
+    assert {k for k, v in notes.items() if v == "fixed by --fix-slices"} == {"runtime_slice", "keep_last",
+                                                                              "every_other"}, notes
+    result = convert(model, target="portable", fix_slices=True)
+    assert result.ok, result.report.to_json()
+    assert {v.node for v in find_violations(result.model, "portable")} == {"uneven"}
+    x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    # (runtime values within int32: OpenVINO's CPU plugin computes int64 as int32 -- INT64_MIN reads as 0)
+    for s_, e_, step in ([-1], [-(2 ** 31)], [-2]), ([0], [9], [2]), ([5], [-9], [-1]):
+        feed = {"x": x, "s": np.array(s_), "e": np.array(e_), "st": np.array(step)}
+        want = make_session("onnxruntime", model.SerializeToString()).run(None, feed)
+        assert want[0].tobytes() == x[slice(s_[0], None if e_[0] < -3 else e_[0], step[0])].tobytes()
+        for name in RUNTIMES:
+            got = make_session(name, result.model.SerializeToString()).run(None, feed)
+            for w, g_ in zip(want, got):
+                assert g_.shape == w.shape and g_.tobytes() == w.tobytes(), (name, s_, e_, step)
+    # a Gather of one index out of range still fails at run time (as the original node does)
+    bad = {"x": x[:, :0], "s": np.array([0]), "e": np.array([1]), "st": np.array([1])}
+    for name in ("onnxruntime", "reference"):
+        with pytest.raises(Exception):
+            make_session(name, result.model.SerializeToString()).run(["y2"], bad)
+            pytest.fail(name)
+
+
+def _cli(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "onnx_slice_tools", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd)
+
+
+def test_cli_inspect_target_and_fix_slices(tmp_path):
+    src = tmp_path / "foreign.onnx"
+    onnx.save(_foreign_model(), str(src))
+    out = _cli("inspect", "--target", "portable", src, "--json")
+    assert out.returncode == 0 and out.stderr == ""
+    rows = json.loads(out.stdout)
+    assert {r["constraint"] for r in rows} == {NEGATIVE_STEP, SENTINEL, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
+                                               NEGATIVE_GATHER}
+    assert all(r["why"] for r in rows)
+    dst = tmp_path / "fixed.onnx"
+    out = _cli("convert", src, "-o", dst, "--target", "portable", "--fix-slices")
+    assert out.returncode == 0, out.stderr
+    assert "onnxruntime, openvino, reference" in out.stdout
+    assert json.loads(_cli("inspect", "--target", "portable", dst, "--json").stdout) == []
+
+
+def test_cli_explain_target_shows_the_constrained_lowering_and_stays_light():
+    code = ("import sys\nfrom onnx_slice_tools.cli.main import main\n"
+            "rc = main(['explain', 'x[::-1, 1, None]', '--shape', 'N,3', '--target', 'portable'])\n"
+            "heavy = [m for m in ('onnxruntime', 'onnx_ir', 'onnx', 'numpy') if m in sys.modules]\n"
+            "print('HEAVY', heavy)\nsys.exit(rc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert "HEAVY []" in out.stdout
+    assert "target portable:" in out.stdout and "avoids negative_slice_step" in out.stdout
+    nodes = out.stdout.split("ONNX nodes:")[1]
+    assert "Gather(" in nodes and "Range(" in nodes
+    steps = [line.rsplit("[", 1)[1] for line in nodes.splitlines() if line.strip().startswith("Slice(")]
+    assert steps and not any("-" in st for st in steps), nodes
+    default = _cli("explain", "x[::-1, 1, None]", "--shape", "N,3")
+    assert "steps=[-1, 1]" in default.stdout and "target" not in default.stdout
+
+
+def test_cli_verify_on_errors_are_one_line(tmp_path):
+    model = MODELS[0]
+    out = _cli("convert", model, "-o", tmp_path / "o.onnx", "--verify-on", "onnxruntime,tensorrt")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "tensorrt" in out.stderr
+    # OpenVINO missing: a one-line error naming the extra, nothing written
+    fake = tmp_path / "fake"
+    (fake / "openvino").mkdir(parents=True)
+    (fake / "openvino" / "__init__.py").write_text("raise ImportError('no openvino here')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), str(ROOT)])}
+    out = _cli("convert", model, "-o", tmp_path / "p.onnx", "--verify-on", "openvino", env=env)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "openvino extra" in out.stderr
+    assert not (tmp_path / "p.onnx").exists()
+
+
+@pytest.mark.parametrize("target", ["portable", "openvino"])
+@pytest.mark.parametrize("expr, shape", [
+    ("x[3:5, :, None, 50:3]", (5, "d", 7)),      # TF's testTensorShapeUncertain: empty past the input's rank
+    ("x[None, 3:0:2]", (5, "b")),
+    ("x[1:1, None, :, None]", (4, "d")),
+    ("x[:, 2:2, None]", ("n", 3, "k")),
+])
+def test_statically_empty_output_with_dynamic_dims_on_every_runtime(target, expr, shape):
+    """An output known to be empty beside dynamic dims: OpenVINO fails to compile a Reshape
+    (allowzero) to a computed shape with a 0 past the input's rank, and runs Squeeze/Unsqueeze
+    of an empty tensor wrong; the constrained lowering is exact on all three runtimes."""
+    plan = make_plan(from_index_expr(expr), shape)
+    assert 0 in plan.output_shape
+    _assert_exact_everywhere(CheckCase(lower(plan, 17, target=target), np.dtype(np.float32), 1), target)
