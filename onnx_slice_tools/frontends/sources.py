@@ -146,10 +146,41 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
     except ModelError:
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
-        from ..errors import first_line
-        raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {first_line(exc)}",
+        raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {framework_error_line(exc)}",
                          path=str(path)) from None
     return model
+
+
+#: Lines of TensorFlow / Keras error text that wrap the real message.
+_WRAPPER_LINES = ("Exception encountered when calling", "Arguments received by", "\u2022 ", "[[", "File \"")
+
+
+def framework_error_line(exc: BaseException) -> str:
+    """The informative line of a TensorFlow / Keras / tf2onnx exception.
+
+    TensorFlow wraps an error raised while tracing in ``in user code:``, a stack and, last, the
+    real exception (``ValueError: ...``); Keras adds ``Exception encountered when calling
+    X.call().`` and the arguments; a failed graph run starts with ``Graph execution error:``, a
+    stack, then the kernel's message and ``[[{{node ...}}]]``.  The first line of these says
+    nothing: the real exception's first meaningful line is taken instead."""
+    import re  # noqa: PLC0415
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    if lines[0].startswith(("Graph execution error", "{{function_node")):
+        at = next((k for k, ln in enumerate(lines) if ln.startswith("[[")), len(lines))
+        return lines[at - 1] if at > 0 else lines[0]
+    if lines[0].startswith("in user code"):
+        for k in range(len(lines) - 1, 0, -1):
+            m = re.match(r"(\w+(?:Error|Exception)): ?(.*)", lines[k])
+            if m:
+                kind, msg, rest = m.group(1), m.group(2), lines[k + 1:]
+                for ln in [msg, *rest]:
+                    if ln and not ln.startswith(_WRAPPER_LINES):
+                        return f"{kind}: {ln}"
+                return kind
+    return next((ln for ln in lines if not ln.startswith(_WRAPPER_LINES)), lines[0])
 
 
 def _rename_outputs(model, names, path) -> None:
@@ -175,6 +206,9 @@ def load_tf(path, *, input_shapes: dict | None = None, signature: str | None = N
         return _tf_callable(tf, path, source_kind(path), input_shapes, signature)
 
 
+_NOT_KERAS_ARCHIVE = ("not a valid Keras archive (a .keras file is a zip archive holding config.json): "
+                      "save the model again with model.save(...)")
+
 #: A .keras member expanding to more than this many times its stored size is not unpacked by us.
 _ZIP_MAX_EXPANSION = 100
 
@@ -188,12 +222,19 @@ def _load_keras(tf, path):
     (measured: build of a 191 MB Dense 610 MB, with Zeros 204 MB)."""
     import tempfile  # noqa: PLC0415
     import zipfile  # noqa: PLC0415
-    if Path(path).suffix.lower() != ".keras" or not zipfile.is_zipfile(path):
+    if Path(path).suffix.lower() != ".keras" or Path(path).is_dir():
         return tf.keras.models.load_model(str(path), compile=False)
+    if not zipfile.is_zipfile(path):
+        raise ModelError(_NOT_KERAS_ARCHIVE, path=str(path))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError):
+        raise ModelError(_NOT_KERAS_ARCHIVE, path=str(path)) from None
+    if not any(m.filename == "config.json" for m in members):
+        raise ModelError(_NOT_KERAS_ARCHIVE + " (no config.json in it)", path=str(path))
     with zipfile.ZipFile(path) as archive:
-        members = archive.infolist()
-        if not any(m.filename == "config.json" for m in members) or any(
-                m.file_size > _ZIP_MAX_EXPANSION * max(m.compress_size, 1 << 20) for m in members):
+        if any(m.file_size > _ZIP_MAX_EXPANSION * max(m.compress_size, 1 << 20) for m in members):
             return tf.keras.models.load_model(str(path), compile=False)  # Keras's own checks and errors
         with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-keras-") as folder:
             archive.extractall(folder)  # zipfile drops absolute paths and ".." from member names
@@ -219,18 +260,11 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
     if kind == "keras":
         try:
             model = _load_keras(tf, path)
+        except ModelError:
+            raise
         except Exception as exc:
-            from ..errors import first_line
-            raise ModelError(f"Keras could not load the model: {first_line(exc)}", path=str(path)) from None
-        names = [getattr(t, "name", f"input_{i}").split(":")[0] for i, t in enumerate(model.inputs)]
-        sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n)
-               for n, t in zip(names, model.inputs)]
-
-        @tf.function(input_signature=sig)
-        def fn(*args):
-            out = model(list(args) if len(args) > 1 else args[0], training=False)
-            return tuple(out) if isinstance(out, (list, tuple)) else out
-        return fn, sig, None
+            raise ModelError(f"Keras could not load the model: {framework_error_line(exc)}", path=str(path)) from None
+        return _keras_callable(tf, model, path, input_shapes)
     key = signature or "serving_default"
     try:
         loaded = tf.saved_model.load(str(path))
@@ -240,10 +274,11 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
         raise ModelError(f"the SavedModel has no signature {key!r} (it has: {have}); choose one with "
                          "--signature", path=str(path)) from None
     except Exception as exc:
-        from ..errors import first_line
-        raise ModelError(f"TensorFlow could not load the SavedModel: {first_line(exc)}", path=str(path)) from None
+        raise ModelError(f"TensorFlow could not load the SavedModel: {framework_error_line(exc)}",
+                         path=str(path)) from None
     specs = serving.structured_input_signature[1]
     names = sorted(specs)
+    _check_input_shapes(input_shapes, {n: specs[n].shape.rank for n in names}, path)
     sig = [tf.TensorSpec(input_shapes.get(n, specs[n].shape), specs[n].dtype, name=n) for n in names]
     keys = sorted(serving.structured_outputs)
 
@@ -253,6 +288,51 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
         return tuple(out[k] for k in keys)
     fn._keep_alive = loaded  # noqa: SLF001 - the signature needs its object alive
     return fn, sig, keys
+
+
+def _keras_callable(tf, model, path, input_shapes):
+    """(tf.function taking positional tensors, its input signature, None) for a Keras model.
+
+    A model built on a dict of inputs is called with a dict keyed by its input names (Keras 3
+    refuses a list when the dict's keys are not in sorted order), otherwise with a list (one
+    input: the tensor).  The function is traced here, so that an error of the model on its own
+    inputs is reported as such, not as a failed conversion."""
+    struct = getattr(model, "input", None)
+    if isinstance(struct, dict):
+        names, tensors = list(struct), list(struct.values())
+    else:
+        tensors = list(model.inputs)
+        names = [getattr(t, "name", f"input_{i}").split(":")[0] for i, t in enumerate(tensors)]
+    _check_input_shapes(input_shapes, {n: len(t.shape) for n, t in zip(names, tensors)}, path)
+    sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n) for n, t in zip(names, tensors)]
+    as_dict = isinstance(struct, dict)
+
+    @tf.function(input_signature=sig)
+    def fn(*args):
+        if as_dict:
+            inputs = dict(zip(names, args))
+        else:
+            inputs = list(args) if len(args) > 1 else args[0]
+        out = model(inputs, training=False)
+        return tuple(out) if isinstance(out, (list, tuple)) else out
+    try:
+        fn.get_concrete_function()
+    except Exception as exc:  # noqa: BLE001 - Keras / TensorFlow raise many types while tracing
+        raise ModelError(f"the Keras model fails on its declared inputs: {framework_error_line(exc)}",
+                         path=str(path)) from None
+    return fn, sig, None
+
+
+def _check_input_shapes(input_shapes: dict, ranks: dict, path) -> None:
+    """A one-line ModelError (``--inputs``) for a name the model has no input of, or dims of
+    another rank than the input's."""
+    for name, dims in input_shapes.items():
+        if name not in ranks:
+            raise ModelError(f"--inputs {name}: the model has no input {name!r} (its inputs: "
+                             f"{', '.join(ranks) or 'none'})", path=str(path))
+        if ranks[name] is not None and len(dims) != ranks[name]:
+            raise ModelError(f"--inputs {name}: {len(dims)} dims given, the input has rank {ranks[name]}",
+                             path=str(path))
 
 
 # --------------------------------------------------------------------------- verification
@@ -444,8 +524,7 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature,
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
                                       folder=folder, loaded=loaded)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
-        from ..errors import first_line
-        return f"skipped: could not run both models on random inputs: {first_line(exc)}"
+        return f"skipped: could not run both models on random inputs: {framework_error_line(exc)}"
     if not check.ok:
         bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
         return f"failed: differs from {who}: {bad}"
