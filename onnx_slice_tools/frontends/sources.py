@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
+from .fold import fold_weight_subgraphs
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
@@ -143,6 +144,7 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                            external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
+            fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
     except ModelError:
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
