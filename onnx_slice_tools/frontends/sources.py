@@ -85,6 +85,22 @@ def parse_input_shapes(items) -> dict[str, list]:
     return shapes
 
 
+def parse_input_ranges(items) -> dict[str, tuple[int, int]]:
+    """``["token_ids:0,999"]`` -> {"token_ids": (0, 999)} (inclusive bounds)."""
+    ranges = {}
+    for item in items or ():
+        name, sep, bounds = str(item).rpartition(":")
+        parts = bounds.split(",")
+        try:
+            lo, hi = (int(p) for p in parts) if sep and name and len(parts) == 2 else (None, None)
+        except ValueError:
+            lo = hi = None
+        if lo is None or hi is None or lo > hi:
+            raise ModelError(f"--input-range {item!r}: expected NAME:LO,HI with integers LO <= HI")
+        ranges[name] = (lo, hi)
+    return ranges
+
+
 def load_source(path, *, opset: int | None = None, input_shapes: dict | None = None,
                 output_names: list[str] | None = None, signature: str | None = None):
     """An ONNX ModelProto for a ``.tflite``, SavedModel directory or Keras file, with every
@@ -360,10 +376,14 @@ class SourceCheck:
         return bool(self.outputs) and all(s == "bitwise" for s in self.outputs.values())
 
 
-def _random_input(rng, shape, dtype: np.dtype) -> np.ndarray:
+def _random_input(rng, shape, dtype: np.dtype, bounds=None) -> np.ndarray:
+    """Random values of ``shape`` (unknown dims: 2) and ``dtype``; integers in ``bounds`` (lo, hi,
+    inclusive) when given (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`)."""
     shape = [2 if d is None or d < 0 else int(d) for d in shape]
     if dtype == np.bool_:
         return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu" and bounds is not None:
+        return rng.integers(bounds[0], bounds[1] + 1, shape).astype(dtype)
     if dtype.kind in "iu":
         return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
@@ -398,16 +418,20 @@ def _compare(a: np.ndarray, b: np.ndarray) -> str:
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
                           input_shapes: dict | None = None, signature: str | None = None,
-                          folder=None, loaded=None) -> SourceCheck:
+                          folder=None, loaded=None, input_ranges: dict | None = None) -> SourceCheck:
     """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
     same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
     lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
-    :func:`load_tf`."""
+    :func:`load_tf`.  SavedModel/Keras: integer inputs feeding indices are drawn inside the range
+    the graph implies (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`),
+    or ``input_ranges`` ({name: (lo, hi)}, inclusive) where given; unknown dims get one size
+    per axis across inputs (a token_ids and a padding_mask of one model stay the same shape)."""
     with quiet_frameworks():
-        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded)
+        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded, input_ranges)
 
 
-def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None) -> SourceCheck:
+def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None,
+            input_ranges=None) -> SourceCheck:
     from ..verification.lowerings import make_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
@@ -421,7 +445,12 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
-    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature, loaded)
+    if kind == "tflite":
+        run = _tflite_runner(path)
+    else:
+        from ..verification.input_ranges import index_input_ranges
+        ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
+        run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
     for _ in range(trials):
         feeds, expected = run(rng, onnx_inputs)
         got = session.run(None, feeds)
@@ -456,16 +485,25 @@ def _tflite_runner(path):
     return run
 
 
-def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None):
+def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None, ranges=None):
     fn, sig, _ = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+    ranges = ranges or {}
 
     def run(rng, onnx_inputs):
-        feeds, arrays = {}, []
-        for k, (spec, inp) in enumerate(zip(sig, onnx_inputs)):
-            shape = [d if isinstance(d, int) and d >= 0 else None for d in inp.shape]
-            shape = [s if s is not None else (t if t is not None else None) for s, t in
-                     zip(shape, spec.shape.as_list())]
-            x = _random_input(rng, shape, np.dtype(spec.dtype.as_numpy_dtype))
+        by_name = {i.name: i for i in onnx_inputs}
+        feeds, arrays, sizes = {}, [], {}
+        for k, spec in enumerate(sig):  # the ONNX input of the same name: the orders may differ
+            inp = by_name.get(spec.name) or by_name.get(f"{spec.name}:0") or onnx_inputs[k]
+            declared = spec.shape.as_list() if spec.shape.rank is not None else [None] * len(inp.shape)
+            shape = []
+            for axis, (o, t) in enumerate(zip(inp.shape, declared)):
+                if isinstance(o, int) and o >= 0:
+                    shape.append(o)
+                elif t is not None:
+                    shape.append(t)
+                else:  # one size per unknown axis across inputs
+                    shape.append(sizes.setdefault(axis, 2))
+            x = _random_input(rng, shape, np.dtype(spec.dtype.as_numpy_dtype), ranges.get(inp.name))
             arrays.append(x)
             feeds[inp.name] = x
         out = fn(*[tf.constant(a) for a in arrays])
@@ -490,7 +528,7 @@ def source_files(path) -> list[Path]:
 
 
 def convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
-                   **options):
+                   input_ranges: dict | None = None, **options):
     """:func:`api.convert` of a framework input: tf2onnx with StridedSlice kept
     (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
     verification, when nothing failed -- the result against the framework itself on random
@@ -499,7 +537,16 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
 
     from ..api import convert
     kind = _checked_kind(path, input_shapes, signature)
+    if input_ranges and kind == "tflite":
+        raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
+                         path=str(path))
     loaded = None if kind == "tflite" else load_tf(path, input_shapes=input_shapes, signature=signature)
+    if input_ranges:
+        names = [spec.name for spec in loaded[1]]
+        for name in input_ranges:
+            if name not in names:
+                raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
+                                 f"{', '.join(names)})", path=str(path))
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
                          output_names=output_names, signature=signature, loaded=loaded)
@@ -510,11 +557,12 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
     rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
-                                                      input_shapes, signature, Path(folder.name), loaded)
+                                                      input_shapes, signature, Path(folder.name), loaded, input_ranges)
     return result
 
 
-def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None) -> str:
+def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
+                      input_ranges=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
     :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
@@ -524,7 +572,7 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature,
         return f"skipped: the conversion failed, {who} was not run"
     try:
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
-                                      folder=folder, loaded=loaded)
+                                      folder=folder, loaded=loaded, input_ranges=input_ranges)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
         return f"skipped: could not run both models on random inputs: {framework_error_line(exc)}"
     if not check.ok:

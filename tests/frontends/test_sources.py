@@ -579,3 +579,42 @@ def test_conv_batchnorm_with_large_weights_has_no_more_nodes_than_tf2onnx(tmp_pa
         [n.op_type for n in ours.graph.node], [n.op_type for n in native.graph.node])
     assert not any(n.op_type == "Transpose" and all(i in {t.name for t in ours.graph.initializer} for i in n.input)
                    for n in ours.graph.node)
+
+
+def _text_model(keras):
+    """token ids into a 50-row table, segment ids into a 2-row one (BERT-style), dict inputs
+    in unsorted order; unknown batch and sequence dims shared by both inputs."""
+    tok = keras.Input((None,), dtype="int32", name="token_ids")
+    seg = keras.Input((None,), dtype="int32", name="segment_ids")
+    out = keras.layers.Embedding(50, 4)(tok) + keras.layers.Embedding(2, 4)(seg)
+    return keras.Model({"token_ids": tok, "segment_ids": seg}, out)
+
+
+@pytest.mark.parametrize("form", ["keras", "saved_model"])
+def test_index_inputs_are_drawn_inside_their_tables_and_verify(tmp_path, form):
+    keras = _keras()
+    model = _text_model(keras)
+    path = tmp_path / ("m.keras" if form == "keras" else "sm")
+    if form == "keras":
+        model.save(path)
+    else:
+        with quiet_frameworks():
+            model.export(path)
+    from onnx_slice_tools.frontends import sources
+    result = sources.convert_source(path)
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_cli_input_range_is_used_and_checked(tmp_path, capfd):
+    keras = _keras()
+    _text_model(keras).save(tmp_path / "m.keras")
+    src, dst = str(tmp_path / "m.keras"), str(tmp_path / "o.onnx")
+    # a range the user gives wins over the inferred one: outside the 2-row table, TensorFlow refuses
+    assert cli_main(["convert", src, "-o", dst, "--input-range", "segment_ids:5,6"]) == 0
+    out, _ = capfd.readouterr()
+    assert "NOT fully verified" in out and "is not in [0, 2)" in out, out
+    for bad, words in [("nope:0,1", "no input 'nope'"), ("segment_ids:3,1", "LO <= HI")]:
+        assert cli_main(["convert", src, "-o", str(tmp_path / "x.onnx"), "--input-range", bad]) == 2
+        out, err = capfd.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and words in err, err
+        assert not (tmp_path / "x.onnx").exists()
