@@ -69,9 +69,12 @@ def is_float(dtype) -> bool:
 
 def _ml_finfo(dtype: np.dtype):
     try:
-        import ml_dtypes  # noqa: PLC0415 - only arrays of its types get here
+        import ml_dtypes  # only arrays of its types get here
+    except ImportError:
+        return None
+    try:
         return ml_dtypes.finfo(dtype)
-    except Exception:
+    except (TypeError, ValueError, KeyError, AttributeError):
         return None
 
 

@@ -4,7 +4,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onnx_slice_tools.verification.tolerance import Agreement, agree, check_rtol, default_rtol, is_float
+from onnx_slice_tools.verification.tolerance import (
+    Agreement,
+    agree,
+    check_rtol,
+    default_rtol,
+    is_float,
+)
 
 F32 = np.float32
 
@@ -128,6 +134,7 @@ def test_default_rtol_per_dtype():
     for t in (np.int32, np.int8, np.bool_, np.uint64):
         assert default_rtol(t) == 0.0
     assert not is_float(np.int32)
+    assert not is_float(ml_dtypes.int4) and default_rtol(ml_dtypes.int4) == 0.0
     # the default rtol is used when none is given
     exp = np.array([1.0, 0.0], F32)
     inside = np.array([1.0, default_rtol(F32) * 0.9], F32)
