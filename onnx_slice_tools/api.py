@@ -557,8 +557,7 @@ def verify_model_file(path) -> dict:
     Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
     import onnx
     import onnxruntime as ort
-    import onnx_ir as ir
-    from .graphs.walk import all_graphs as _all_graphs
+    from .graphs.walk import all_nodes
     from .verification.lowerings import session_options
     m = load_ir(path)  # readable, external data inside the folder
     checks = {}
@@ -577,11 +576,8 @@ def verify_model_file(path) -> dict:
         checks["onnxruntime_load"] = "passed"
     except Exception as exc:
         checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
-    left = []
-    for graph, label, _ in _all_graphs(m):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
-            if node.op_type == "StridedSlice":
-                left.append(f"{node.name or node.outputs[0].name} ({label})")
+    left = [f"{node.name or node.outputs[0].name} ({label})" for node, label in all_nodes(m)
+            if node.op_type == "StridedSlice"]
     checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
     return checks
 
