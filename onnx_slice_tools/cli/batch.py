@@ -121,7 +121,14 @@ def _output_owners(models: list[Path], input_dir: Path, output_dir: Path) -> dic
 def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry.
     ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
-    never to write over."""
+    never to write over.  The worker process is the command line's: its garbage collector is
+    paused while it converts and saves (:func:`.startup.gc_paused`)."""
+    from .startup import gc_paused
+    with gc_paused():
+        return _convert_one(src, dst, options, protect)
+
+
+def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
     from ..api import convert
     from ..errors import StridedSliceError
     hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")

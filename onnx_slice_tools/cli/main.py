@@ -690,12 +690,17 @@ _QUIET = _Quiet()
 
 
 def main(argv=None) -> int:
+    """The command line.  Its own start-up (:mod:`.startup`): sympy imported on first use only,
+    the garbage collector paused while the command runs."""
     global _QUIET
+    from .startup import gc_paused, install_lazy_sympy
+    install_lazy_sympy()
     args = build_parser().parse_args(argv)
     where = getattr(args, "input", None) or getattr(args, "model", None) or getattr(args, "input_dir", None)
     _QUIET = _Quiet()
     with _QUIET:
-        code, message = _run(args, where)
+        with gc_paused():
+            code, message = _run(args, where)
         if message is not None:
             print(one_line(message), file=sys.stderr)
         try:

@@ -152,9 +152,13 @@ def proto_tensors(model):
     """Every TensorProto of a ModelProto: initializers and tensor attributes of the main graph,
     every subgraph and every function."""
     from onnx import AttributeProto
-
-    def of_nodes(nodes):
-        for node in nodes:
+    from ..graphs.walk import proto_graphs
+    for g, _, is_function in proto_graphs(model):
+        if not is_function:
+            yield from g.initializer
+            for s in g.sparse_initializer:
+                yield from (s.values, s.indices)
+        for node in g.node:
             for a in node.attribute:
                 if a.type == AttributeProto.TENSOR:
                     yield a.t
@@ -165,21 +169,6 @@ def proto_tensors(model):
                 elif a.type == AttributeProto.SPARSE_TENSORS:
                     for s in a.sparse_tensors:
                         yield from (s.values, s.indices)
-                elif a.type == AttributeProto.GRAPH:
-                    yield from of_graph(a.g)
-                elif a.type == AttributeProto.GRAPHS:
-                    for g in a.graphs:
-                        yield from of_graph(g)
-
-    def of_graph(g):
-        yield from g.initializer
-        for s in g.sparse_initializer:
-            yield from (s.values, s.indices)
-        yield from of_nodes(g.node)
-
-    yield from of_graph(model.graph)
-    for f in model.functions:
-        yield from of_nodes(f.node)
 
 
 def _is_external(t) -> bool:

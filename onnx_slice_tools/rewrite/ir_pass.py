@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import StridedSliceError
 from ..graphs.walk import all_graphs as _all_graphs  # noqa: F401 - also imported from here
+from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, Lowering, emit, lower
 from ..graphs.names import NameAllocator
@@ -504,9 +505,7 @@ def _fmt(shape) -> str:
 
 
 def _has_strided_slice(model) -> bool:
-    import onnx_ir as ir
-    return any(n.op_type == "StridedSlice" for g, _, _ in _all_graphs(model)
-               for n in ir.traversal.RecursiveGraphIterator(g))
+    return any(n.op_type == "StridedSlice" for n, _ in all_nodes(model))
 
 
 def _proto_for_inference(model):
