@@ -45,7 +45,7 @@ class Report:
     source: str | None
     opset: int | None = None
     records: list[RewriteRecord] = field(default_factory=list)
-    verify: bool = True             # False: --no-verify
+    verify: bool = True             # False: verification off (convert(verify=False), --no-verify)
     strict: bool = False            # a skipped check fails the conversion
     model_checks: dict = field(default_factory=dict)   # name -> passed | failed: .. | skipped: ..
     timings: dict = field(default_factory=dict)
@@ -75,7 +75,7 @@ class Report:
     def statuses(self) -> list[tuple[str, str]]:
         """Every check as (name, status), the input of :attr:`verdict`."""
         if not self.verify:
-            return [("verification", "skipped: turned off (--no-verify)")]
+            return [("checks", "skipped: verification off")]
         out = list(self.model_checks.items())
         for r in self.records:
             if r.error is not None:
@@ -113,7 +113,13 @@ class Report:
     def ok(self) -> bool:
         return self.verdict != "failed"
 
-    def to_json(self) -> dict:
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``convert --report`` writes)."""
+        import json
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dict(self) -> dict:
+        """The report as plain data (JSON types only): checks, verdict, and every rewrite."""
         return {
             "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
