@@ -75,10 +75,10 @@ def cmd_convert(args) -> int:
     if problems:
         code, first, more = problems
         tail = f" (and {more} more problem(s){'; see --report' if not args.report else ''})" if more else ""
-        print(f"{src}: {first}{tail}", file=sys.stderr)
+        print(one_line(f"{src}: {first}{tail}"), file=sys.stderr)
         return code
     result.save(dst, protect=inputs)
-    print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}")
+    print(one_line(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}"))
     return EXIT_OK
 
 
@@ -295,11 +295,12 @@ def cmd_inspect_target(args) -> int:
         from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
-        table = Table(title=f"{args.model}: {len(found)} node(s) break target {target.name}")
+        table = Table(title=one_line(f"{args.model}: {len(found)} node(s) break target {target.name}"))
         for col in ("node", "op", "graph", "constraint", "detail", "why it matters", "--fix-slices"):
             table.add_column(col, overflow="fold")
         for v in found:
-            table.add_row(*(escape(c) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why, v.fix)))
+            table.add_row(*(escape(one_line(c)) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why,
+                                                         v.fix)))
         Console(width=max(160, Console().width)).print(table)
     return EXIT_OK
 

@@ -194,9 +194,13 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
-    if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
+    if len(inputs) < 3:
         raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
+    for k, f in enumerate(("data", "begin", "end")):
+        if inputs[k] is None:  # an empty name: an omitted optional input, and these are not optional
+            raise StridedSliceError(f"the {f} input is empty (named ''); StridedSlice needs data, begin and end",
+                                    field="inputs", index=k)
     vals, runtime, lengths = [], {}, []
     for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
         value = inputs[k] if k < len(inputs) else None
