@@ -57,11 +57,22 @@ class Report:
 
     @property
     def found(self) -> int:
-        return len(self.records)
+        """StridedSlice nodes found (the model's own Slice/Gather that ``fix_slices`` rewrote:
+        :attr:`fixable`)."""
+        return sum(r.op_type == "StridedSlice" for r in self.records)
 
     @property
     def rewritten(self) -> int:
-        return sum(r.lowering is not None for r in self.records)
+        return sum(r.lowering is not None for r in self.records if r.op_type == "StridedSlice")
+
+    @property
+    def fixable(self) -> int:
+        """Slice/Gather nodes that broke the target and that ``fix_slices`` read as slices."""
+        return sum(r.op_type != "StridedSlice" for r in self.records)
+
+    @property
+    def fixed(self) -> int:
+        return sum(r.lowering is not None for r in self.records if r.op_type != "StridedSlice")
 
     @property
     def failed_records(self) -> list[RewriteRecord]:
@@ -124,6 +135,7 @@ class Report:
             "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
+            "fixable_slice_nodes": self.fixable, "fixed": self.fixed,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
             "cleanup": self.cleanup,

@@ -78,7 +78,10 @@ def cmd_convert(args) -> int:
         print(one_line(f"{src}: {first}{tail}"), file=sys.stderr)
         return code
     result.save(dst, protect=inputs)
-    print(one_line(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}"))
+    done = [f"{rep.rewritten}/{rep.found} StridedSlice rewritten"] if rep.found or not rep.fixable else []
+    if rep.fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
+        done.append(f"{rep.fixed}/{rep.fixable} Slice/Gather fixed for target {rep.target}")
+    print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep)}"))
     return EXIT_OK
 
 
