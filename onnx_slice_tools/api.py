@@ -25,7 +25,7 @@ class Report:
     source: str | None
     opset: int | None = None
     records: list[RewriteRecord] = field(default_factory=list)
-    verify: bool = True             # False: --no-verify
+    verify: bool = True             # False: verification off (convert(verify=False), --no-verify)
     strict: bool = False            # a skipped check fails the conversion
     model_checks: dict = field(default_factory=dict)   # name -> passed | failed: .. | skipped: ..
     timings: dict = field(default_factory=dict)
@@ -37,11 +37,22 @@ class Report:
 
     @property
     def found(self) -> int:
-        return len(self.records)
+        """StridedSlice nodes found (the model's own Slice/Gather that ``fix_slices`` rewrote:
+        :attr:`fixable`)."""
+        return sum(r.op_type == "StridedSlice" for r in self.records)
 
     @property
     def rewritten(self) -> int:
-        return sum(r.lowering is not None for r in self.records)
+        return sum(r.lowering is not None for r in self.records if r.op_type == "StridedSlice")
+
+    @property
+    def fixable(self) -> int:
+        """Slice/Gather nodes that broke the target and that ``fix_slices`` read as slices."""
+        return sum(r.op_type != "StridedSlice" for r in self.records)
+
+    @property
+    def fixed(self) -> int:
+        return sum(r.lowering is not None for r in self.records if r.op_type != "StridedSlice")
 
     @property
     def failed_records(self) -> list[RewriteRecord]:
@@ -55,7 +66,7 @@ class Report:
     def statuses(self) -> list[tuple[str, str]]:
         """Every check as (name, status), the input of :attr:`verdict`."""
         if not self.verify:
-            return [("verification", "skipped: turned off (--no-verify)")]
+            return [("checks", "skipped: verification off")]
         out = list(self.model_checks.items())
         for r in self.records:
             if r.error is not None:
@@ -93,11 +104,18 @@ class Report:
     def ok(self) -> bool:
         return self.verdict != "failed"
 
-    def to_json(self) -> dict:
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``convert --report`` writes)."""
+        import json
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dict(self) -> dict:
+        """The report as plain data (JSON types only): checks, verdict, and every rewrite."""
         return {
             "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
             "strided_slice_nodes": self.found, "rewritten": self.rewritten,
+            "fixable_slice_nodes": self.fixable, "fixed": self.fixed,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
             "cleanup": self.cleanup,

@@ -160,7 +160,7 @@ def test_framework_compare_bitwise_close_or_differs():
 def test_framework_status_says_why_it_did_not_run(tmp_path):
     from onnx_slice_tools.frontends.sources import convert_source
     result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
-    assert result.report.model_checks["framework"].startswith("skipped: verification is off")
+    assert result.report.model_checks["framework"].startswith("skipped: verification off")
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
     result = convert_source(bad)
@@ -208,10 +208,16 @@ def test_parse_input_shapes(text, want):
     assert parse_input_shapes(text) == want
 
 
-@pytest.mark.parametrize("bad", ["x", "x:1,a"])
+@pytest.mark.parametrize("bad", ["x", "x:1,a", "x:1,,3", "x:1,3,", "x:,1", "x:-2", "x:99999999999999999999"])
 def test_parse_input_shapes_rejects(bad):
+    """A malformed dim list is refused, never read as another rank (``1,,3`` is not [1, 3])."""
     with pytest.raises(ModelError, match="--inputs"):
         parse_input_shapes([bad])
+
+
+def test_parse_input_shapes_rejects_an_input_given_twice():
+    with pytest.raises(ModelError, match="more than once"):
+        parse_input_shapes(["x:1", "x:2"])
 
 
 def test_batch_worker_converts_a_tflite_input(tmp_path):
