@@ -50,8 +50,12 @@ def test_unchanged_only_when_input_options_and_output_all_match(tmp_path):
     assert set(_statuses(batch_convert(src, out, jobs=1, verify=False)).values()) == {"converted"}
     again = batch_convert(src, out, jobs=1)
     assert set(_statuses(again).values()) == {"converted"} and all(e["checks"] for e in again.entries)
-    # the output on disk replaced by junk: converted again
+    # the output on disk replaced by junk: not ours any more -- refused, never written over
     (out / "m001.onnx").write_bytes(b"junk")
+    with pytest.raises(ModelError, match="m001.onnx: exists and batch did not write it"):
+        batch_convert(src, out, jobs=1)
+    assert (out / "m001.onnx").read_bytes() == b"junk"
+    (out / "m001.onnx").unlink()  # moved away: converted again
     assert _statuses(batch_convert(src, out, jobs=1)) == {"m000.onnx": "unchanged", "m001.onnx": "converted"}
     assert (out / "m001.onnx").read_bytes() == (out / "m000.onnx").read_bytes()
     saved = json.loads((out / "report.json").read_text())
@@ -69,12 +73,11 @@ def test_input_turned_corrupt_removes_its_stale_output_only(tmp_path):
     assert by_name["m001.onnx"]["removed_stale_output"] == [str(out / "m001.onnx")]
     assert not (out / "m001.onnx").exists() and (out / "m000.onnx").exists()
     assert (out / "mine.onnx").read_bytes() == b"a file of the user's"
-    # an output the user replaced is not ours any more: never removed
+    # an output the user replaced is not ours any more: never removed nor written over
     (src / "m000.onnx").write_bytes(b"corrupt too")
     (out / "m000.onnx").write_bytes(b"replaced by the user")
-    report = batch_convert(src, out, jobs=1)
-    assert {Path(e["input"]).name: e["removed_stale_output"] for e in report.entries} == {
-        "m000.onnx": [], "m001.onnx": []}
+    with pytest.raises(ModelError, match="exists and batch did not write it"):
+        batch_convert(src, out, jobs=1)
     assert (out / "m000.onnx").read_bytes() == b"replaced by the user"
 
 
@@ -189,7 +192,8 @@ def test_an_empty_folder_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("no models here")
     assert cli_main(["batch", str(tmp_path / "empty"), "-o", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err.strip() == f"no .onnx files under {tmp_path / 'empty'}"
+    assert capsys.readouterr().err.strip() == (f"no models (.onnx, .tflite, .keras, .h5 or SavedModel folders) "
+                                               f"under {tmp_path / 'empty'}")
     assert not (tmp_path / "out").exists()
 
 
