@@ -157,7 +157,8 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
         os.abort() if hook == "abort" else time.sleep(3600) if hook == "hang" else None
     t0 = time.perf_counter()
     entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
-             "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None}
+             "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None,
+             "worker_pid": os.getpid()}
     from .capture import collect_warnings
     try:
         from ..frontends.sources import convert_source, source_kind
