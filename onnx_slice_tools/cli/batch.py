@@ -252,7 +252,9 @@ def _data_size(dst) -> int | None:
 def _unchanged(prev: dict | None, fp: str, options: dict, dst: Path, made_by: dict) -> bool:
     """The previous run converted this very input with these options, by the same versions
     (:func:`versions`), into the output that is still on disk."""
-    return bool(prev) and prev.get("status") in (CONVERTED, UNCHANGED) and prev.get("fingerprint") == fp \
+    if not prev:
+        return False
+    return prev.get("status") in (CONVERTED, UNCHANGED) and prev.get("fingerprint") == fp \
         and prev.get("options") == options and prev.get("versions") == made_by and prev.get("output") == str(dst) \
         and prev.get("output_sha256") is not None and file_sha256(dst) == prev["output_sha256"] \
         and _data_size(dst) == prev.get("output_data_size")
@@ -461,13 +463,13 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
         for src in models:
             dst = output_for(src, input_dir, output_dir)
             fp, prev = fingerprints[src], previous.get(str(src))
-            base = dict(fingerprint=fp, options=options, versions=made_by[src], input_real=os.path.realpath(src))
+            base = {"fingerprint": fp, "options": options, "versions": made_by[src], "input_real": os.path.realpath(src)}
             if owner[dst] != src:
                 finished.append(dict(_crash_entry(str(src), str(dst)), status=INVALID, seconds=0.0, **base,
                                      error=f"{src}: its output {dst} is the output of {owner[dst]} "
                                      "(same name, another kind of model); rename one of them"))
                 continue
-            if not force and _unchanged(prev, fp, options, dst, made_by[src]):
+            if not force and prev and _unchanged(prev, fp, options, dst, made_by[src]):
                 finished.append(dict(prev, status=UNCHANGED, seconds=0.0, removed_stale_output=[], **base))
                 continue
             try:  # every input of the run here; the worker checks again against its model's own

@@ -403,6 +403,7 @@ def test_another_version_converts_again(tmp_path, where):
     src, out = _folder(tmp_path, 1), tmp_path / "out"
     first = batch_convert(src, out, jobs=1)
     import onnxruntime
+
     import onnx_slice_tools
     assert first.entries[0]["versions"]["onnxruntime"] == onnxruntime.__version__
     assert first.entries[0]["versions"]["onnx-slice-tools"] == onnx_slice_tools.__version__

@@ -468,8 +468,8 @@ def test_batch_of_an_empty_folder_says_so_in_one_line(tmp_path, capfd):
     (tmp_path / "empty").mkdir()
     code, out, err = _run_cli(["batch", str(tmp_path / "empty"), "-o", str(tmp_path / "out")], capfd)
     # a pipeline must notice: exit 2, one line naming the folder, no empty table
-    assert code == 2 and err == [f"no models (.onnx, .tflite, .keras, .h5 or SavedModel folders) under "
-                                 f"{tmp_path / 'empty'}"], (code, err)
+    assert code == 2 and err == [(f"no models (.onnx, .tflite, .keras, .h5 or SavedModel folders) under "
+                                  f"{tmp_path / 'empty'}")], (code, err)
     assert "┃" not in out and "summary" not in out
 
 
