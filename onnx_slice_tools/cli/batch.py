@@ -156,7 +156,7 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     if name == Path(src).name:
         os.abort() if hook == "abort" else time.sleep(3600) if hook == "hang" else None
     t0 = time.perf_counter()
-    entry = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
+    entry: dict = {"input": src, "output": dst, "status": ERROR, "strided_slice_nodes": None, "rewritten": None,
              "error": None, "checks": None, "timings_s": None, "output_sha256": None, "output_data_size": None,
              "worker_pid": os.getpid()}
     from .capture import collect_warnings
