@@ -248,7 +248,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
     # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
-    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders)) if found else {}
+    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
         result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
@@ -293,7 +293,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None
-    shapes = derive_shapes(baseline) if found else {}
+    shapes = derive_shapes(baseline, flavor=flavor) if found else {}
     domains_before = set(m.opset_imports)
     result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike

@@ -427,3 +427,25 @@ def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
     result = sources.convert_source(path)
     assert result.ok and result.report.rewritten == 1
     assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def _tflite_of(path: Path, fn, *specs) -> Path:
+    """``fn`` (a tf.function) on ``specs`` through the TF converter into the .tflite ``path``."""
+    import tensorflow as tf
+    with quiet_frameworks():
+        concrete = tf.function(fn).get_concrete_function(*specs)
+        path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert())
+    return path
+
+
+def test_chained_strided_slices_in_a_tflite_convert_and_match_litert(tmp_path, capfd):
+    """``relu(x[:, 1:])[..., :2]``: the second STRIDED_SLICE needs its input's rank, derived past
+    the first (a custom node until rewritten); slices and a Relu are pure data movement and one
+    correctly rounded op: bitwise against the interpreter."""
+    import tensorflow as tf
+    src = _tflite_of(tmp_path / "chain.tflite", lambda x: tf.nn.relu(x[:, 1:])[..., :2],
+                     tf.TensorSpec([2, 8, 6], tf.float32))
+    assert sum(n.op_type == "StridedSlice" for n in load_source(src).graph.node) == 2
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "chain.onnx")]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "2/2 StridedSlice rewritten, verified" in out and "bitwise against the TFLite" in out
