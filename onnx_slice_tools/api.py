@@ -11,6 +11,7 @@ from .errors import ModelError
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
 from .io.files import has_external_tensors as _external_tensors
+from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
 from .rewrite.ir_pass import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .verification.runtimes import NOT_ASKED
@@ -184,6 +185,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
+    A path to a ``.tflite``, SavedModel folder or Keras file goes through
+    :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
@@ -192,6 +195,11 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     """
     from .verification.runtimes import parse_runtimes, require
     from .lowering.targets import get_target
+    if isinstance(model, (str, os.PathLike)) and source_kind(model) is not None and source is None:
+        from .frontends.sources import convert_source  # a .tflite, SavedModel or Keras file: tf2onnx first
+        return convert_source(model, flavor=flavor, opset=opset, verify=verify, strict=strict,
+                              verify_memory=verify_memory, cleanup=cleanup, target=target, verify_on=verify_on,
+                              fix_slices=fix_slices)
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -244,7 +252,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
     # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
-    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders)) if found else {}
+    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
         result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
@@ -289,7 +297,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None
-    shapes = derive_shapes(baseline) if found else {}
+    shapes = derive_shapes(baseline, flavor=flavor) if found else {}
     domains_before = set(m.opset_imports)
     result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike

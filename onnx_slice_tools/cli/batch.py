@@ -158,7 +158,7 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
 
 def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
     from ..api import convert
-    from ..errors import StridedSliceError
+    from ..errors import ConversionError, StridedSliceError
     hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")
     if name == Path(src).name:
         os.abort() if hook == "abort" else time.sleep(3600) if hook == "hang" else None
@@ -190,6 +190,8 @@ def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
                          removed_stale_output=saved.removed)
     except (ModelError, StridedSliceError) as exc:
         entry["status"], entry["error"] = INVALID, _line(exc)
+    except ConversionError as exc:  # a readable input the tool cannot convert
+        entry["status"], entry["error"] = FAILED, _line(exc)
     except Exception as exc:  # noqa: BLE001 - one bad model never stops the batch
         entry["status"], entry["error"] = ERROR, f"{type(exc).__name__}: {_line(exc)}"
     entry["seconds"] = round(time.perf_counter() - t0, 4)

@@ -315,8 +315,19 @@ def cmd_inspect(args) -> int:
     ``convert``: one line, exit 2."""
     if args.target:
         return cmd_inspect_target(args)
+    from ..io.files import source_kind
+    if source_kind(args.model) is None:
+        return _inspect(args, args.model)
+    import tempfile  # a framework file: what convert would rewrite, the ONNX model tf2onnx makes of it
+
+    from ..frontends.sources import export_source
+    with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-inspect-") as folder:
+        return _inspect(args, export_source(args.model, folder))
+
+
+def _inspect(args, path) -> int:
     from ..api import convert
-    rep = convert(args.model, flavor=args.flavor, verify=False, cleanup=False).report
+    rep = convert(path, flavor=args.flavor, verify=False, cleanup=False, source=str(args.model)).report
     problems = _convert_problems(rep)
     if problems and problems[0] == EXIT_INPUT:
         _, first, more = problems
@@ -380,6 +391,9 @@ def cmd_verify(args) -> int:
         if bad:
             print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
+    from ..io.files import source_kind
+    if source_kind(args.model) is not None:
+        return _verify_against_framework(args)
     from ..api import compare_model_files
     from ..verification.checks import kind
     cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
@@ -395,6 +409,28 @@ def cmd_verify(args) -> int:
     if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
         print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
               + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _verify_against_framework(args) -> int:
+    """``verify FRAMEWORK_FILE CONVERTED.onnx``: the converted model against the framework itself
+    (the TFLite interpreter, TensorFlow) on random inputs: convert's framework check."""
+    from rich.table import Table
+
+    from ..frontends.sources import verify_against_source
+    from ..io.files import load_model_proto
+    converted = load_model_proto(args.converted)
+    check = verify_against_source(args.model, converted, trials=args.trials)
+    table = Table(title=one_line(f"{args.model} (its framework) vs {args.converted} (onnxruntime)"), min_width=60)
+    table.add_column("output"), table.add_column("result", overflow="fold")
+    for name, status in check.outputs.items():
+        table.add_row(one_line(name), one_line(status))
+    _console().print(table)
+    print(f"status: {'passed' if check.ok else 'failed'} ({check.trials} random input sets)")
+    if not check.ok:
+        bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if not v.startswith(("bitwise", "close")))
+        print(one_line(f"{args.converted}: differs from {args.model}: {bad or 'no output compared'}"), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

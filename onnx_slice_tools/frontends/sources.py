@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ConversionError, ModelError
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
@@ -150,7 +150,7 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                            external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
-    except ModelError:
+    except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
         from ..errors import first_line

@@ -281,7 +281,16 @@ def _set_base_dir(m, base: str) -> None:
             t.base_dir = base
 
 
+#: What a framework input is called in messages, by :func:`source_kind`.
+SOURCE_LABELS = {"tflite": "a .tflite model", "saved_model": "a SavedModel folder", "keras": "a Keras model"}
+
+
 def _regular_input(p: Path) -> None:
+    kind = source_kind(p)
+    if kind is not None:  # a framework model where an ONNX file is read (verify FILE, compare ...)
+        raise ModelError(f"is {SOURCE_LABELS[kind]}, not an ONNX file: `convert` reads it (through tf2onnx) and "
+                         "checks the result against the framework; `inspect` and `verify FILE CONVERTED.onnx` "
+                         "take it too", path=str(p))
     try:
         st = os.stat(p)
     except FileNotFoundError:

@@ -31,29 +31,16 @@ from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
 from ..lowering.lower import ConstantPool, lower, steps
 from ..graphs.names import NameAllocator
 from ..semantics.plan import make_plan
+from .ir_pass import ProtoAttr as _Attr
 from .ir_pass import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape_disagreement, check_flavor,
                       flavor_of, index_values, parse_node)
+from .ir_pass import proto_attr_value as _attr_value
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
 _OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
 #: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
 _GRAPH_TYPES = (b"\xa0\x01\x05", b"\xa0\x01\x0a")
-
-
-class _Attr(NamedTuple):
-    type: int
-    value: object
-
-
-def _attr_value(a):
-    if a.type == 2:
-        return a.i
-    if a.type == 7:
-        return list(a.ints)
-    if a.type == 3:
-        return a.s.decode("utf-8", "replace")
-    return None
 
 
 class Scan(NamedTuple):
