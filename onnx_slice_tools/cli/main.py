@@ -50,13 +50,16 @@ def cmd_convert(args) -> int:
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
                    verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
                    verify_on=args.verify_on, fix_slices=args.fix_slices)
-    from ..frontends.sources import convert_source, parse_input_shapes, source_files, source_kind
+    from ..frontends.sources import (convert_source, parse_input_ranges, parse_input_shapes, source_files,
+                                     source_kind)
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
         result = convert_source(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
-                                signature=args.signature, **options)
+                                signature=args.signature, input_ranges=parse_input_ranges(args.input_range),
+                                **options)
     else:
-        given = [f"--{k}" for k in ("inputs", "outputs", "signature") if getattr(args, k)]
+        given = [f"--{k.replace('_', '-')}" for k in ("inputs", "outputs", "signature", "input_range")
+                 if getattr(args, k)]
         if given:
             raise ModelError(f"{', '.join(given)} apply to framework inputs (.tflite, SavedModel, Keras) only",
                              path=str(src))
@@ -680,6 +683,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
                    help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
+    c.add_argument("--input-range", nargs="+", metavar="NAME:LO,HI",
+                   help="framework inputs: draw the framework check's random values of integer input NAME "
+                        "in [LO, HI] (default: the range the graph implies for indices, e.g. token_ids:0,999)")
     c.add_argument("--outputs", nargs="+", metavar="NAME",
                    help="names for the ONNX outputs, in order (framework inputs; default for a SavedModel: "
                         "the signature's output keys, sorted)")
