@@ -43,7 +43,8 @@ def _builders():
         "distilbert": lambda: _hub().DistilBertBackbone(max_sequence_length=32, **TEXT),
         "roberta": lambda: _hub().RobertaBackbone(max_sequence_length=32, **TEXT),
         "albert": lambda: _hub().AlbertBackbone(embedding_dim=8, max_sequence_length=32, **TEXT),
-        "electra": lambda: _hub().ElectraBackbone(embedding_dim=16, max_sequence_length=32, **TEXT),
+        "electra": lambda: _hub().ElectraBackbone(vocab_size=64, embedding_dim=16, max_sequence_length=32,
+                                                  **{k: v for k, v in TEXT.items() if k != "vocabulary_size"}),
         "gpt2": lambda: _hub().GPT2Backbone(max_sequence_length=32, **TEXT),
         "llama": lambda: _hub().LlamaBackbone(num_query_heads=2, num_key_value_heads=1, **{
             k: v for k, v in TEXT.items() if k != "num_heads"}),
