@@ -919,10 +919,14 @@ def pass_manager(model, passes=None, max_rounds: int = 6) -> tuple:
 def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
     """Run the passes in rounds until none changes the model (in place, on an onnx-ir
     ``PassManager``: :func:`pass_manager`).  Returns the report: nodes before and after, and per
-    pass the nodes it removed and added by op type.  When no pass changed anything, the shapes
-    inference set are taken back (onnx-ir's dead-node pass may still have trimmed trailing empty
-    inputs).  ``proto``: the model serialized, if the caller has it (see :func:`infer_shapes`).
-    A pass's error is raised as it is (not the pass manager's wrapping)."""
+    pass the nodes it removed and added by op type.  When no pass changed anything, the model is
+    as it was (onnx-ir's dead-node pass may still have trimmed trailing empty inputs).  The
+    shapes inference set are taken back in every case: they guided the passes, but the output
+    declares only what the input (and the rewrite's plans) declared -- onnx's inference can know
+    less than the model says (a dim of 1 it cannot follow through computed Slice bounds becomes
+    unknown), and an audit (``inspect --target``) of the output must see the same declarations
+    as of the input.  ``proto``: the model serialized, if the caller has it (see
+    :func:`infer_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
     inferred = infer_shapes(model, proto)
     manager, ledger = pass_manager(model, passes, max_rounds)
     before_all = ledger.counts
@@ -934,9 +938,8 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
             cause = cause.__cause__
         raise cause from None
     after_all = ledger.counts
-    if not any_change:
-        for value, type_, shape in reversed(inferred):
-            value.type, value.shape = type_, shape
+    for value, type_, shape in reversed(inferred):
+        value.type, value.shape = type_, shape
     return {
         "changed": any_change,
         "nodes_before": sum(before_all.values()), "nodes_after": sum(after_all.values()),

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ConversionError, ModelError
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
@@ -77,10 +77,17 @@ def parse_input_shapes(items) -> dict[str, list]:
         name, sep, dims = str(item).rpartition(":")
         if not sep or not name:
             raise ModelError(f"--inputs {item!r}: expected NAME:D1,D2,... (use ? for an unknown dim)")
+        if name in shapes:
+            raise ModelError(f"--inputs {item!r}: input {name!r} is given more than once")
+        parts = [d.strip() for d in dims.split(",")] if dims.strip() else []  # NAME: is a scalar
+        if not all(parts):
+            raise ModelError(f"--inputs {item!r}: an empty dim; give one size (or ?) per comma")
         try:
-            shapes[name] = [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",") if d.strip()]
+            shapes[name] = [None if d in ("?", "-1", "None") else int(d) for d in parts]
         except ValueError:
             raise ModelError(f"--inputs {item!r}: dims must be integers or ?") from None
+        if any(d is not None and not 0 <= d < 2 ** 63 for d in shapes[name]):
+            raise ModelError(f"--inputs {item!r}: a dim is a size >= 0 (or ? for an unknown dim)")
     return shapes
 
 
@@ -143,7 +150,7 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                            external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
-    except ModelError:
+    except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
         from ..errors import first_line
@@ -437,7 +444,7 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature,
     :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
     if not verify:
-        return f"skipped: verification is off (--no-verify), {who} was not run"
+        return f"skipped: verification off, {who} was not run"
     if not result.report.ok:
         return f"skipped: the conversion failed, {who} was not run"
     try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import ConversionError
 from ..rewrite.ir_pass import TF_DOMAIN
 
 #: Variables of at least this many bytes are not frozen by TensorFlow/tf2onnx (see the module doc).
@@ -82,9 +83,10 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
     import tf2onnx  # noqa: PLC0415
     kwargs = dict(opset=opset, output_names=output_names, **keep_strided_slice_kwargs())
     size = os.path.getsize(external_data) if external_data and os.path.exists(external_data) else 0
-    data = Path(path).read_bytes() if external_data else None
-    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if data else (None, {})
+    data = checked_tflite(path)
+    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if external_data else (None, {})
     del data
+    model = None
     if moved:
         try:
             with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
@@ -92,11 +94,54 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
                 file.write_bytes(small)
                 model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
             _inputs_to_external(model, moved, Path(external_data).name)
-            return model
         except Exception:  # noqa: BLE001 - the usual path below reports what is really wrong
             os.truncate(external_data, size)
-    model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+            model = None
+    if model is None:
+        model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+    left = unconverted_ops(model)
+    if left:
+        raise ConversionError(f"tf2onnx has no ONNX conversion for {', '.join(left)}: the model cannot be "
+                              "converted to ONNX (nothing written)", path=str(path))
     return model
+
+
+def unconverted_ops(model) -> list[str]:
+    """The ops of ``model`` (subgraphs included) that no ONNX opset defines, each as
+    ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice excepted: tf2onnx's Python
+    API continues past a framework op it has no handler for and leaves it in the graph as it is
+    (its command line stops), and such a model is no ONNX model a runtime can load."""
+    from onnx import defs  # noqa: PLC0415
+
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    found: dict[str, str] = {}
+    todo = [model.graph]
+    while todo:
+        for node in todo.pop().node:
+            todo.extend(proto_subgraphs(node))
+            if node.op_type == "StridedSlice" and node.domain == TF_DOMAIN or node.op_type in found:
+                continue
+            if not defs.has(node.op_type, node.domain or ""):
+                found[node.op_type] = f"{node.op_type} (node {node.name!r})"
+    return sorted(found.values())
+
+
+def checked_tflite(path) -> bytes:
+    """The bytes of the ``.tflite`` at ``path``, or a one-line ModelError when they are no
+    complete TFLite flatbuffer (its ``TFL3`` identifier, then every table of the model read):
+    tf2onnx's reader would fail on a cut file with a message about buffer offsets."""
+    from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+
+    from ..errors import ModelError, first_line  # noqa: PLC0415
+    data = Path(path).read_bytes()
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ModelError("not a .tflite file (no TFLite flatbuffer identifier 'TFL3' at byte 4)", path=str(path))
+    try:
+        schema.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as exc:  # noqa: BLE001 - struct.error, IndexError ... from reading past the end
+        raise ModelError(f"not a valid or complete .tflite file (its flatbuffer cannot be read: {first_line(exc)})",
+                         path=str(path)) from None
+    return data
 
 
 def _tflite_without_buffers(data: bytes, external_data, min_bytes: int):

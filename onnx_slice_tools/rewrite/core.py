@@ -19,6 +19,7 @@ Nothing here imports onnx or onnx-ir.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
@@ -64,14 +65,21 @@ class RewriteRecord:
     replaced: list = field(default_factory=list)    # output-name tuples of the nodes removed
     renamed: dict = field(default_factory=dict)     # identity: old output name -> the data's name
     inplace: str | None = None      # the whole-model (in-place) check: passed | failed: .. | skipped: ..
+    op_type: str = "StridedSlice"   # Slice / Gather: a node of the model's own that --fix-slices rewrote
+    written: str | None = None      # such a node as written (its spec is how it was read, not what it says)
 
     @property
     def notation(self) -> str | None:
+        """The node as the user knows it: a StridedSlice's spec as an index expression; a fixed
+        Slice/Gather as written (``Slice(starts=[0], ends=[1000000000], axes=[1])``)."""
+        if self.written is not None:
+            return self.written
         return None if self.spec is None else self.spec.index_notation()
 
     def to_json(self) -> dict:
         out = {
-            "node": self.node, "graph": self.graph, "flavor": self.flavor, "spec": self.notation,
+            "node": self.node, "graph": self.graph, "op_type": self.op_type, "flavor": self.flavor,
+            "spec": self.notation,
             "input_shape": json_shape(self.input_shape), "output_shape": json_shape(self.output_shape),
             "emitted": None if self.lowering is None else [op.describe() for op in self.lowering.ops],
             "emitted_nodes": None if self.lowering is None else self.lowering.node_count,
@@ -164,6 +172,24 @@ def flavor_of(attr_types, domain: str) -> str | None:
     return TF if not kinds else None
 
 
+class ProtoAttr(NamedTuple):
+    """An AttributeProto as :func:`parse_node` reads it: its type and its int, ints or str value."""
+
+    type: int
+    value: object
+
+
+def proto_attr_value(a):
+    """The int, list of ints or str of an AttributeProto (None for other types)."""
+    if a.type == _INT:
+        return a.i
+    if a.type == _INTS:
+        return list(a.ints)
+    if a.type == _STRING:
+        return a.s.decode("utf-8", "replace")
+    return None
+
+
 def index_values(arr, field_name: str) -> tuple[int, ...]:
     """A constant begin/end/strides array as ints; StridedSliceError unless 1-D integers."""
     if arr.dtype.kind not in "iu":
@@ -195,9 +221,13 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
-    if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
+    if len(inputs) < 3:
         raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
+    for k, f in enumerate(("data", "begin", "end")):
+        if inputs[k] is None:  # an empty name: an omitted optional input, and these are not optional
+            raise StridedSliceError(f"the {f} input is empty (named ''); StridedSlice needs data, begin and end",
+                                    field="inputs", index=k)
     vals, runtime, lengths = [], {}, []
     for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
         value = inputs[k] if k < len(inputs) else None

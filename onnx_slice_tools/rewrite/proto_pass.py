@@ -30,6 +30,8 @@ from ..graphs.names import NameAllocator
 from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
 from ..lowering.lower import ConstantPool, steps
 from .core import GraphFacts, RewriteRecord, RewriteResult, Rewriter, changes_of, check_flavor, default_opset_of, index_values
+from .core import ProtoAttr as _Attr
+from .core import proto_attr_value as _attr_value
 from .core import input_warnings, output_fill, parse_node, remove_if_unused, unused_domains, with_default_opset
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
@@ -37,21 +39,6 @@ _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
 _OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
 #: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
 _GRAPH_TYPES = (b"\xa0\x01\x05", b"\xa0\x01\x0a")
-
-
-class _Attr(NamedTuple):
-    type: int
-    value: object
-
-
-def _attr_value(a):
-    if a.type == 2:
-        return a.i
-    if a.type == 7:
-        return list(a.ints)
-    if a.type == 3:
-        return a.s.decode("utf-8", "replace")
-    return None
 
 
 class Scan(NamedTuple):

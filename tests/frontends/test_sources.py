@@ -160,7 +160,7 @@ def test_framework_compare_bitwise_close_or_differs():
 def test_framework_status_says_why_it_did_not_run(tmp_path):
     from onnx_slice_tools.frontends.sources import convert_source
     result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
-    assert result.report.model_checks["framework"].startswith("skipped: verification is off")
+    assert result.report.model_checks["framework"].startswith("skipped: verification off")
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
     result = convert_source(bad)
@@ -208,10 +208,16 @@ def test_parse_input_shapes(text, want):
     assert parse_input_shapes(text) == want
 
 
-@pytest.mark.parametrize("bad", ["x", "x:1,a"])
+@pytest.mark.parametrize("bad", ["x", "x:1,a", "x:1,,3", "x:1,3,", "x:,1", "x:-2", "x:99999999999999999999"])
 def test_parse_input_shapes_rejects(bad):
+    """A malformed dim list is refused, never read as another rank (``1,,3`` is not [1, 3])."""
     with pytest.raises(ModelError, match="--inputs"):
         parse_input_shapes([bad])
+
+
+def test_parse_input_shapes_rejects_an_input_given_twice():
+    with pytest.raises(ModelError, match="more than once"):
+        parse_input_shapes(["x:1", "x:2"])
 
 
 def test_batch_worker_converts_a_tflite_input(tmp_path):
@@ -427,3 +433,87 @@ def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
     result = sources.convert_source(path)
     assert result.ok and result.report.rewritten == 1
     assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def _tflite_of(path: Path, fn, *specs) -> Path:
+    """``fn`` (a tf.function) on ``specs`` through the TF converter into the .tflite ``path``."""
+    import tensorflow as tf
+    with quiet_frameworks():
+        concrete = tf.function(fn).get_concrete_function(*specs)
+        path.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert())
+    return path
+
+
+def test_chained_strided_slices_in_a_tflite_convert_and_match_litert(tmp_path, capfd):
+    """``relu(x[:, 1:])[..., :2]``: the second STRIDED_SLICE needs its input's rank, derived past
+    the first (a custom node until rewritten); slices and a Relu are pure data movement and one
+    correctly rounded op: bitwise against the interpreter."""
+    import tensorflow as tf
+    src = _tflite_of(tmp_path / "chain.tflite", lambda x: tf.nn.relu(x[:, 1:])[..., :2],
+                     tf.TensorSpec([2, 8, 6], tf.float32))
+    assert sum(n.op_type == "StridedSlice" for n in load_source(src).graph.node) == 2
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "chain.onnx")]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "2/2 StridedSlice rewritten, verified" in out and "bitwise against the TFLite" in out
+
+
+def test_an_op_tf2onnx_cannot_convert_fails_naming_it_and_writes_nothing(tmp_path, capfd):
+    """tf2onnx's Python API leaves RFFT2D (and TFLite's REAL/IMAG) in the graph as they are: a
+    failed conversion (exit 1), one line naming the file and the ops, no output."""
+    import tensorflow as tf
+
+    from onnx_slice_tools.errors import ConversionError
+    from onnx_slice_tools.frontends.sources import convert_source
+    src = _tflite_of(tmp_path / "fft.tflite", lambda x: tf.math.real(tf.signal.rfft2d(x)) + tf.math.imag(
+        tf.signal.rfft2d(x)), tf.TensorSpec([4, 8], tf.float32))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "fft.onnx")]) == 1
+    out, err = capfd.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: ") and "RFFT2D (node " in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    with pytest.raises(ConversionError, match="RFFT2D"):
+        convert_source(src)
+
+
+def test_framework_files_in_inspect_verify_and_the_python_convert(tmp_path, capfd):
+    """``inspect FILE.tflite`` lists the StridedSlices tf2onnx's model of it has; ``verify
+    FILE.tflite OUT.onnx`` compares with the interpreter (and fails on a tampered model); the
+    Python ``convert`` of the path runs the framework check; where an ONNX file is needed (one-file
+    ``verify``) one line says what takes a framework file."""
+    src = MODELS / "tflite_masks.tflite"
+    assert cli_main(["inspect", "--json", str(src)]) == 0
+    rows = __import__("json").loads(capfd.readouterr()[0])
+    assert len(rows) == sum(n.op_type == "StridedSlice" for n in load_source(src).graph.node) and \
+        all("error" not in r for r in rows)
+    result = convert(str(src))
+    assert result.ok and result.report.model_checks["framework"].startswith("passed")
+    good = tmp_path / "good.onnx"
+    onnx.save_model(result.model, str(good))
+    assert cli_main(["verify", str(src), str(good)]) == 0
+    assert "status: passed" in capfd.readouterr()[0]
+    for node in result.model.graph.node:
+        if node.op_type == "Mul":
+            node.op_type = "Add"
+            break
+    bad = tmp_path / "bad.onnx"
+    onnx.save_model(result.model, str(bad))
+    assert cli_main(["verify", str(src), str(bad)]) == 1
+    err = capfd.readouterr()[1]
+    assert err.count("\n") == 1 and err.startswith(f"{bad}: differs from {src}")
+    for path, what in ((src, "a .tflite model"), (MODELS / "saved_model_slices", "a SavedModel folder")):
+        assert cli_main(["verify", str(path)]) == 2
+        err = capfd.readouterr()[1]
+        assert err == f"{path}: is {what}, not an ONNX file: `convert` reads it (through tf2onnx) and checks the " \
+            "result against the framework; `inspect` and `verify FILE CONVERTED.onnx` take it too\n"
+
+
+@pytest.mark.parametrize("cut", [300, 7, None], ids=["truncated", "too-short", "text"])
+def test_a_damaged_tflite_is_one_line_naming_the_file(tmp_path, capfd, cut):
+    data = (MODELS / "tflite_masks.tflite").read_bytes()
+    src = tmp_path / "bad.tflite"
+    src.write_bytes(data[:cut] if cut else b"hello, this is not a model at all")
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "o.onnx")]) == 2
+    out, err = capfd.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: not a ")
+    assert ("valid or complete .tflite" if cut == 300 else "not a .tflite file") in err
+    assert not (tmp_path / "o.onnx").exists()
