@@ -50,17 +50,19 @@ def test_each_distinct_signature_is_parsed_and_lowered_once_on_both_paths(monkey
     """64 slices of 8 patterns (one set of index constants per pattern) on one tensor: 8 parses,
     8 plans and 8 lowerings, on the onnx-ir pass as on the protobuf one."""
     n = 64
+    model = synthetic_model(n, False, fan_out=n)
+    shapes = ir_pass.derive_shapes(model)  # (shape derivation reads the nodes on its own)
+    assert shapes["x"] == (TensorProto.FLOAT, (4, 16, 16, 8))
     parses = _counting(monkeypatch, ir_pass, "parse_node")
     plans = _counting(monkeypatch, core, "make_plan")
     lowerings = _counting(monkeypatch, core, "lower")
     made_steps = _counting(monkeypatch, ir_pass, "steps")
-    result = StridedSliceRewritePass(opset=17)(ir.from_proto(synthetic_model(n, False, fan_out=n)))
+    result = StridedSliceRewritePass(opset=17, shapes=shapes)(ir.from_proto(model))
     assert sum(r.lowering is not None for r in result.records) == n
     assert (len(parses), len(plans), len(lowerings), len(made_steps)) == (len(PATTERNS),) * 4
     parses = _counting(monkeypatch, proto_pass, "parse_node")
     plans.clear(), lowerings.clear()
-    proto = synthetic_model(n, False, fan_out=n)
-    result = proto_pass.ProtoStridedSliceRewritePass(opset=17)(proto, {})
+    result = proto_pass.ProtoStridedSliceRewritePass(opset=17)(model, shapes)
     assert sum(r.lowering is not None for r in result.records) == n
     assert (len(parses), len(plans), len(lowerings)) == (len(PATTERNS),) * 3
 
@@ -82,10 +84,10 @@ def _if_model() -> onnx.ModelProto:
 
 def test_the_report_says_which_representation_ran():
     plain = convert(synthetic_model(8, False), verify=False)
-    assert plain.report.path == "protobuf" and plain.report.to_json()["path"] == "protobuf"
+    assert plain.report.path == "protobuf" and plain.report.to_dict()["path"] == "protobuf"
     nested = convert(_if_model(), verify=False)  # a StridedSlice in a subgraph: the protobuf path declines
     assert nested.report.rewritten == 2
-    assert nested.report.path == "onnx-ir" and nested.report.to_json()["path"] == "onnx-ir"
+    assert nested.report.path == "onnx-ir" and nested.report.to_dict()["path"] == "onnx-ir"
 
 
 def test_default_opset_and_unused_domains_rules():
