@@ -27,9 +27,9 @@ def _model(nodes, inputs, outputs, inits=(), opset=17, tf=True):
     return m
 
 
-def _slice_then(after=(), out="y", out_shape=("N", 2), x_shape=("N", 5)):
-    """x -> StridedSlice x[:, 1:3] -> y, then the ``after`` nodes; graph output ``out``."""
-    inits = [helper.make_tensor("b", T.INT32, [2], [0, 1]), helper.make_tensor("e", T.INT32, [2], [0, 3]),
+def _slice_then(after=(), out="y", out_shape=("N", 2), x_shape=("N", 5), end=3):
+    """x -> StridedSlice x[:, 1:end] -> y, then the ``after`` nodes; graph output ``out``."""
+    inits = [helper.make_tensor("b", T.INT32, [2], [0, 1]), helper.make_tensor("e", T.INT32, [2], [0, end]),
              helper.make_tensor("s", T.INT32, [2], [1, 1]),
              helper.make_tensor("zero", T.INT64, [], [0]), helper.make_tensor("one", T.INT64, [], [1]),
              helper.make_tensor("m1", T.INT64, [], [-1]), helper.make_tensor("m2", T.INT64, [], [-2])]
@@ -115,7 +115,7 @@ def test_shipped_on_openvino_when_it_is_a_verification_runtime():
 
 
 def test_outputs_of_pure_data_movement_are_compared_bitwise():
-    m = _slice_then([helper.make_node("Relu", ["y"], ["r"]), helper.make_node("Transpose", ["y"], ["t"])],
+    m = _slice_then([helper.make_node("Exp", ["y"], ["r"]), helper.make_node("Transpose", ["y"], ["t"])],
                     out="t", out_shape=(2, "N"))
     m.graph.output.append(helper.make_tensor_value_info("r", T.FLOAT, ["N", 2]))
     m = api.convert(m, verify=False).model
@@ -215,3 +215,69 @@ def test_a_wrong_opset_conversion_fails(monkeypatch):
     rep = api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z"), opset=18).report
     assert rep.model_checks["opset_conversion"].startswith("failed: the converted model disagrees")
     assert rep.verdict == "failed"
+
+
+# --------------------------------------------------------------------------- in pieces
+
+
+def _many_slices(n: int):
+    """x[N, 64, 8] -> Relu chain; every 4 nodes a StridedSlice x[:, 0:1] (small) that is a graph
+    output: the taps (each slice's input, 2 KiB per N) weigh far more than the model's outputs."""
+    inits = [helper.make_tensor("b", T.INT32, [2], [0, 0]), helper.make_tensor("e", T.INT32, [2], [0, 1]),
+             helper.make_tensor("s", T.INT32, [2], [1, 1])]
+    nodes, outputs, h = [], [], "x"
+    for i in range(n):
+        if i and i % 4 == 0:
+            nodes.append(helper.make_node("Relu", [h], [f"h{i}"]))
+            h = f"h{i}"
+        nodes.append(helper.make_node("StridedSlice", [h, "b", "e", "s"], [f"y{i}"], domain=TF_DOMAIN, name=f"ss{i}",
+                                      begin_mask=1, end_mask=1, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", T.FLOAT, ["N", 1, 8]))
+    return _model(nodes, [helper.make_tensor_value_info("x", T.FLOAT, ["N", 64, 8])], outputs, inits)
+
+
+def test_an_in_place_run_over_the_budget_runs_in_pieces_and_is_verified(tmp_path, capfd):
+    """40 slices at N=3: the tapped run holds 10 slice inputs of 6 KiB to the end (~65 KiB); a
+    40 KiB budget forces several pieces, each rewrite still checked on the tensors that reached it."""
+    model = _many_slices(40)
+    whole = api.convert(model).report
+    assert whole.model_checks["model_run"] == "passed" and whole.verified
+    rep = api.convert(model, verify_memory=40 * 1024).report
+    status = rep.model_checks["model_run"]
+    assert status.startswith("passed (in ") and "pieces within the memory budget" in status, rep.model_checks
+    assert int(status.split()[2]) >= 3
+    assert all(r.inplace == "passed" for r in rep.records) and rep.inplace_sizes == {"N": 3}
+    assert rep.model_checks["shipped"] == "passed" and rep.verdict == "verified"
+    src = tmp_path / "m.onnx"
+    onnx.save(model, src)
+    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx", "--verify-memory", str(40 / 1024)], capfd)
+    assert code == 0 and not err and "40/40 StridedSlice rewritten, verified" in out, (out, err)
+
+
+def test_model_outputs_over_the_budget_run_at_size_1():
+    """The as-shipped run holds every model output at once: when they do not fit at N=3, the
+    symbolic dims go down to 1 (where shapes stay valid) for the in-place and the as-shipped runs."""
+    rep = api.convert(_slice_then(x_shape=("N", 4096), end=4095, out_shape=("N", 4094)), verify_memory=60 * 1024).report
+    assert rep.inplace_sizes == {"N": 1} and rep.verified, rep.model_checks
+
+
+def test_a_wrong_rewrite_is_caught_in_its_piece(monkeypatch):
+    """The pieces check like the whole run does: a rewrite whose output is wrong fails in its piece."""
+    from onnx_slice_tools.verification import inplace
+    real = inplace._check_one
+
+    def wrong_for_ss33(r, got, make_plan, apply_plan):
+        if r.node == "ss33":
+            got = dict(got, **{r.output_name: got[r.output_name] + 1})
+        return real(r, got, make_plan, apply_plan)
+    monkeypatch.setattr(inplace, "_check_one", wrong_for_ss33)
+    rep = api.convert(_many_slices(40), verify_memory=40 * 1024).report
+    assert rep.model_checks["model_run"].startswith("failed: node 'ss33'"), rep.model_checks
+    assert rep.verdict == "failed"
+
+
+def test_too_small_a_budget_for_one_rewrite_is_skipped_with_the_reason():
+    rep = api.convert(_many_slices(8), verify_memory=4 * 1024).report
+    assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
+    assert rep.model_checks["shipped"].startswith("skipped: "), rep.model_checks
+    assert rep.verdict.startswith("unverified (model_run skipped (needs ~") and not rep.verified
