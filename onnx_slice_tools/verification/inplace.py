@@ -505,6 +505,7 @@ class CheckedRun:
     outputs: dict                # graph output name -> array, or a Digest (pure data movement)
     elems: dict                  # fed input / output name -> ONNX element type
     shapes: dict                 # value name -> (elem, dims) at the run's sizes (shape inference)
+    exact: frozenset = frozenset()  # graph outputs that are pure data movement (compared bitwise)
 
 
 @dataclasses.dataclass
@@ -772,7 +773,8 @@ class _Attempt:
             fetch = [*taps.names, *(o for o in self.graph_outputs() if o not in taps.seen)]
         else:
             fetch = list(piece)
-        outputs = [o for o in self.graph_outputs() if o in set(fetch)]
+        fetched = set(fetch)
+        outputs = [o for o in self.graph_outputs() if o in fetched]
         while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
@@ -798,9 +800,11 @@ class _Attempt:
                     return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
                 continue
             if first is None:
-                exact = self.exact_outputs(shapes)
-                first = CheckedRun(feeds, {o: Digest.of(got[o]) if o in exact else got[o] for o in outputs},
-                                   {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes)
+                exact = frozenset(self.exact_outputs(shapes))
+                held = sum(got[o].nbytes for o in outputs if isinstance(got[o], np.ndarray))
+                digest = piece is not None or need + held > memory_budget  # else kept: no hashing
+                first = CheckedRun(feeds, {o: Digest.of(got[o]) if digest and o in exact else got[o] for o in outputs},
+                                   {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes, exact)
             pending = [r for r in pending if not _check_if_reached(r, got, taps)]
             del got
         self.sizes, self.shapes = sizes, shapes  # (grown, for later pieces)
