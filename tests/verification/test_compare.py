@@ -85,7 +85,7 @@ def test_a_wrong_weight_fails_and_rtol_decides(pair, capsys):
 
 @pytest.mark.parametrize("value", ["-1e-3", "nan", "inf", "abc", ""])
 def test_a_bad_rtol_is_one_line_exit_2(pair, capsys, value):
-    code, out, err = verify(capsys, pair / "orig.onnx", pair / "conv.onnx", f"--rtol={value}")
+    code, _out, err = verify(capsys, pair / "orig.onnx", pair / "conv.onnx", f"--rtol={value}")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--rtol" in err, err
 
 
@@ -120,9 +120,9 @@ def test_bad_input_shapes_are_one_line_exit_2(pair, capsys, item, words):
 
 
 @pytest.mark.parametrize("other, words", [
-    (dict(name="b"), "only the original has ['a']; only the converted model has ['b']"),
-    (dict(elem=T.DOUBLE), "input 'a': element type FLOAT in the original, DOUBLE in the converted model"),
-    (dict(dims=[256, 256, 1]), "input 'a': rank 2 in the original, 3 in the converted model"),
+    ({"name": "b"}, "only the original has ['a']; only the converted model has ['b']"),
+    ({"elem": T.DOUBLE}, "input 'a': element type FLOAT in the original, DOUBLE in the converted model"),
+    ({"dims": [256, 256, 1]}, "input 'a': rank 2 in the original, 3 in the converted model"),
 ])
 def test_inputs_that_do_not_line_up_are_refused(pair, tmp_path, capsys, other, words):
     onnx.save(matmul_slice(**other), tmp_path / "other.onnx")
