@@ -586,14 +586,26 @@ def verify_model_file(path) -> dict:
     return checks
 
 
-def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
-    """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
-    from .verification.compare import compare_models, weight_bytes
+def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None,
+                        rtol: float | None = None, input_shapes: dict | None = None):
+    """:func:`verification.compare.compare_models` of two model files (weights above the limit:
+    skipped); ModelError naming the file when they cannot be compared (inputs that do not line
+    up, ``input_shapes`` that do not fit the original, a bad ``rtol``)."""
+    from .verification.compare import InputShapesError, compare_models, weight_bytes
     protos = []
     for p in (original, converted):
         head = load_model_proto(p, external_data=False)  # readable, external data checked
         base = os.path.dirname(os.path.abspath(p))
         protos.append(load_model_proto(p) if weight_bytes(head, base) <= _max_compare_bytes() else head)
-    return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
-                          max_weight_bytes=_max_compare_bytes(),
-                          base_dir=os.path.dirname(os.path.abspath(original)))
+    try:
+        return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
+                              max_weight_bytes=_max_compare_bytes(),
+                              base_dir=os.path.dirname(os.path.abspath(original)), rtol=rtol,
+                              input_shapes=input_shapes)
+    except InputShapesError as exc:
+        raise InputShapesError(exc.reason, path=str(original)) from None
+    except ModelError as exc:
+        if exc.path is not None:
+            raise
+        reason = exc.reason.replace("the original", str(original), 1)
+        raise ModelError(reason, path=None if reason.startswith("rtol") else str(converted)) from None
