@@ -149,9 +149,16 @@ def _output_owners(models: list[Path], input_dir: Path, output_dir: Path) -> dic
 def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry.
     ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
-    never to write over."""
+    never to write over.  The worker process is the command line's: its garbage collector is
+    paused while it converts and saves (:func:`.startup.gc_paused`)."""
+    from .startup import gc_paused
+    with gc_paused():
+        return _convert_one(src, dst, options, protect)
+
+
+def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
     from ..api import convert
-    from ..errors import StridedSliceError
+    from ..errors import ConversionError, StridedSliceError
     hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")
     if name == Path(src).name:
         os.abort() if hook == "abort" else time.sleep(3600) if hook == "hang" else None
@@ -183,6 +190,8 @@ def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
                          removed_stale_output=saved.removed)
     except (ModelError, StridedSliceError) as exc:
         entry["status"], entry["error"] = INVALID, _line(exc)
+    except ConversionError as exc:  # a readable input the tool cannot convert
+        entry["status"], entry["error"] = FAILED, _line(exc)
     except Exception as exc:  # noqa: BLE001 - one bad model never stops the batch
         entry["status"], entry["error"] = ERROR, f"{type(exc).__name__}: {_line(exc)}"
     entry["seconds"] = round(time.perf_counter() - t0, 4)
