@@ -609,7 +609,8 @@ def _print_batch_summary(report, stream=None) -> None:
     table.add_column("model", overflow="fold", ratio=1)
     for col in ("status", "verdict", "slices", "checks", "s"):
         table.add_column(col, no_wrap=True, justify="left" if col in ("status", "verdict") else "right")
-    errors = []
+    errors: list = []
+    unverified: dict = {}
     entries = sorted(report.entries, key=lambda e: e["input"])
     for e in entries:
         model = one_line(str(Path(e["input"]).relative_to(report.input_dir)))
@@ -623,11 +624,14 @@ def _print_batch_summary(report, stream=None) -> None:
             error = e["error"].removeprefix(f"{e['input']}: ")  # the row names the file
             errors.append(f"{model}: {one_line(error)}")
         elif outcome(e) == "unverified":
-            errors.append(f"{model}: NOT fully verified: "
-                          + one_line(str(e.get("verdict")).removeprefix("unverified (").removesuffix(")")))
+            why = one_line(str(e.get("verdict")).removeprefix("unverified (").removesuffix(")"))
+            unverified.setdefault(why, []).append(model)
     _console(file=stream).print(table)
     for line in errors:
         print(line, file=stream)
+    for why, models in unverified.items():  # one line per reason, not per model
+        print(f"{models[0]}: NOT fully verified: {why}" if len(models) == 1 else
+              f"{len(models)} models NOT fully verified ({models[0]}, ...): {why}", file=stream)
     counts = report.counts()
     print("summary: " + ", ".join(f"{v} {k}" for k, v in counts.items()), file=stream)
     removed = [p for d in report.deleted_inputs for p in d["removed"]]
@@ -796,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runtimes of the per-rewrite checks, e.g. onnxruntime,openvino (default: the target's)")
     b.add_argument("--fix-slices", action="store_true",
                    help="also rewrite the models' own Slice/Gather nodes that break the target's constraints")
-    b.add_argument("--report", choices=["-"], default=None,
+    b.add_argument("--report", choices=["-"], default=None, metavar="-",
                    help="'-': also print the JSON report (OUTPUT/report.json) on stdout; the table then goes "
                         "to stderr")
     b.add_argument("--jsonl", action="store_true",
@@ -924,6 +928,28 @@ def main(argv=None) -> int:
     return code
 
 
+def run() -> None:
+    """The program (``onnx-slice-tools`` and ``python -m onnx_slice_tools``): :func:`main`, then
+    the end of the process.  The collector's last pass need not scan what the command built
+    (``gc.freeze``).  When TensorFlow was imported (a framework input), the exit handlers run
+    (autograph's temporary files, the shape-inference helper, logging) and the process ends
+    without tearing down TensorFlow's modules, which takes seconds; every file of ours is
+    closed by then."""
+    import atexit
+    import gc
+    code = main()
+    gc.freeze()
+    if "tensorflow" not in sys.modules:
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what sys.exit would run first  # noqa: SLF001 - no public form
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: main already said so in the exit code
+            pass
+    os._exit(code)
+
+
 def _run(args, where) -> tuple[int, str | None]:
     """(exit code, the one error line or None)."""
     from ..io.files import termination_raises
@@ -967,4 +993,4 @@ def _broken_pipe() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
