@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import gc
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -13,29 +11,12 @@ from .errors import ModelError
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
 from .io.files import has_external_tensors as _external_tensors
+from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
 from .rewrite.ir_pass import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
 from .verification.runtimes import NOT_ASKED
 from .semantics.spec import FLAVORS
 from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
-
-
-def _gc_paused(fn):
-    """Run ``fn`` with Python's cyclic garbage collector paused (re-enabled after, collecting
-    later as usual).  onnx-ir builds millions of objects for a big model, and each full
-    collection rescans them all: at 30,000 StridedSlice nodes the collector was half of
-    ``convert --no-verify`` (24.5 s -> 11.1 s without it), for ~9 % more peak memory (the
-    replaced nodes' reference cycles wait for the next collection)."""
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.enable()
-    return run
 
 
 @dataclass
@@ -180,7 +161,6 @@ class ConvertResult:
     def ok(self) -> bool:
         return self.report.ok
 
-    @_gc_paused
     def save(self, path, *, external_data: bool | None = None, protect=()):
         """Write the converted model atomically (see files.save_model): never over an input
         file, weights the input kept in external data streamed to ``<path>.data``.
@@ -192,7 +172,6 @@ class ConvertResult:
         return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
 
 
-@_gc_paused
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,
@@ -206,6 +185,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
+    A path to a ``.tflite``, SavedModel folder or Keras file goes through
+    :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
@@ -214,6 +195,11 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     """
     from .verification.runtimes import parse_runtimes, require
     from .lowering.targets import get_target
+    if isinstance(model, (str, os.PathLike)) and source_kind(model) is not None and source is None:
+        from .frontends.sources import convert_source  # a .tflite, SavedModel or Keras file: tf2onnx first
+        return convert_source(model, flavor=flavor, opset=opset, verify=verify, strict=strict,
+                              verify_memory=verify_memory, cleanup=cleanup, target=target, verify_on=verify_on,
+                              fix_slices=fix_slices)
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -266,7 +252,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
     # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
-    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders)) if found else {}
+    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
         result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
@@ -311,7 +297,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None
-    shapes = derive_shapes(baseline) if found else {}
+    shapes = derive_shapes(baseline, flavor=flavor) if found else {}
     domains_before = set(m.opset_imports)
     result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
@@ -575,8 +561,7 @@ def verify_model_file(path) -> dict:
     Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
     import onnx
     import onnxruntime as ort
-    import onnx_ir as ir
-    from .graphs.walk import all_graphs as _all_graphs
+    from .graphs.walk import all_nodes
     from .verification.lowerings import session_options
     m = load_ir(path)  # readable, external data inside the folder
     checks = {}
@@ -595,11 +580,8 @@ def verify_model_file(path) -> dict:
         checks["onnxruntime_load"] = "passed"
     except Exception as exc:
         checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
-    left = []
-    for graph, label, _ in _all_graphs(m):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
-            if node.op_type == "StridedSlice":
-                left.append(f"{node.name or node.outputs[0].name} ({label})")
+    left = [f"{node.name or node.outputs[0].name} ({label})" for node, label in all_nodes(m)
+            if node.op_type == "StridedSlice"]
     checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
     return checks
 

@@ -36,6 +36,7 @@ from .scan import ELEMENTWISE as _ELEMENTWISE
 from .scan import NONDETERMINISTIC as _NONDETERMINISTIC
 from .scan import SMALL as _SMALL
 from ..errors import first_line as _first_line
+from ..graphs.walk import proto_graphs
 
 _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
@@ -836,17 +837,10 @@ def infer_shapes(model, proto=None) -> list:
     except Exception:  # noqa: BLE001 - shapes only let the passes do more
         return undo
     found = {}
-
-    def collect(g):
+    for g, _, _ in proto_graphs(inferred.graph):
         for vi in g.value_info:  # a name two graphs use with different types is left alone
             prev = found.get(vi.name, vi)
             found[vi.name] = vi if prev is not None and prev.type == vi.type else None
-        for n in g.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    collect(sub)
-
-    collect(inferred.graph)
     for graph, is_function in graphs_of(model):
         if is_function:
             continue

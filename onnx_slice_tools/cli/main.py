@@ -50,13 +50,16 @@ def cmd_convert(args) -> int:
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
                    verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
                    verify_on=args.verify_on, fix_slices=args.fix_slices)
-    from ..frontends.sources import convert_source, parse_input_shapes, source_files, source_kind
+    from ..frontends.sources import (convert_source, parse_input_ranges, parse_input_shapes, source_files,
+                                     source_kind)
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
         result = convert_source(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
-                                signature=args.signature, **options)
+                                signature=args.signature, input_ranges=parse_input_ranges(args.input_range),
+                                **options)
     else:
-        given = [f"--{k}" for k in ("inputs", "outputs", "signature") if getattr(args, k)]
+        given = [f"--{k.replace('_', '-')}" for k in ("inputs", "outputs", "signature", "input_range")
+                 if getattr(args, k)]
         if given:
             raise ModelError(f"{', '.join(given)} apply to framework inputs (.tflite, SavedModel, Keras) only",
                              path=str(src))
@@ -315,8 +318,19 @@ def cmd_inspect(args) -> int:
     ``convert``: one line, exit 2."""
     if args.target:
         return cmd_inspect_target(args)
+    from ..io.files import source_kind
+    if source_kind(args.model) is None:
+        return _inspect(args, args.model)
+    import tempfile  # a framework file: what convert would rewrite, the ONNX model tf2onnx makes of it
+
+    from ..frontends.sources import export_source
+    with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-inspect-") as folder:
+        return _inspect(args, export_source(args.model, folder))
+
+
+def _inspect(args, path) -> int:
     from ..api import convert
-    rep = convert(args.model, flavor=args.flavor, verify=False, cleanup=False).report
+    rep = convert(path, flavor=args.flavor, verify=False, cleanup=False, source=str(args.model)).report
     problems = _convert_problems(rep)
     if problems and problems[0] == EXIT_INPUT:
         _, first, more = problems
@@ -380,6 +394,9 @@ def cmd_verify(args) -> int:
         if bad:
             print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
+    from ..io.files import source_kind
+    if source_kind(args.model) is not None:
+        return _verify_against_framework(args)
     from ..api import compare_model_files
     from ..verification.checks import kind
     cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
@@ -399,6 +416,28 @@ def cmd_verify(args) -> int:
     return EXIT_OK
 
 
+def _verify_against_framework(args) -> int:
+    """``verify FRAMEWORK_FILE CONVERTED.onnx``: the converted model against the framework itself
+    (the TFLite interpreter, TensorFlow) on random inputs: convert's framework check."""
+    from rich.table import Table
+
+    from ..frontends.sources import verify_against_source
+    from ..io.files import load_model_proto
+    converted = load_model_proto(args.converted)
+    check = verify_against_source(args.model, converted, trials=args.trials)
+    table = Table(title=one_line(f"{args.model} (its framework) vs {args.converted} (onnxruntime)"), min_width=60)
+    table.add_column("output"), table.add_column("result", overflow="fold")
+    for name, status in check.outputs.items():
+        table.add_row(one_line(name), one_line(status))
+    _console().print(table)
+    print(f"status: {'passed' if check.ok else 'failed'} ({check.trials} random input sets)")
+    if not check.ok:
+        bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if not v.startswith(("bitwise", "close")))
+        print(one_line(f"{args.converted}: differs from {args.model}: {bad or 'no output compared'}"), file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def comparison_status(status: str) -> str:
     """evaluate.ModelComparison's status in the passed | failed: .. | skipped: .. words."""
     from ..verification.checks import kind
@@ -410,31 +449,63 @@ def comparison_status(status: str) -> str:
 
 # --------------------------------------------------------------------------- batch
 
+def _batch_contradictions(args) -> None:
+    """Options of ``batch`` that contradict each other: one line, exit 2, before any work."""
+    if args.no_verify:
+        given = [flag for flag, on in (("--strict", args.strict), ("--verify-on", args.verify_on),
+                                       ("--verify-memory", args.verify_memory is not None)) if on]
+        if given:
+            raise ModelError(f"--no-verify contradicts {', '.join(given)} (nothing would be checked); drop one")
+    if args.report == "-" and args.jsonl:
+        raise ModelError("--report - and --jsonl both write to stdout; choose one")
+
+
+def _batch_runtimes(args, options: dict) -> None:
+    """A runtime the options verify on is missing: one line naming the option and the extra."""
+    from ..verification.runtimes import RuntimeUnavailable
+    from .batch import check_runtimes
+    try:
+        check_runtimes(options)
+    except RuntimeUnavailable as exc:
+        option = "--verify-on " + ",".join(args.verify_on) if args.verify_on else f"--target {args.target}"
+        raise ModelError(f"{option}: {exc}") from None
+
+
 def cmd_batch(args) -> int:
     from .batch import REPORT_NAME, batch_convert
     src, out = Path(args.input_dir), Path(args.output)
+    _batch_contradictions(args)
     if out.resolve() == src.resolve():
-        print(f"{out}: the output folder must differ from the input folder", file=sys.stderr)
-        return EXIT_INPUT
-    progress = _BatchProgress(fancy=_is_terminal())
+        raise ModelError(f"{out}: the output folder must differ from the input folder")
+    options = dict(flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
+                   verify=not args.no_verify, strict=args.strict, verify_memory=args.verify_memory,
+                   cleanup=not args.no_cleanup, target=args.target, verify_on=args.verify_on,
+                   fix_slices=args.fix_slices)
+    _batch_runtimes(args, options)
+    machine = args.report == "-" or args.jsonl  # stdout is for the machine-readable form only
+    human = None if args.quiet else (sys.stderr if machine else sys.stdout)
+    progress = _BatchProgress(fancy=_is_terminal(), quiet=args.quiet, jsonl=args.jsonl)
     try:
-        report = batch_convert(src, out, jobs=args.jobs, force=args.force,
-                               flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
-                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
-                               strict=args.strict, verify_memory=args.verify_memory,
-                               cleanup=not args.no_cleanup, target=args.target)
+        report = batch_convert(src, out, jobs=args.jobs, force=args.force, on_start=progress.start,
+                               on_result=progress.result, on_begin=progress.begin, **options)
     finally:
         progress.stop()
-    _print_batch_summary(report)
-    print(f"report: {out / REPORT_NAME}")
+    if human is not None:
+        _print_batch_summary(report, human)
+        print(f"report: {out / REPORT_NAME}", file=human)
+    if args.report == "-":
+        print(json.dumps(report.to_json(), indent=1))
     return report.exit_code
 
 
 class _BatchProgress:
-    """A rich progress bar on a terminal, one plain line per model otherwise."""
+    """A rich progress bar on a terminal naming the models being converted, one plain line
+    per finished model otherwise (stderr); with ``jsonl`` one JSON line per finished model on
+    stdout; nothing with ``quiet``."""
 
-    def __init__(self, fancy: bool):
-        self.fancy, self.done, self.total, self.bar = fancy, 0, 0, None
+    def __init__(self, fancy: bool, quiet: bool = False, jsonl: bool = False):
+        self.fancy, self.quiet, self.jsonl = fancy and not quiet, quiet, jsonl
+        self.done, self.total, self.bar, self.running = 0, 0, None, {}
 
     def start(self, total: int) -> None:
         self.total = total
@@ -446,14 +517,32 @@ class _BatchProgress:
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
 
+    def _describe(self) -> None:
+        names = [one_line(Path(p).name) for p in self.running]
+        text = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        self.bar.update(self.task, description=text)
+
+    def begin(self, src: str) -> None:
+        self.running[src] = None
+        if self.bar is not None:
+            self._describe()
+
     def result(self, entry: dict) -> None:
         self.done += 1
+        self.running.pop(entry["input"], None)
+        if self.jsonl:
+            print(json.dumps(entry), flush=True)
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=Path(entry["input"]).name)
+            self.bar.update(self.task, advance=1)
+            self._describe()
+            return
+        if self.quiet:
             return
         what = entry["status"]
         if entry.get("strided_slice_nodes") is not None and what in ("converted", "unchanged"):
             what += f" ({entry['rewritten']}/{entry['strided_slice_nodes']} StridedSlice rewritten)"
+        if what.startswith("converted") and entry.get("outcome") == "unverified":
+            what += ", NOT fully verified"
         if entry.get("error"):
             what += f": {entry['error']}"
         secs = f" [{entry['seconds']:.2f} s]" if entry.get("seconds") else ""
@@ -464,20 +553,22 @@ class _BatchProgress:
             self.bar.stop()
 
 
-def _print_batch_summary(report) -> None:
-    """A table that fits 80 columns (model, status, StridedSlice rewritten/found, checks passed,
-    seconds), the errors below it, one per line, and a summary line."""
+def _print_batch_summary(report, stream=None) -> None:
+    """A table that fits 80 columns (model, status, verdict, StridedSlice rewritten/found,
+    checks passed, seconds), the errors below it, one per line, and a summary line counting
+    each outcome (verified / unverified / unchanged / failed / invalid / error)."""
     from rich.table import Table
 
     from ..verification.checks import kind
-    if not report.entries:
-        print(one_line(f"summary: no .onnx models under {report.input_dir}"))
-        return
-    print(one_line(f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)"))
+    from .batch import outcome
+    stream = stream or sys.stdout
+    for note in report.notes:
+        print(one_line(f"note: {note}"), file=stream)
+    print(one_line(f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)"), file=stream)
     table = Table()
     table.add_column("model", overflow="fold", ratio=1)
-    for col in ("status", "slices", "checks", "s"):
-        table.add_column(col, no_wrap=True, justify="left" if col == "status" else "right")
+    for col in ("status", "verdict", "slices", "checks", "s"):
+        table.add_column(col, no_wrap=True, justify="left" if col in ("status", "verdict") else "right")
     errors = []
     entries = sorted(report.entries, key=lambda e: e["input"])
     for e in entries:
@@ -485,20 +576,24 @@ def _print_batch_summary(report) -> None:
         checks = e.get("checks") or {}
         ok = sum(1 for v in checks.values() if kind(v) == "passed")  # "passed (nothing to clean)" too
         found = e.get("strided_slice_nodes")
-        table.add_row(model, e["status"], "-" if found is None else f"{e.get('rewritten') or 0}/{found}",
+        verdict = str(e.get("verdict") or "-").split(" ")[0] if e["status"] in ("converted", "unchanged") else "-"
+        table.add_row(model, e["status"], verdict, "-" if found is None else f"{e.get('rewritten') or 0}/{found}",
                       f"{ok}/{len(checks)}" if checks else "-", f"{e['seconds']:.2f}" if e.get("seconds") else "-")
         if e.get("error"):
             error = e["error"].removeprefix(f"{e['input']}: ")  # the row names the file
             errors.append(f"{model}: {one_line(error)}")
-    _console().print(table)
+        elif outcome(e) == "unverified":
+            errors.append(f"{model}: NOT fully verified: "
+                          + one_line(str(e.get("verdict")).removeprefix("unverified (").removesuffix(")")))
+    _console(file=stream).print(table)
     for line in errors:
-        print(line)
+        print(line, file=stream)
     counts = report.counts()
-    print("summary: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    print("summary: " + ", ".join(f"{v} {k}" for k, v in counts.items()), file=stream)
     removed = [p for d in report.deleted_inputs for p in d["removed"]]
     if report.deleted_inputs:
         print(f"deleted since the last run: {len(report.deleted_inputs)} input(s); {len(removed)} output file(s) "
-              "of theirs removed (see report.json: deleted_inputs)")
+              "of theirs removed (see report.json: deleted_inputs)", file=stream)
 
 
 # --------------------------------------------------------------------------- main
@@ -588,6 +683,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
                    help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
+    c.add_argument("--input-range", nargs="+", metavar="NAME:LO,HI",
+                   help="framework inputs: draw the framework check's random values of integer input NAME "
+                        "in [LO, HI] (default: the range the graph implies for indices, e.g. token_ids:0,999)")
     c.add_argument("--outputs", nargs="+", metavar="NAME",
                    help="names for the ONNX outputs, in order (framework inputs; default for a SavedModel: "
                         "the signature's output keys, sorted)")
@@ -632,9 +730,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--strict", action="store_true", help="a comparison that cannot run fails (exit 1)")
     v.set_defaults(func=cmd_verify)
 
-    b = command("batch", "convert and verify every .onnx under a folder, in parallel")
-    b.add_argument("input_dir", help="folder searched recursively for .onnx models")
-    b.add_argument("-o", "--output", required=True, help="output folder (the input tree is mirrored)")
+    b = command("batch", "convert and verify every model under a folder (.onnx, .tflite, .keras/.h5, "
+                "SavedModel folders), in parallel")
+    b.add_argument("input_dir", help="folder searched recursively for models: .onnx, .tflite, .keras/.h5 files and "
+                                     "SavedModel folders")
+    b.add_argument("-o", "--output", required=True,
+                   help="output folder (the input tree is mirrored, each model as NAME.onnx; never over a file "
+                        "batch did not write)")
     b.add_argument("--jobs", "-j", type=_at_least(1, "jobs"), default=None,
                    help="worker processes, >= 1 (default: CPU count)")
     b.add_argument("--force", action="store_true", help="convert again models whose input is unchanged")
@@ -645,6 +747,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-cleanup", action="store_true", help="no cleanup passes after the rewrite")
     b.add_argument("--target", choices=list(TARGETS), default=None,
                    help="constraints of the outputs (default onnxruntime; see convert --help)")
+    b.add_argument("--verify-on", default=None, type=_runtimes,
+                   help="runtimes of the per-rewrite checks, e.g. onnxruntime,openvino (default: the target's)")
+    b.add_argument("--fix-slices", action="store_true",
+                   help="also rewrite the models' own Slice/Gather nodes that break the target's constraints")
+    b.add_argument("--report", choices=["-"], default=None,
+                   help="'-': also print the JSON report (OUTPUT/report.json) on stdout; the table then goes "
+                        "to stderr")
+    b.add_argument("--jsonl", action="store_true",
+                   help="one JSON line per model on stdout as it finishes; the table then goes to stderr")
+    b.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress, table or summary (the exit code, report.json and any one-line error remain)")
     b.set_defaults(func=cmd_batch)
 
     i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")
@@ -737,7 +850,11 @@ _QUIET = _Quiet()
 
 
 def main(argv=None) -> int:
+    """The command line.  Its own start-up (:mod:`.startup`): sympy imported on first use only,
+    the garbage collector paused while the command runs."""
     global _QUIET
+    from .startup import gc_paused, install_lazy_sympy
+    install_lazy_sympy()
     args = build_parser().parse_args(argv)
     from .options import contradiction
     problem = contradiction(args)
@@ -747,7 +864,8 @@ def main(argv=None) -> int:
     where = getattr(args, "input", None) or getattr(args, "model", None) or getattr(args, "input_dir", None)
     _QUIET = _Quiet()
     with _QUIET:
-        code, message = _run(args, where)
+        with gc_paused():
+            code, message = _run(args, where)
         if message is not None:
             print(one_line(message), file=sys.stderr)
         try:

@@ -152,9 +152,13 @@ def proto_tensors(model):
     """Every TensorProto of a ModelProto: initializers and tensor attributes of the main graph,
     every subgraph and every function."""
     from onnx import AttributeProto
-
-    def of_nodes(nodes):
-        for node in nodes:
+    from ..graphs.walk import proto_graphs
+    for g, _, is_function in proto_graphs(model):
+        if not is_function:
+            yield from g.initializer
+            for s in g.sparse_initializer:
+                yield from (s.values, s.indices)
+        for node in g.node:
             for a in node.attribute:
                 if a.type == AttributeProto.TENSOR:
                     yield a.t
@@ -165,21 +169,6 @@ def proto_tensors(model):
                 elif a.type == AttributeProto.SPARSE_TENSORS:
                     for s in a.sparse_tensors:
                         yield from (s.values, s.indices)
-                elif a.type == AttributeProto.GRAPH:
-                    yield from of_graph(a.g)
-                elif a.type == AttributeProto.GRAPHS:
-                    for g in a.graphs:
-                        yield from of_graph(g)
-
-    def of_graph(g):
-        yield from g.initializer
-        for s in g.sparse_initializer:
-            yield from (s.values, s.indices)
-        yield from of_nodes(g.node)
-
-    yield from of_graph(model.graph)
-    for f in model.functions:
-        yield from of_nodes(f.node)
 
 
 def _is_external(t) -> bool:
@@ -292,7 +281,16 @@ def _set_base_dir(m, base: str) -> None:
             t.base_dir = base
 
 
+#: What a framework input is called in messages, by :func:`source_kind`.
+SOURCE_LABELS = {"tflite": "a .tflite model", "saved_model": "a SavedModel folder", "keras": "a Keras model"}
+
+
 def _regular_input(p: Path) -> None:
+    kind = source_kind(p)
+    if kind is not None:  # a framework model where an ONNX file is read (verify FILE, compare ...)
+        raise ModelError(f"is {SOURCE_LABELS[kind]}, not an ONNX file: `convert` reads it (through tf2onnx) and "
+                         "checks the result against the framework; `inspect` and `verify FILE CONVERTED.onnx` "
+                         "take it too", path=str(p))
     try:
         st = os.stat(p)
     except FileNotFoundError:

@@ -14,10 +14,13 @@ callers that must not touch their input pass a copy (``convert`` does).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import StridedSliceError
 from ..graphs.walk import all_graphs as _all_graphs  # noqa: F401 - also imported from here
+from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, Lowering, emit, lower
 from ..graphs.names import NameAllocator
@@ -326,7 +329,7 @@ class StridedSliceRewritePass:
     def __call__(self, model, shapes: dict | None = None) -> RewriteResult:
         """``shapes``: :func:`derive_shapes` of the model (computed here when None)."""
         if shapes is None:
-            shapes = derive_shapes(_proto_for_inference(model)) if _has_strided_slice(model) else {}
+            shapes = derive_shapes(_proto_for_inference(model), flavor=self.flavor) if _has_strided_slice(model) else {}
         self._shapes = shapes
         records: list[RewriteRecord] = []
         self._added: list = []  # nodes the lowerings emitted
@@ -519,9 +522,7 @@ def _fmt(shape) -> str:
 
 
 def _has_strided_slice(model) -> bool:
-    import onnx_ir as ir
-    return any(n.op_type == "StridedSlice" for g, _, _ in _all_graphs(model)
-               for n in ir.traversal.RecursiveGraphIterator(g))
+    return any(n.op_type == "StridedSlice" for n, _ in all_nodes(model))
 
 
 def _proto_for_inference(model):
@@ -530,7 +531,8 @@ def _proto_for_inference(model):
     return ir.to_proto(model)
 
 
-def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None) -> dict:
+def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
+                  flavor: str | None = None) -> dict:
     """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
     the graph inputs' declared shapes and the initializers alone.
 
@@ -538,7 +540,10 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     shapes removed (they are declarations, never trusted), initializers that are external, above
     ``max_bytes`` or overridable (also graph inputs) turned into typed inputs (weights are never
     read), no data propagation: linear in the model size.  Custom ops get no shape, so values
-    after them are unknown.  Subgraph inputs keep their rank only (a Loop's state may change shape).
+    after them are unknown -- except a main-graph StridedSlice with constant begin/end/strides
+    and a derived input shape: its output gets the shape of our own plan of it and inference
+    runs on from there (:func:`_past_strided_slices`; ``flavor`` as the pass reads the nodes,
+    None: per node).  Subgraph inputs keep their rank only (a Loop's state may change shape).
     ``names``: only these values (of the main graph) are wanted (a set; the others are not read).
     When they are all graph inputs and initializers, no inference runs: it would return their
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
@@ -554,8 +559,9 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         if len(keep) == len(proto.graph.node):
             keep = None
     try:
-        inferred = infer_isolated(proto if keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
-                                  else skeleton(proto, max_bytes, has_subgraphs, keep=keep))
+        own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
+        sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
+        inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
     except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -587,6 +593,92 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
                 walk(sub, False)
     walk(inferred.graph, True)
     return out
+
+
+class ProtoAttr(NamedTuple):
+    """An AttributeProto as :func:`parse_node` reads it: its type and its int, ints or str value."""
+
+    type: int
+    value: object
+
+
+def proto_attr_value(a):
+    """The int, list of ints or str of an AttributeProto (None for other types)."""
+    if a.type == _INT:
+        return a.i
+    if a.type == _INTS:
+        return list(a.ints)
+    if a.type == _STRING:
+        return a.s.decode("utf-8", "replace")
+    return None
+
+
+def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
+    """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
+
+    A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
+    the next StridedSlice of a chain ``x[:, 1:][..., :2]`` included -- stays unknown.  Each
+    main-graph StridedSlice whose output is unknown, whose input's shape is derived and whose
+    begin/end/strides are constants (initializers or ``Constant`` nodes of ``sk``) gets the
+    output shape of its plan (``make_plan(spec, dims).output_shape``, what its lowering
+    computes) declared in ``sk``, and inference runs again; once per link of the longest chain.
+    ``copy``: ``sk`` is the caller's model (copied before the first declaration)."""
+    import onnx
+    from onnx import numpy_helper
+    g = sk.graph
+    slices = [n for n in g.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
+    if not slices:
+        return inferred
+    overridable = {vi.name for vi in g.input}
+    inits = {t.name: t for t in g.initializer if t.name not in overridable}
+    constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1
+                 and len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
+
+    def const_of(name, field_name):
+        t = inits.get(name)
+        if t is None and name in constants:
+            a = constants[name].attribute[0]
+            t = a.t if a.name == "value" else onnx.helper.make_tensor(
+                name, onnx.TensorProto.INT64, [] if a.name == "value_int" else [len(a.ints)],
+                [a.i] if a.name == "value_int" else list(a.ints))
+        if t is None or t.data_location == onnx.TensorProto.EXTERNAL:
+            return None
+        return index_values(numpy_helper.to_array(t), field_name)
+
+    tried: set = set()
+    while True:
+        known = {vi.name: vi for vi in itertools.chain(inferred.graph.input, inferred.graph.value_info,
+                                                         inferred.graph.output)
+                 if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+        planned = []
+        for node in slices:
+            out, x = node.output[0], known.get(node.input[0])
+            if out in known or out in tried or x is None:
+                continue
+            tried.add(out)
+            dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                         for d in x.type.tensor_type.shape.dim)
+            attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
+            node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
+            try:
+                spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
+                                           lambda v: None)
+                shape = None if runtime or node_flavor is None else make_plan(spec, dims).output_shape
+            except (StridedSliceError, ValueError):
+                continue
+            if shape is not None:
+                planned.append(onnx.helper.make_tensor_value_info(out, x.type.tensor_type.elem_type, list(shape)))
+        if not planned:
+            return inferred
+        if copy:
+            sk, copy = onnx.ModelProto.FromString(sk.SerializeToString()), False
+        outputs = {o.name: o for o in sk.graph.output}
+        for vi in planned:
+            if vi.name in outputs:
+                outputs[vi.name].type.CopyFrom(vi.type)
+            else:
+                sk.graph.value_info.append(vi)
+        inferred = infer_isolated(sk)
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:

@@ -570,3 +570,41 @@ def test_runtime_begin_in_the_tflite_form():
         want = slice_array(from_tflite(b, [2, 3], [1, 1], end_mask=2, shrink_axis_mask=1), x)
         (got,) = session.run(None, {"x": x, "b": np.array(b, np.int32)})
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), b
+
+
+def _chained_tflite_onnx_model():
+    """``relu(x[:, 1:])[..., :2]`` as two StridedSlice custom nodes in the TFLite form, no shape
+    declared after ``x`` (the graph output's dims unknown, no value_info): the second node's
+    dense spec needs its input's rank, which only the first node's plan knows."""
+    def node(name, x, y, b, e, **masks):
+        return [helper.make_node("Constant", [], [f"{name}_{k}"], value=helper.make_tensor(
+                    f"{name}_{k}", TensorProto.INT32, [len(v)], v)) for k, v in (("b", b), ("e", e), ("s", [1, 1]))] + [
+                helper.make_node("StridedSlice", [x, f"{name}_b", f"{name}_e", f"{name}_s"], [y], name=name,
+                                 domain=TF_DOMAIN, offset=0, **{m: masks.get(m, 0) for m in MASK_NAMES})]
+    nodes = (node("s1", "x", "a", [0, 1], [0, 0], begin_mask=1, end_mask=3) + [helper.make_node("Relu", ["a"], ["r"])]
+             + node("s2", "r", "y", [0, 0], [0, 2], ellipsis_mask=1, begin_mask=2))
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    return model
+
+
+def test_chained_strided_slices_get_their_input_rank_from_the_planned_shapes():
+    """Shape derivation continues past a StridedSlice custom node with its planned output shape:
+    both rewrite paths lower the second slice of the chain (it needs the rank), and the result
+    is the slices' data movement exactly."""
+    import onnx_ir as ir
+
+    from onnx_slice_tools.rewrite.ir_pass import StridedSliceRewritePass, derive_shapes
+    model = _chained_tflite_onnx_model()
+    shapes = derive_shapes(model)
+    assert shapes["a"][1] == (2, 7, 6) and shapes["r"][1] == (2, 7, 6) and shapes["y"][1] == (2, 7, 2)
+    assert derive_shapes(model, names={"r"}, has_subgraphs=False) == {"r": shapes["r"]}
+    result = convert(model)  # the protobuf path
+    assert result.ok and result.report.rewritten == 2, result.report.to_json()["rewrites"]
+    x = np.random.default_rng(0).standard_normal((2, 8, 6)).astype(np.float32)
+    (got,) = make_session(result.model.SerializeToString()).run(None, {"x": x})
+    assert got.tobytes() == np.maximum(x[:, 1:], 0)[..., :2].tobytes()
+    records = StridedSliceRewritePass(opset=17)(ir.from_proto(_chained_tflite_onnx_model())).records  # onnx-ir
+    assert [r.error for r in records] == [None, None] and records[1].input_shape == (2, 7, 6)
