@@ -424,7 +424,7 @@ def cmd_verify(args) -> int:
         _console().print(table)
         bad = [k for k, v in checks.items() if v != "passed"]
         if bad:
-            print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
+            print(one_line(f"{args.model}: fails {', '.join(bad)}"), file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
     from ..io.files import source_kind
     if source_kind(args.model) is not None:
@@ -448,10 +448,10 @@ def cmd_verify(args) -> int:
     _console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
     status = comparison_status(cmp.status)
-    print(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    print(one_line(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else "")))
     if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
-        print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
-              + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
+        print(one_line(f"{args.converted}: not shown equivalent to {args.model}: {status}"
+                       + (" (--strict)" if kind(status) == "skipped" else "")), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -532,7 +532,7 @@ def cmd_batch(args) -> int:
         progress.stop()
     if human is not None:
         _print_batch_summary(report, human)
-        print(f"report: {out / REPORT_NAME}", file=human)
+        print(one_line(f"report: {out / REPORT_NAME}"), file=human)
     if args.report == "-":
         print(json.dumps(report.to_json(), indent=1))
     return report.exit_code
