@@ -316,12 +316,14 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
 
 
 def _keras_callable(tf, model, path, input_shapes):
-    """(tf.function taking positional tensors, its input signature, None) for a Keras model.
+    """(tf.function taking positional tensors, its input signature, output keys) for a Keras model.
 
     A model built on a dict of inputs is called with a dict keyed by its input names (Keras 3
     refuses a list when the dict's keys are not in sorted order), otherwise with a list (one
-    input: the tensor).  The function is traced here, so that an error of the model on its own
-    inputs is reported as such, not as a failed conversion."""
+    input: the tensor).  A dict of outputs is returned as a tuple in sorted key order, the keys
+    naming the ONNX outputs (as a SavedModel's signature keys do; otherwise None).  The function
+    is traced here, so that an error of the model on its own inputs is reported as such, not as
+    a failed conversion."""
     struct = getattr(model, "input", None)
     if isinstance(struct, dict):
         names, tensors = list(struct), list(struct.values())
@@ -331,6 +333,7 @@ def _keras_callable(tf, model, path, input_shapes):
     _check_input_shapes(input_shapes, {n: len(t.shape) for n, t in zip(names, tensors)}, path)
     sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n) for n, t in zip(names, tensors)]
     as_dict = isinstance(struct, dict)
+    keys: list = []
 
     @tf.function(input_signature=sig)
     def fn(*args):
@@ -339,13 +342,16 @@ def _keras_callable(tf, model, path, input_shapes):
         else:
             inputs = list(args) if len(args) > 1 else args[0]
         out = model(inputs, training=False)
+        if isinstance(out, dict):
+            keys[:] = sorted(out)
+            return tuple(out[k] for k in keys)
         return tuple(out) if isinstance(out, (list, tuple)) else out
     try:
         fn.get_concrete_function()
     except Exception as exc:  # noqa: BLE001 - Keras / TensorFlow raise many types while tracing
         raise ModelError(f"the Keras model fails on its declared inputs: {framework_error_line(exc)}",
                          path=str(path)) from None
-    return fn, sig, None
+    return fn, sig, list(keys) or None
 
 
 def _check_input_shapes(input_shapes: dict, ranks: dict, path) -> None:

@@ -710,3 +710,13 @@ def test_cli_input_range_is_used_and_checked(tmp_path, capfd):
         out, err = capfd.readouterr()
         assert out == "" and len(err.strip().splitlines()) == 1 and words in err, err
         assert not (tmp_path / "x.onnx").exists()
+
+
+def test_keras_dict_outputs_are_named_by_their_keys_and_verify(tmp_path):
+    keras = _keras()
+    inp = keras.Input((4,), name="x")
+    keras.Model(inp, {"tail": inp[:, 1:] * 2.0, "head": inp[:, :2]}).save(tmp_path / "m.keras")
+    from onnx_slice_tools.frontends import sources
+    result = sources.convert_source(tmp_path / "m.keras")
+    assert [o.name for o in result.model.graph.output] == ["head", "tail"]
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
