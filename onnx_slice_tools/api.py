@@ -13,7 +13,7 @@ from .io.files import adopt_files, input_files, load_ir, load_model_proto, model
 from .io.files import has_external_tensors as _external_tensors
 from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
-from .rewrite.ir_pass import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
+from .rewrite.core import RewriteRecord
 from .verification.runtimes import NOT_ASKED
 from .semantics.spec import FLAVORS
 from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
@@ -35,6 +35,7 @@ class Report:
     cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
     target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
+    path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
 
     @property
     def found(self) -> int:
@@ -115,7 +116,7 @@ class Report:
         return {
             "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
-            "strided_slice_nodes": self.found, "rewritten": self.rewritten,
+            "strided_slice_nodes": self.found, "rewritten": self.rewritten, "path": self.path,
             "fixable_slice_nodes": self.fixable, "fixed": self.fixed,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
@@ -260,6 +261,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     except ValueError:  # declined after all: nothing was changed
         return None, read
     report.records = result.records
+    report.path = "protobuf"
     set_proto_opset(proto, lower_opset)
     proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
@@ -280,7 +282,8 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
-    from .rewrite.ir_pass import _has_strided_slice, derive_shapes
+    from .rewrite.ir_pass import StridedSliceRewritePass, _has_strided_slice, default_opset, derive_shapes
+    from .rewrite.ir_pass import set_default_opset
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label, read=read)
     report.timings["load"] = time.perf_counter() - t0
@@ -299,11 +302,12 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     baseline = _baseline_proto(model, m, upgraded) if found else None
     shapes = derive_shapes(baseline, flavor=flavor) if found else {}
     domains_before = set(m.opset_imports)
-    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
+    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name, shapes=shapes)(m)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
         from .rewrite.fixslices import FixSlicesPass
         result = result.merged(FixSlicesPass(target_spec, opset=lower_opset)(m, shapes=shapes))
     report.records = result.records
+    report.path = "onnx-ir"
     set_default_opset(m, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
 
