@@ -36,6 +36,7 @@ from .scan import ELEMENTWISE as _ELEMENTWISE
 from .scan import NONDETERMINISTIC as _NONDETERMINISTIC
 from .scan import SMALL as _SMALL
 from ..errors import first_line as _first_line
+from ..graphs.walk import proto_graphs
 
 _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
@@ -836,17 +837,10 @@ def infer_shapes(model, proto=None) -> list:
     except Exception:  # noqa: BLE001 - shapes only let the passes do more
         return undo
     found = {}
-
-    def collect(g):
+    for g, _, _ in proto_graphs(inferred.graph):
         for vi in g.value_info:  # a name two graphs use with different types is left alone
             prev = found.get(vi.name, vi)
             found[vi.name] = vi if prev is not None and prev.type == vi.type else None
-        for n in g.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    collect(sub)
-
-    collect(inferred.graph)
     for graph, is_function in graphs_of(model):
         if is_function:
             continue
@@ -870,52 +864,87 @@ def default_passes() -> list:
             MergeSlicesPass(), CommonSubexpressionPass()]
 
 
-def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
-    """Run the passes in rounds until none changes the model (in place).  Returns the report:
-    nodes before and after, and per pass the nodes it removed and added by op type.  When no
-    pass changed anything, the shapes inference set are taken back (onnx-ir's dead-node pass
-    may still have trimmed trailing empty inputs).  ``proto``: the model serialized, if the
-    caller has it (see :func:`infer_shapes`)."""
+class _Ledger:
+    """What the counted passes of one cleanup share: the node counts by op type, per pass the
+    nodes it removed and added, and the dead-node pass with whether the model is known to be
+    its fixed point (its last run removed nothing and no pass changed the model since: running
+    it again would do nothing and the counts stay as they are)."""
+
+    def __init__(self, model):
+        self.counts = op_counts(model)
+        self.per_pass: dict = {}
+        self.dead = RemoveDeadPass()
+        self.dead_settled = False
+
+
+class _Counted(ir.passes.InPlacePass):
+    """One cleanup pass as run in :func:`cleanup`'s pass manager: followed by the dead-node pass
+    when it may have left dead nodes (what a pass made dead counts as its removal), its removed
+    and added nodes counted into the ledger."""
+
+    def __init__(self, inner, ledger: _Ledger):
+        self.inner, self.ledger = inner, ledger
+
+    def call(self, model) -> ir.passes.PassResult:
+        ledger = self.ledger
+        before = ledger.counts
+        result = self.inner(model)
+        ran_dead = self.inner is ledger.dead
+        if ran_dead:
+            ledger.dead_settled = not result.modified
+        elif result.modified or not ledger.dead_settled:
+            ledger.dead_settled = not ledger.dead(model).modified
+            ran_dead = True
+        if ran_dead or result.modified:
+            ledger.counts = op_counts(model)
+        entry = ledger.per_pass.setdefault(type(self.inner).__name__, {"removed": collections.Counter(),
+                                                                        "added": collections.Counter()})
+        entry["removed"].update(before - ledger.counts)
+        entry["added"].update(ledger.counts - before)
+        return ir.passes.PassResult(model, modified=result.modified)
+
+
+def pass_manager(model, passes=None, max_rounds: int = 6) -> tuple:
+    """(an ``ir.passes.PassManager`` of the cleanup, its ledger): the dead-node pass, then
+    ``passes`` (default :func:`default_passes`) in rounds until none changes the model."""
+    ledger = _Ledger(model)
     passes = passes if passes is not None else default_passes()
+    manager = ir.passes.PassManager([
+        _Counted(ledger.dead, ledger),
+        ir.passes.PassManager([_Counted(p, ledger) for p in passes], steps=max_rounds, early_stop=True),
+    ], steps=1)
+    return manager, ledger
+
+
+def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
+    """Run the passes in rounds until none changes the model (in place, on an onnx-ir
+    ``PassManager``: :func:`pass_manager`).  Returns the report: nodes before and after, and per
+    pass the nodes it removed and added by op type.  When no pass changed anything, the model is
+    as it was (onnx-ir's dead-node pass may still have trimmed trailing empty inputs).  The
+    shapes inference set are taken back in every case: they guided the passes, but the output
+    declares only what the input (and the rewrite's plans) declared -- onnx's inference can know
+    less than the model says (a dim of 1 it cannot follow through computed Slice bounds becomes
+    unknown), and an audit (``inspect --target``) of the output must see the same declarations
+    as of the input.  ``proto``: the model serialized, if the caller has it (see
+    :func:`infer_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
     inferred = infer_shapes(model, proto)
-    before_all = after = op_counts(model)
-    per_pass: dict = {}
-    dead = RemoveDeadPass()
-    any_change = False
-    # Whether the model is known to be a fixed point of ``dead`` (its last run removed nothing
-    # and no pass changed the model since): running it again would do nothing, and the node
-    # counts stay as they are.  Saves a whole-model walk or three per pass and round.
-    dead_settled = False
-    for _ in range(max_rounds):
-        changed = False
-        for p in [dead, *passes] if not per_pass else passes:
-            before = after  # nothing changes the model between one pass's count and the next's
-            result = p(model)
-            ran_dead = p is dead
-            if p is dead:
-                dead_settled = not result.modified
-            elif result.modified or not dead_settled:
-                dead_settled = not dead(model).modified  # what a pass made dead counts as its removal
-                ran_dead = True
-            if ran_dead or result.modified:
-                after = op_counts(model)
-            entry = per_pass.setdefault(type(p).__name__, {"removed": collections.Counter(),
-                                                            "added": collections.Counter()})
-            entry["removed"].update(before - after)
-            entry["added"].update(after - before)
-            changed |= result.modified
-        any_change |= changed
-        if not changed:
-            break
-    after_all = after
-    if not any_change:
-        for value, type_, shape in reversed(inferred):
-            value.type, value.shape = type_, shape
+    manager, ledger = pass_manager(model, passes, max_rounds)
+    before_all = ledger.counts
+    try:
+        any_change = manager(model).modified
+    except ir.passes.PassError as exc:
+        cause: BaseException = exc
+        while isinstance(cause, ir.passes.PassError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        raise cause from None
+    after_all = ledger.counts
+    for value, type_, shape in reversed(inferred):
+        value.type, value.shape = type_, shape
     return {
         "changed": any_change,
         "nodes_before": sum(before_all.values()), "nodes_after": sum(after_all.values()),
         "removed": dict(sorted((before_all - after_all).items())),
-        "passes": {name: {k: dict(sorted(v.items())) for k, v in e.items()} for name, e in per_pass.items()},
+        "passes": {name: {k: dict(sorted(v.items())) for k, v in e.items()} for name, e in ledger.per_pass.items()},
     }
 
 

@@ -238,7 +238,7 @@ def _int32(m: int) -> int:
 
 
 def tflite_strided_slice(x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
-    """TFLite's STRIDED_SLICE kernel (TF's ``tf.lite.Interpreter``) on x.
+    """TFLite's STRIDED_SLICE kernel (LiteRT's interpreter, builtin kernels) on x.
 
     The model is built in the flatbuffer (begin/end/strides constant, or graph inputs fed
     with the spec's values for the fields in ``runtime``); errors are the interpreter's
