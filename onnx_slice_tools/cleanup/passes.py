@@ -952,12 +952,9 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
 
 
 def _session(proto):
-    """An onnxruntime session like verify's, silent: a run the model rejects is an answer here."""
-    import onnxruntime as ort
-    from ..verification.lowerings import session_options
-    so = session_options()
-    so.log_severity_level = 4
-    return ort.InferenceSession(proto.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    """A fast onnxruntime session (runtimes.onnxruntime_session), silent: a run the model rejects is an answer here."""
+    from ..verification.runtimes import onnxruntime_session
+    return onnxruntime_session(proto)
 
 
 def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,

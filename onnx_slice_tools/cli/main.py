@@ -104,10 +104,15 @@ def verdict_text(rep) -> str:
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
         framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
+        shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
+                               if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
         return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
-                + (f"; {framework}" if framework else "") + ")")
+                + (f"; {framework}" if framework else "") + ")"
+                + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
+    if v == "nothing to rewrite":
+        return "nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's default configuration)"
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
 
 

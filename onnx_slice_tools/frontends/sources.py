@@ -465,7 +465,7 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
 
 
 def _tflite_runner(path):
-    from ..verification.oracles import tflite_interpreter
+    from .interpreters import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
     interp.allocate_tensors()
     details = interp.get_input_details()

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..frontends.interpreters import tflite_interpreter  # noqa: F401 - also the oracles' interpreter
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
@@ -234,16 +235,6 @@ def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | 
 
 def _int32(m: int) -> int:
     return m - 2 ** 32 if m >= 2 ** 31 else m
-
-
-def tflite_interpreter(model: bytes):
-    """LiteRT's interpreter (the ``ai-edge-litert`` package, TFLite's maintained runtime;
-    ``tf.lite.Interpreter`` is deprecated and differs from it, e.g. it rejects 6-D input) with
-    the builtin kernels only (no XNNPACK delegate: the reference semantics of each kernel)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: PLC0415 - optional dependency
-    return Interpreter(model_content=model,
-                       experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
 
 
 def tflite_strided_slice(x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
