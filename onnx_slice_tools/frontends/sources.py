@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import ConversionError, ModelError
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
-from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
+from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, fold_weights, move_to_external
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
 
@@ -126,6 +126,7 @@ def export_source(path, folder, *, opset: int | None = None, input_shapes: dict 
     kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
         model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
+    fold_weights(model, folder, data, LARGE_VARIABLE_BYTES)  # what tf2onnx folds on constants, left on the weights moved out
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file

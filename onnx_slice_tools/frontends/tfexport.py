@@ -202,6 +202,86 @@ def _inputs_to_external(model, moved: dict, location: str) -> None:
         model.graph.initializer.append(tensor)
 
 
+#: Ops :func:`fold_weights` evaluates when every input is an initializer: data movement, and Cast
+#: only where exact (see :func:`_exact_cast`).
+FOLDABLE = frozenset({"Cast", "Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze"})
+
+
+def fold_weights(model, folder=None, external_data=None, min_bytes: int = LARGE_VARIABLE_BYTES) -> int:
+    """Replace each main-graph node of :data:`FOLDABLE` whose inputs are all initializers (not
+    graph inputs) by an initializer holding its output, until none is left; returns how many.
+
+    tf2onnx folds such nodes itself when the weights are constants, but a weight it saw as a
+    graph input (moved out of the graph before it converted, see :func:`export_tflite` and
+    :func:`export`) leaves e.g. a float16 weight with a Cast run on every inference, or a
+    kernel Transpose.  Each node is evaluated alone by onnx's reference evaluator on numpy:
+    pure data movement, or a Cast from a narrower float type to a wider one (exact); one weight
+    at a time (external ones read from ``folder``).  A result of ``min_bytes`` or more is appended
+    to the file ``external_data`` (when given) and points there."""
+    import numpy as np  # noqa: PLC0415
+    from onnx import numpy_helper  # noqa: PLC0415
+    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+    from onnx import helper  # noqa: PLC0415
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    declared = {i.name for i in g.input}
+    outputs = {o.name for o in g.output}
+    folded = 0
+    changed = True
+    while changed:
+        changed = False
+        for node in list(g.node):
+            ins = [i for i in node.input if i]
+            if node.op_type not in FOLDABLE or node.domain not in ("", "ai.onnx") or len(node.output) != 1 or \
+                    node.output[0] in outputs or not ins or any(i not in inits or i in declared for i in ins):
+                continue
+            if node.op_type == "Cast" and not _exact_cast(inits[ins[0]].data_type, node):
+                continue
+            arrays = [numpy_helper.to_array(inits[i], base_dir=str(folder or "")) for i in ins]
+            one = helper.make_model(helper.make_graph(
+                [node], "fold", [helper.make_tensor_value_info(i, inits[i].data_type, None) for i in ins],
+                [helper.make_tensor_value_info(node.output[0], 0, None)]), opset_imports=model.opset_import)
+            (value,) = ReferenceEvaluator(one).run(None, dict(zip(ins, arrays)))
+            del arrays
+            tensor = numpy_helper.from_array(np.ascontiguousarray(value), node.output[0])
+            if external_data is not None and len(tensor.raw_data) >= min_bytes:
+                with open(external_data, "ab") as out:
+                    offset = out.tell()
+                    out.write(tensor.raw_data)
+                point_external(tensor, Path(external_data).name, offset, len(tensor.raw_data))
+                tensor.ClearField("raw_data")
+            g.node.remove(node)
+            g.initializer.append(tensor)
+            inits[tensor.name] = tensor
+            folded += 1
+            changed = True
+    if folded:
+        used = {i for n in g.node for i in n.input} | outputs | _subgraph_reads(g)
+        keep = [t for t in g.initializer if t.name in used]
+        del g.initializer[:]
+        g.initializer.extend(keep)
+    return folded
+
+
+def _subgraph_reads(graph) -> set:
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    reads, todo = set(), [sub for n in graph.node for sub in proto_subgraphs(n)]
+    while todo:
+        sub = todo.pop()
+        for n in sub.node:
+            reads.update(n.input)
+            todo.extend(proto_subgraphs(n))
+    return reads
+
+
+def _exact_cast(source: int, node) -> bool:
+    """A Cast from float16/bfloat16 to float32/float64, or float32 to float64: every value exact."""
+    from onnx import TensorProto as T  # noqa: PLC0415
+    to = next((a.i for a in node.attribute if a.name == "to"), None)
+    return (source, to) in {(T.FLOAT16, T.FLOAT), (T.FLOAT16, T.DOUBLE), (T.BFLOAT16, T.FLOAT),
+                            (T.BFLOAT16, T.DOUBLE), (T.FLOAT, T.DOUBLE)}
+
+
 def point_external(tensor, location: str, offset: int, length: int) -> None:
     """Make ``tensor`` (without data) read ``length`` bytes at ``offset`` of the file ``location``."""
     from onnx import TensorProto  # noqa: PLC0415
