@@ -126,7 +126,8 @@ def export_source(path, folder, *, opset: int | None = None, input_shapes: dict 
     kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
         model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
-    fold_weights(model, folder, data, LARGE_VARIABLE_BYTES)  # what tf2onnx folds on constants, left on the weights moved out
+    if kind == "tflite":  # what tf2onnx folds on constants, left on the weights moved out
+        fold_weights(model, folder, data, LARGE_VARIABLE_BYTES)
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file
