@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import _lazy_sympy
-
 __version__ = "0.1.0"
-
-_lazy_sympy.install()  # onnx-ir imports sympy only to use it later: loaded on first use
 
 #: Public name -> the module defining it.  Imported on first use (PEP 562), so that the command
 #: line's ``--help`` and ``explain`` do not pay for numpy, onnx and the converter at start-up.

@@ -119,7 +119,7 @@ def bench_throughput(sizes, repeat: int, tmp: Path) -> list[dict]:
 
             def run():
                 result = convert(path)
-                assert result.ok, result.report.to_json()["model_checks"]
+                assert result.ok, result.report.to_dict()["model_checks"]
                 onnx.save(result.model, out)
                 timings.update(result.report.timings)
             t = _best(run, repeat)

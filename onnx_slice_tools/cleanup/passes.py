@@ -38,6 +38,7 @@ from .scan import ELEMENTWISE as _ELEMENTWISE
 from .scan import NONDETERMINISTIC as _NONDETERMINISTIC
 from .scan import SMALL as _SMALL
 from ..errors import first_line as _first_line
+from ..graphs.walk import proto_graphs
 
 _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
@@ -890,17 +891,10 @@ def infer_shapes(model, proto=None) -> list:
     except Exception:  # noqa: BLE001 - shapes only let the passes do more
         return undo
     found = {}
-
-    def collect(g):
+    for g, _, _ in proto_graphs(inferred.graph):
         for vi in g.value_info:  # a name two graphs use with different types is left alone
             prev = found.get(vi.name, vi)
             found[vi.name] = vi if prev is not None and prev.type == vi.type else None
-        for n in g.node:
-            for a in n.attribute:
-                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    collect(sub)
-
-    collect(inferred.graph)
     for graph, is_function in graphs_of(model):
         if is_function:
             continue
@@ -927,8 +921,12 @@ def default_passes() -> list:
 def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
     """Run the passes in rounds until none changes the model (in place).  Returns the report:
     nodes before and after, and per pass the nodes it removed and added by op type.  When no
-    pass changed anything, the shapes inference set are taken back (onnx-ir's dead-node pass
-    may still have trimmed trailing empty inputs).  ``proto``: the model serialized, if the
+    pass changed anything, the model is as it was (onnx-ir's dead-node pass may still have trimmed
+    trailing empty inputs).  The shapes inference set are taken back in every case: they guided
+    the passes, but the output declares only what the input (and the rewrite's plans) declared --
+    onnx's inference can know less than the model says (a dim of 1 it cannot follow through
+    computed Slice bounds becomes unknown), and an audit (``inspect --target``) of the output
+    must see the same declarations as of the input.  ``proto``: the model serialized, if the
     caller has it (see :func:`infer_shapes`)."""
     passes = passes if passes is not None else default_passes()
     inferred = infer_shapes(model, proto)
@@ -962,9 +960,8 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
         if not changed:
             break
     after_all = after
-    if not any_change:
-        for value, type_, shape in reversed(inferred):
-            value.type, value.shape = type_, shape
+    for value, type_, shape in reversed(inferred):
+        value.type, value.shape = type_, shape
     return {
         "changed": any_change,
         "nodes_before": sum(before_all.values()), "nodes_after": sum(after_all.values()),

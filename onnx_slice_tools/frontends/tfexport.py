@@ -47,18 +47,95 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     kwargs = keep_strided_slice_kwargs() if keep_strided_slice else {}
     concrete = fn.get_concrete_function(*input_signature)
     large = _large_variables(concrete, large_variable_bytes)
-    if large:
+    constants = captured_constants(concrete)
+    if large or constants:
         try:
-            graph_def, feeds = _freeze_except(concrete, large)
-            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs)
+            graph_def, feeds = _freeze_except(concrete, large, constants)
+            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs, constants)
         except Exception:  # noqa: BLE001 - _Unfreezable, or a tf2onnx converter needing the constant:
             model = None   # tf2onnx's own path below reports what is really wrong
         if model is not None:
             del graph_def
             _feeds_to_initializers(model, feeds, external_data)
-            return model
+            return _lower_unconverted(model)
     model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
+    _feeds_to_initializers(model, {f"{k}:0": v for k, v in constants.items()})
+    return _lower_unconverted(model)
+
+
+def captured_constants(concrete) -> dict:
+    """{name of the capture placeholder in ``concrete``'s graph: numpy value} for the tensors
+    (not variables) the function captured from eager code -- ``self.table = tf.constant(...)``
+    read in a layer's ``call``, a loaded SavedModel's restored constants.  TensorFlow's freezing
+    handles variables only: these stay placeholders, and tf2onnx would make them graph inputs
+    no user can feed."""
+    import tensorflow as tf  # noqa: PLC0415
+    out = {}
+    for external, internal in concrete.graph.captures:
+        if external.dtype == tf.dtypes.resource or not hasattr(external, "numpy") or \
+                external.dtype == tf.dtypes.string or not external.dtype.is_numpy_compatible:
+            continue
+        try:
+            out[internal.name.split(":")[0]] = external.numpy()
+        except Exception:  # noqa: BLE001 - a symbolic capture (a graph tensor) has no value
+            continue
+    return out
+
+
+def _lower_unconverted(model):
+    """Standard ops tf2onnx 1.17 leaves raw although ONNX has an exact form: ``Erfc(x)`` becomes
+    ``1 - Erf(x)`` (the complementary error function by definition; the framework check judges
+    it like every rewrite).  Any other raw TensorFlow op stays, for the ONNX checks to report."""
+    import numpy as np  # noqa: PLC0415
+    from onnx import helper, numpy_helper  # noqa: PLC0415
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    types = _value_types(model)
+
+    def lower(graph):
+        nodes = list(graph.node)
+        if not any(n.op_type == "Erfc" and n.domain in ("", "ai.onnx") for n in nodes):
+            for n in nodes:
+                for g in proto_subgraphs(n):
+                    lower(g)
+            return
+        out = []
+        for n in nodes:
+            for g in proto_subgraphs(n):
+                lower(g)
+            if n.op_type != "Erfc" or n.domain not in ("", "ai.onnx") or len(n.input) != 1:
+                out.append(n)
+                continue
+            dtype = types.get(n.input[0], 1)
+            one = f"{n.output[0]}__one"
+            erf = f"{n.output[0]}__erf"
+            value = np.ones((), dtype=helper.tensor_dtype_to_np_dtype(dtype))
+            out.append(helper.make_node("Constant", [], [one], name=f"{n.name}/one",
+                                        value=numpy_helper.from_array(value)))
+            out.append(helper.make_node("Erf", [n.input[0]], [erf], name=f"{n.name}/erf"))
+            out.append(helper.make_node("Sub", [one, erf], [n.output[0]], name=n.name))
+        del graph.node[:]
+        graph.node.extend(out)
+    lower(model.graph)
     return model
+
+
+def _value_types(model) -> dict:
+    """{tensor name: ONNX element type} for what the model declares (inputs, initializers,
+    value_info, outputs), main graph and subgraphs."""
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    types = {}
+
+    def visit(graph):
+        for v in [*graph.input, *graph.value_info, *graph.output]:
+            if v.type.HasField("tensor_type"):
+                types[v.name] = v.type.tensor_type.elem_type
+        for t in graph.initializer:
+            types[t.name] = t.data_type
+        for n in graph.node:
+            for g in proto_subgraphs(n):
+                visit(g)
+    visit(model.graph)
+    return types
 
 
 def keep_strided_slice_kwargs() -> dict:
@@ -202,86 +279,6 @@ def _inputs_to_external(model, moved: dict, location: str) -> None:
         model.graph.initializer.append(tensor)
 
 
-#: Ops :func:`fold_weights` evaluates when every input is an initializer: data movement, and Cast
-#: only where exact (see :func:`_exact_cast`).
-FOLDABLE = frozenset({"Cast", "Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze"})
-
-
-def fold_weights(model, folder=None, external_data=None, min_bytes: int = LARGE_VARIABLE_BYTES) -> int:
-    """Replace each main-graph node of :data:`FOLDABLE` whose inputs are all initializers (not
-    graph inputs) by an initializer holding its output, until none is left; returns how many.
-
-    tf2onnx folds such nodes itself when the weights are constants, but a weight it saw as a
-    graph input (moved out of the graph before it converted, see :func:`export_tflite` and
-    :func:`export`) leaves e.g. a float16 weight with a Cast run on every inference, or a
-    kernel Transpose.  Each node is evaluated alone by onnx's reference evaluator on numpy:
-    pure data movement, or a Cast from a narrower float type to a wider one (exact); one weight
-    at a time (external ones read from ``folder``).  A result of ``min_bytes`` or more is appended
-    to the file ``external_data`` (when given) and points there."""
-    import numpy as np  # noqa: PLC0415
-    from onnx import numpy_helper  # noqa: PLC0415
-    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
-    from onnx import helper  # noqa: PLC0415
-    g = model.graph
-    inits = {t.name: t for t in g.initializer}
-    declared = {i.name for i in g.input}
-    outputs = {o.name for o in g.output}
-    folded = 0
-    changed = True
-    while changed:
-        changed = False
-        for node in list(g.node):
-            ins = [i for i in node.input if i]
-            if node.op_type not in FOLDABLE or node.domain not in ("", "ai.onnx") or len(node.output) != 1 or \
-                    node.output[0] in outputs or not ins or any(i not in inits or i in declared for i in ins):
-                continue
-            if node.op_type == "Cast" and not _exact_cast(inits[ins[0]].data_type, node):
-                continue
-            arrays = [numpy_helper.to_array(inits[i], base_dir=str(folder or "")) for i in ins]
-            one = helper.make_model(helper.make_graph(
-                [node], "fold", [helper.make_tensor_value_info(i, inits[i].data_type, None) for i in ins],
-                [helper.make_tensor_value_info(node.output[0], 0, None)]), opset_imports=model.opset_import)
-            (value,) = ReferenceEvaluator(one).run(None, dict(zip(ins, arrays)))
-            del arrays
-            tensor = numpy_helper.from_array(np.ascontiguousarray(value), node.output[0])
-            if external_data is not None and len(tensor.raw_data) >= min_bytes:
-                with open(external_data, "ab") as out:
-                    offset = out.tell()
-                    out.write(tensor.raw_data)
-                point_external(tensor, Path(external_data).name, offset, len(tensor.raw_data))
-                tensor.ClearField("raw_data")
-            g.node.remove(node)
-            g.initializer.append(tensor)
-            inits[tensor.name] = tensor
-            folded += 1
-            changed = True
-    if folded:
-        used = {i for n in g.node for i in n.input} | outputs | _subgraph_reads(g)
-        keep = [t for t in g.initializer if t.name in used]
-        del g.initializer[:]
-        g.initializer.extend(keep)
-    return folded
-
-
-def _subgraph_reads(graph) -> set:
-    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
-    reads, todo = set(), [sub for n in graph.node for sub in proto_subgraphs(n)]
-    while todo:
-        sub = todo.pop()
-        for n in sub.node:
-            reads.update(n.input)
-            todo.extend(proto_subgraphs(n))
-    return reads
-
-
-def _exact_cast(source: int, node) -> bool:
-    """A Cast from float16/bfloat16 to float32/float64, or float32 to float64: every value exact."""
-    from onnx import TensorProto as T  # noqa: PLC0415
-    to = next((a.i for a in node.attribute if a.name == "to"), None)
-    return (source, to) in {(T.FLOAT16, T.FLOAT), (T.FLOAT16, T.DOUBLE), (T.BFLOAT16, T.FLOAT),
-                            (T.BFLOAT16, T.DOUBLE), (T.FLOAT, T.DOUBLE)}
-
-
 def point_external(tensor, location: str, offset: int, length: int) -> None:
     """Make ``tensor`` (without data) read ``length`` bytes at ``offset`` of the file ``location``."""
     from onnx import TensorProto  # noqa: PLC0415
@@ -319,14 +316,15 @@ def _large_variables(concrete, min_bytes) -> dict:
     return large
 
 
-def _freeze_except(concrete, large: dict):
+def _freeze_except(concrete, large: dict, constants: dict | None = None):
     """(GraphDef with every variable but ``large`` frozen and each of ``large`` a Placeholder of
     its dtype and shape, {tensor name of that placeholder: tf.Variable}).
 
     TensorFlow's own freezing (the code under ``convert_variables_to_constants_v2``, with its
     deny list: the large variables stay resource placeholders), then the resource chain
     ``Placeholder -> Identity* -> ReadVariableOp`` of each becomes a value chain; any other use of
-    the resource (a gather on it, a loop body taking it) raises :class:`_Unfreezable`."""
+    the resource (a gather on it, a loop body taking it) raises :class:`_Unfreezable`.  Each
+    placeholder of ``constants`` ({name: value}, :func:`captured_constants`) becomes a Const."""
     from tensorflow.python.framework import convert_to_constants as c2c  # noqa: PLC0415 - no public API
     if not hasattr(c2c, "_FunctionConverterDataInEager") or not hasattr(c2c, "_replace_variables_by_constants"):
         raise _Unfreezable("this TensorFlow has no freezing with a deny list")
@@ -339,6 +337,16 @@ def _freeze_except(concrete, large: dict):
         for k, inp in enumerate(node.input):
             if not inp.startswith("^"):
                 consumers.setdefault(inp.split(":")[0], []).append((node, k))
+    import tensorflow as tf  # noqa: PLC0415
+    for name, value in (constants or {}).items():
+        node = nodes.get(name)
+        if node is None or node.op != "Placeholder":
+            raise _Unfreezable(name)
+        dtype = node.attr["dtype"].type
+        node.op = "Const"
+        node.attr.clear()
+        node.attr["dtype"].type = dtype
+        node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
     taken = set(nodes)
     feeds = {}
     for name, var in large.items():
@@ -411,13 +419,14 @@ def _rename(graph_def, old: str, new: str) -> None:
             node.input[:] = [refs.get(i, i) for i in node.input]
 
 
-def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs):
+def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants=()):
     """tf2onnx's ``from_function`` from its freezing on: grappler, then the ONNX conversion, with
     the variables' placeholders as extra inputs."""
     import tensorflow as tf  # noqa: PLC0415
     from tf2onnx import tf_loader  # noqa: PLC0415
     from tf2onnx.convert import _convert_common, tensor_names_from_structed  # noqa: PLC0415
-    input_names = [t.name for t in concrete.inputs if t.dtype != tf.dtypes.resource]
+    input_names = [t.name for t in concrete.inputs
+                   if t.dtype != tf.dtypes.resource and t.name.split(":")[0] not in constants]
     output_names = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
     rename = tensor_names_from_structed(concrete, input_names, output_names)
     with tf.device("/cpu:0"):
@@ -459,7 +468,8 @@ def _restore_dims(graph_def, shapes: dict) -> None:
 
 def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
     """Each variable's graph input becomes an initializer holding the variable's value, one
-    variable at a time: in the proto, or appended to the file ``external_data``."""
+    variable at a time: in the proto, or appended to the file ``external_data`` (``feeds``
+    values: tf.Variable, or numpy arrays when ``external_data`` is None)."""
     from contextlib import nullcontext  # noqa: PLC0415
 
     import numpy as np  # noqa: PLC0415
@@ -471,7 +481,8 @@ def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
                 continue  # tf2onnx dropped an unused read
             model.graph.input.remove(inputs[name])
             if out is None:
-                model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(var.numpy()), name))
+                value = var if isinstance(var, np.ndarray) else var.numpy()  # a captured constant, a variable
+                model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
                 continue
             dtype = np.dtype(var.dtype.as_numpy_dtype)
             tensor = TensorProto(name=name, dims=var.shape.as_list(), data_type=helper.np_dtype_to_tensor_dtype(dtype))

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..errors import StridedSliceError
 from ..graphs.walk import all_graphs as _all_graphs  # noqa: F401 - also imported from here
+from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, Lowering, emit, lower
 from ..graphs.names import NameAllocator
@@ -55,14 +56,21 @@ class RewriteRecord:
     replaced: list = field(default_factory=list)    # output-name tuples of the nodes removed
     renamed: dict = field(default_factory=dict)     # identity: old output name -> the data's name
     inplace: str | None = None      # the whole-model (in-place) check: passed | failed: .. | skipped: ..
+    op_type: str = "StridedSlice"   # Slice / Gather: a node of the model's own that --fix-slices rewrote
+    written: str | None = None      # such a node as written (its spec is how it was read, not what it says)
 
     @property
     def notation(self) -> str | None:
+        """The node as the user knows it: a StridedSlice's spec as an index expression; a fixed
+        Slice/Gather as written (``Slice(starts=[0], ends=[1000000000], axes=[1])``)."""
+        if self.written is not None:
+            return self.written
         return None if self.spec is None else self.spec.index_notation()
 
     def to_json(self) -> dict:
         out = {
-            "node": self.node, "graph": self.graph, "flavor": self.flavor, "spec": self.notation,
+            "node": self.node, "graph": self.graph, "op_type": self.op_type, "flavor": self.flavor,
+            "spec": self.notation,
             "input_shape": _json_shape(self.input_shape), "output_shape": _json_shape(self.output_shape),
             "emitted": None if self.lowering is None else [op.describe() for op in self.lowering.ops],
             "emitted_nodes": None if self.lowering is None else self.lowering.node_count,
@@ -196,9 +204,13 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
-    if len(inputs) < 3 or inputs[0] is None or inputs[1] is None or inputs[2] is None:
+    if len(inputs) < 3:
         raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
+    for k, f in enumerate(("data", "begin", "end")):
+        if inputs[k] is None:  # an empty name: an omitted optional input, and these are not optional
+            raise StridedSliceError(f"the {f} input is empty (named ''); StridedSlice needs data, begin and end",
+                                    field="inputs", index=k)
     vals, runtime, lengths = [], {}, []
     for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
         value = inputs[k] if k < len(inputs) else None
@@ -377,6 +389,9 @@ class StridedSliceRewritePass:
         """The nodes this pass rewrites (a hook for fixslices.FixSlicesPass)."""
         return node.op_type == "StridedSlice"
 
+    def _annotate(self, rec: RewriteRecord, node) -> None:
+        """Say what kind of node ``rec`` is about (a hook for fixslices.FixSlicesPass)."""
+
     def _read(self, node, flavor: str) -> tuple[SliceSpec, dict]:
         """(spec, runtime index values) of a selected node."""
         return read_node(node, flavor, self._consts, dims_of=self._dims)
@@ -387,6 +402,7 @@ class StridedSliceRewritePass:
         rec = RewriteRecord(node=name, graph=label)
         flavor = self.flavor or detect_flavor(node)
         rec.flavor = flavor
+        self._annotate(rec, node)
         if flavor is None:
             rec.error, rec.error_kind = "cannot tell the flavour from the mask attributes; pass flavor", "invalid"
             return rec
@@ -506,9 +522,7 @@ def _fmt(shape) -> str:
 
 
 def _has_strided_slice(model) -> bool:
-    import onnx_ir as ir
-    return any(n.op_type == "StridedSlice" for g, _, _ in _all_graphs(model)
-               for n in ir.traversal.RecursiveGraphIterator(g))
+    return any(n.op_type == "StridedSlice" for n, _ in all_nodes(model))
 
 
 def _proto_for_inference(model):

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from onnx import NodeProto
 
 from ..errors import StridedSliceError
-from ..graphs.walk import proto_subgraphs
+from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
 from ..lowering.lower import ConstantPool, lower, steps
 from ..graphs.names import NameAllocator
 from ..semantics.plan import make_plan
@@ -64,25 +64,6 @@ def scan(graph) -> Scan:
     return Scan(holders, inputs, found)
 
 
-def _all_graphs_in(graph):
-    """``graph`` and its subgraphs, any depth."""
-    out = [graph]
-    for node in _all_nodes(graph):
-        out.extend(proto_subgraphs(node))
-    return out
-
-
-def _all_nodes(graph):
-    """Nodes of ``graph`` and its subgraphs, any depth."""
-    stack = [graph]
-    while stack:
-        g = stack.pop()
-        for node in g.node:
-            yield node
-            if node.attribute:
-                stack.extend(proto_subgraphs(node))
-
-
 def declines(proto, holders: list | None = None) -> str | None:
     """Why this pass does not apply to ``proto`` (the onnx-ir pass runs instead), or None.
     ``holders``: ``scan(proto.graph).holders``, if known."""
@@ -92,9 +73,9 @@ def declines(proto, holders: list | None = None) -> str | None:
             return "external data"
     for node in scan(main).holders if holders is None else holders:
         for g in proto_subgraphs(node):
-            if any(n.op_type == "StridedSlice" for n in _all_nodes(g)):
+            if any(n.op_type == "StridedSlice" for n, _ in proto_nodes(g)):
                 return "a StridedSlice in a subgraph"
-            if any(t.data_location == _EXTERNAL for sub in _all_graphs_in(g) for t in sub.initializer):
+            if any(t.data_location == _EXTERNAL for sub, _, _ in proto_graphs(g) for t in sub.initializer):
                 return "external data"
     for f in proto.functions:
         for node in f.node:
@@ -135,7 +116,7 @@ class _Graph:
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
         nodes = graph.node
-        inner = [n for holder in holders for g in proto_subgraphs(holder) for n in _all_nodes(g)]
+        inner = [n for holder in holders for g in proto_subgraphs(holder) for n, _ in proto_nodes(g)]
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
         self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
         self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
@@ -655,7 +636,7 @@ def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
 
 def _rename_uses(graph, renamed: dict) -> None:
     """Every read of a renamed value (main graph and subgraphs) reads its new name."""
-    for node in _all_nodes(graph):
+    for node, _ in proto_nodes(graph):
         if any(i in renamed for i in node.input):
             new = [renamed.get(i, i) for i in node.input]
             del node.input[:]
@@ -669,10 +650,8 @@ def drop_unused_domains(proto, counts: collections.Counter, removed: collections
     used = {d for d, n in counts.items() if n > removed.get(d, 0)}
     for f in proto.functions:
         used.add(f.domain)
-        for n in f.node:
-            used.add(n.domain)
-            for sub in proto_subgraphs(n):
-                used.update(m.domain for m in _all_nodes(sub))
+    used.update(n.domain for g, label, _ in proto_graphs(proto) if label.startswith("function ")
+                for n in g.node)
     keep = [o for o in proto.opset_import if o.domain in ("", "ai.onnx") or o.domain in used]
     if len(keep) != len(proto.opset_import):
         del proto.opset_import[:]

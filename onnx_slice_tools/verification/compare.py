@@ -180,21 +180,8 @@ def _cached_plan(key):
 
 
 def _strided_slice_domains(proto) -> set[str]:
-    domains = set()
-
-    def walk(nodes):
-        for n in nodes:
-            if n.op_type == "StridedSlice":
-                domains.add(n.domain)
-            for a in n.attribute:
-                if a.type == a.GRAPH:
-                    walk(a.g.node)
-                for g in a.graphs:
-                    walk(g.node)
-    walk(proto.graph.node)
-    for f in proto.functions:
-        walk(f.node)
-    return domains
+    from ..graphs.walk import proto_nodes
+    return {n.domain for n, _ in proto_nodes(proto) if n.op_type == "StridedSlice"}
 
 
 def _reference_evaluator(original, flavor):

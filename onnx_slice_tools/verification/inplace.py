@@ -30,29 +30,9 @@ from ..errors import first_line as _line
 
 
 def _graphs(proto):
-    """(label, graph-or-function proto, is_function) of every graph, labelled like rewrite._all_graphs."""
-    out = []
-
-    def walk(g, label):
-        out.append((label, g, False))
-        for n in g.node:
-            _walk_attrs(n, label, walk)
-    walk(proto.graph, "main")
-    for f in proto.functions:
-        label = f"function {f.domain}::{f.name}"
-        out.append((label, f, True))
-        for n in f.node:
-            _walk_attrs(n, label, walk)
-    return out
-
-
-def _walk_attrs(node, label, walk):
-    for a in node.attribute:
-        if a.type == a.GRAPH:
-            walk(a.g, f"{label} > {node.op_type} {node.name!r}.{a.name}")
-        elif a.type == a.GRAPHS:
-            for g in a.graphs:
-                walk(g, f"{label} > {node.op_type} {node.name!r}.{a.name}")
+    """(label, graph-or-function proto, is_function) of every graph, labelled as graphs.walk labels them."""
+    from ..graphs.walk import proto_graphs
+    return [(label, g, is_function) for g, label, is_function in proto_graphs(proto)]
 
 
 def _attr_key(a):

@@ -465,7 +465,7 @@ def test_convert_runs_and_checks_the_cleanup(heads_export):
     on, off = convert(proto), convert(proto, cleanup=False)
     assert on.ok and off.ok
     assert on.report.model_checks["cleanup"] == "passed" and "cleanup" not in off.report.model_checks
-    rep = on.report.to_json()["cleanup"]
+    rep = on.report.to_dict()["cleanup"]
     assert rep["nodes_after"] == sum(ops(on.model).values()) < rep["nodes_before"] == sum(ops(off.model).values())
     assert rep["nodes_before"] - rep["nodes_after"] == sum(
         sum(p["removed"].values()) - sum(p["added"].values()) for p in rep["passes"].values())

@@ -115,7 +115,8 @@ def test_cli_signature_selects_a_saved_model_signature(tmp_path, capfd):
 @pytest.mark.parametrize("argv, words", [
     (["--signature", "nope"], ["no signature 'nope'", "last, serving_default"]),
     (["--outputs", "a"], ["1 output names given", "2 outputs"]),
-    (["--inputs", "x:3,5,7"], ["could not convert"]),
+    (["--inputs", "x:3,5,7"], ["--inputs x", "3 dims given", "rank 2"]),
+    (["--inputs", "nope:2,8,6"], ["--inputs nope", "no input 'nope'", "its inputs: x"]),
 ])
 def test_cli_bad_source_options_are_exit_2_one_line(tmp_path, capfd, argv, words):
     dst = tmp_path / "out.onnx"
@@ -160,7 +161,7 @@ def test_framework_compare_bitwise_close_or_differs():
 def test_framework_status_says_why_it_did_not_run(tmp_path):
     from onnx_slice_tools.frontends.sources import convert_source
     result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
-    assert result.report.model_checks["framework"].startswith("skipped: verification is off")
+    assert result.report.model_checks["framework"].startswith("skipped: verification off")
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
     result = convert_source(bad)
@@ -208,10 +209,16 @@ def test_parse_input_shapes(text, want):
     assert parse_input_shapes(text) == want
 
 
-@pytest.mark.parametrize("bad", ["x", "x:1,a"])
+@pytest.mark.parametrize("bad", ["x", "x:1,a", "x:1,,3", "x:1,3,", "x:,1", "x:-2", "x:99999999999999999999"])
 def test_parse_input_shapes_rejects(bad):
+    """A malformed dim list is refused, never read as another rank (``1,,3`` is not [1, 3])."""
     with pytest.raises(ModelError, match="--inputs"):
         parse_input_shapes([bad])
+
+
+def test_parse_input_shapes_rejects_an_input_given_twice():
+    with pytest.raises(ModelError, match="more than once"):
+        parse_input_shapes(["x:1", "x:2"])
 
 
 def test_batch_worker_converts_a_tflite_input(tmp_path):
@@ -265,6 +272,9 @@ def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, m
     from onnx_slice_tools.frontends import tfexport
     monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1)
     monkeypatch.setattr(tfexport, "CHUNK_BYTES", 64)
+    # the weights as TensorFlow hands them over (folding b's Unsqueeze into a new initializer is
+    # tests/frontends/test_fold.py's subject)
+    monkeypatch.setattr(sources, "fold_weight_subgraphs", lambda *args: 0)
     saved = _variables_saved_model(tmp_path / "sm", dtype)
     with quiet_frameworks():
         file = sources.export_source(saved, tmp_path)
@@ -419,7 +429,7 @@ def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
     assert len(external) == 1 and len(head.graph.input) == 1
     (got,) = [onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
               if t.name == external[0].name]
-    assert not any(n.op_type == "Transpose" for n in head.graph.node)  # folded into the weight (fold_weights)
+    assert not any(n.op_type == "Transpose" for n in head.graph.node)  # folded into the weight (fold.py)
     from onnx_slice_tools.verification.oracles import tflite_interpreter
     interp = tflite_interpreter(path.read_bytes())
     (detail,) = [d for d in interp.get_tensor_details() if list(d["shape"]) == [40, 64]]  # FULLY_CONNECTED's [out, in]
@@ -566,3 +576,190 @@ def test_weights_moved_out_fold_like_tf2onnx_and_land_in_one_file(tmp_path, capf
     count = lambda m: collections.Counter(n.op_type for n in m.graph.node)  # noqa: E731
     assert len(ours.graph.node) <= len(native.graph.node), (count(ours), count(native))
     assert count(ours)["Transpose"] <= count(native)["Transpose"] and count(ours)["Cast"] == 0, count(ours)
+
+
+# --------------------------------------------------------------------------- Keras 3 models as users have them
+
+def _keras():
+    import keras
+    return keras
+
+
+def test_unknown_input_name_is_exit_2_before_work_naming_the_inputs(tmp_path, capfd):
+    keras = _keras()
+    inp = keras.Input((4,), name="features")
+    keras.Model(inp, inp * 2.0).save(tmp_path / "m.keras")
+    dst = tmp_path / "out.onnx"
+    assert cli_main(["convert", str(tmp_path / "m.keras"), "-o", str(dst), "--inputs", "nope:2,8,6"]) == 2
+    out, err = capfd.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "m.keras" in err and "no input 'nope'" in err and "its inputs: features" in err, err
+    assert not dst.exists()
+
+
+def test_damaged_keras_file_is_named_as_not_a_keras_archive(tmp_path, capfd):
+    bad = tmp_path / "bad.keras"
+    bad.write_bytes(b"PK\x03\x04 cut short")
+    assert cli_main(["convert", str(bad), "-o", str(tmp_path / "o.onnx")]) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "not a valid Keras archive" in err and "bad.keras" in err, err
+    assert "File not found" not in err
+
+
+def test_framework_error_line_is_the_real_exception():
+    import tensorflow as tf
+
+    from onnx_slice_tools.frontends.sources import framework_error_line
+
+    @tf.function
+    def traced(x):
+        raise ValueError("the real reason\nmore detail")
+    with pytest.raises(Exception) as info:
+        traced(tf.constant(1.0))
+    assert framework_error_line(info.value) == "ValueError: the real reason"
+
+    @tf.function
+    def gather(x, i):
+        return tf.gather(x, i)
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        gather(tf.constant([1.0, 2.0]), tf.constant([5]))
+    line = framework_error_line(info.value)
+    assert "indices[0] = 5 is not in [0, 2)" in line and "Graph execution error" not in line, line
+
+
+def test_keras_dict_inputs_in_unsorted_order_convert_and_verify(tmp_path, capfd):
+    keras = _keras()
+    tok = keras.Input((None,), dtype="int32", name="token_ids")
+    pad = keras.Input((None,), dtype="int32", name="padding_mask")
+    emb = keras.layers.Embedding(10, 4)(tok)
+    out = emb * keras.ops.expand_dims(keras.ops.cast(pad, "float32"), -1)
+    keras.Model({"token_ids": tok, "padding_mask": pad}, out).save(tmp_path / "m.keras")
+    dst = tmp_path / "m.onnx"
+    assert cli_main(["convert", str(tmp_path / "m.keras"), "-o", str(dst)]) == 0
+    out_text, err = capfd.readouterr()
+    assert err == "" and " verified" in out_text and "against TensorFlow" in out_text, out_text
+    assert [i.name for i in onnx.load(str(dst)).graph.input] == ["token_ids", "padding_mask"]
+
+
+def test_a_keras_model_failing_on_its_inputs_is_not_blamed_on_tf2onnx(tmp_path, capfd):
+    keras = _keras()
+    a, b = keras.Input((3,), name="a"), keras.Input((4,), name="b")
+    keras.Model([a, b], keras.layers.Concatenate()([a, b])).save(tmp_path / "m.keras")
+    # --inputs makes the shapes disagree: Keras itself refuses while tracing
+    assert cli_main(["convert", str(tmp_path / "m.keras"), "-o", str(tmp_path / "o.onnx"),
+                     "--inputs", "a:2,3", "b:5,4"]) == 2
+    _, err = capfd.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "tf2onnx" not in err and "in user code" not in err, err
+    assert "the Keras model fails on its declared inputs" in err, err
+
+
+def _captured_table_model(keras):
+    import tensorflow as tf
+
+    @keras.saving.register_keras_serializable(package="onnx_slice_tools_tests")
+    class Table(keras.layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.table = tf.constant(np.arange(1, 5, dtype=np.float32))  # an eager tensor, not a weight
+
+        def call(self, x):
+            return x * self.table + keras.ops.convert_to_tensor(np.linspace(0, 1, 4).astype("float32"))
+    inp = keras.Input((4,), name="x")
+    return keras.Model(inp, Table()(inp))
+
+
+@pytest.mark.parametrize("form", ["keras", "saved_model"])
+def test_captured_eager_constants_are_constants_not_graph_inputs(tmp_path, form):
+    keras = _keras()
+    model = _captured_table_model(keras)
+    path = tmp_path / ("m.keras" if form == "keras" else "sm")
+    if form == "keras":
+        model.save(path)
+    else:
+        with quiet_frameworks():
+            model.export(path)
+    onnx_model = load_source(path)
+    assert [i.name for i in onnx_model.graph.input] == ["x"]
+    from onnx_slice_tools.frontends import sources
+    result = sources.convert_source(path)
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_exact_gelu_erfc_is_lowered_and_verified(tmp_path):
+    keras = _keras()
+    inp = keras.Input((6,), name="x")
+    keras.Model(inp, keras.activations.gelu(inp * 3.0, approximate=False)).save(tmp_path / "m.keras")
+    ops = {n.op_type for n in load_source(tmp_path / "m.keras").graph.node}
+    assert "Erfc" not in ops and "Erf" in ops, ops
+    from onnx_slice_tools.frontends import sources
+    result = sources.convert_source(tmp_path / "m.keras")
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_conv_batchnorm_with_large_weights_has_no_more_nodes_than_tf2onnx(tmp_path, monkeypatch):
+    keras = _keras()
+    import tf2onnx
+
+    from onnx_slice_tools.frontends import sources
+    rng = np.random.default_rng(0)
+    inp = keras.Input((8, 8, 3), name="x")
+    y = keras.layers.Conv2D(8, 3, padding="same")(inp)
+    y = keras.layers.BatchNormalization()(y)
+    y = keras.layers.ReLU()(y)
+    y = keras.layers.Conv2D(8, 3, use_bias=False)(y)
+    y = keras.layers.BatchNormalization()(y)
+    model = keras.Model(inp, y)
+    for layer in model.layers:  # statistics that are not the identity, so the BatchNorm stays
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.set_weights([rng.uniform(0.5, 2, w.shape).astype(np.float32) for w in layer.get_weights()])
+    model.save(tmp_path / "m.keras")
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 100)  # every kernel stays out of the freezing
+    fn, sig, _ = sources.load_tf(tmp_path / "m.keras")
+    with quiet_frameworks():
+        native, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=17)
+    result = sources.convert_source(tmp_path / "m.keras")
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+    ours = result.model
+    assert len(ours.graph.node) <= len(native.graph.node), (
+        [n.op_type for n in ours.graph.node], [n.op_type for n in native.graph.node])
+    assert not any(n.op_type == "Transpose" and all(i in {t.name for t in ours.graph.initializer} for i in n.input)
+                   for n in ours.graph.node)
+
+
+def _text_model(keras):
+    """token ids into a 50-row table, segment ids into a 2-row one (BERT-style), dict inputs
+    in unsorted order; unknown batch and sequence dims shared by both inputs."""
+    tok = keras.Input((None,), dtype="int32", name="token_ids")
+    seg = keras.Input((None,), dtype="int32", name="segment_ids")
+    out = keras.layers.Embedding(50, 4)(tok) + keras.layers.Embedding(2, 4)(seg)
+    return keras.Model({"token_ids": tok, "segment_ids": seg}, out)
+
+
+@pytest.mark.parametrize("form", ["keras", "saved_model"])
+def test_index_inputs_are_drawn_inside_their_tables_and_verify(tmp_path, form):
+    keras = _keras()
+    model = _text_model(keras)
+    path = tmp_path / ("m.keras" if form == "keras" else "sm")
+    if form == "keras":
+        model.save(path)
+    else:
+        with quiet_frameworks():
+            model.export(path)
+    from onnx_slice_tools.frontends import sources
+    result = sources.convert_source(path)
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+
+
+def test_cli_input_range_is_used_and_checked(tmp_path, capfd):
+    keras = _keras()
+    _text_model(keras).save(tmp_path / "m.keras")
+    src, dst = str(tmp_path / "m.keras"), str(tmp_path / "o.onnx")
+    # a range the user gives wins over the inferred one: outside the 2-row table, TensorFlow refuses
+    assert cli_main(["convert", src, "-o", dst, "--input-range", "segment_ids:5,6"]) == 0
+    out, _ = capfd.readouterr()
+    assert "NOT fully verified" in out and "is not in [0, 2)" in out, out
+    for bad, words in [("nope:0,1", "no input 'nope'"), ("segment_ids:3,1", "LO <= HI")]:
+        assert cli_main(["convert", src, "-o", str(tmp_path / "x.onnx"), "--input-range", bad]) == 2
+        out, err = capfd.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1 and words in err, err
+        assert not (tmp_path / "x.onnx").exists()

@@ -264,7 +264,7 @@ def _run_onnx(x: np.ndarray, spec, runtime=()) -> np.ndarray:
     # strings: checked and run on onnx's reference evaluator (onnxruntime 1.31's Gather of
     # strings is wrong: test_onnxruntime_gather_of_strings_is_wrong)
     result = convert(model, verify_on=["reference"] if strings else None)
-    assert result.ok, result.report.to_json()["rewrites"]
+    assert result.ok, result.report.to_dict()["rewrites"]
     assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
     feeds = {"x": x.astype(str).astype(object) if strings else x}
     feeds.update({f[0]: np.array(getattr(spec, f), np.int32) for f in runtime})
@@ -531,7 +531,7 @@ def test_runtime_begin_offset_on_a_symbolic_dim():
     end, strides = [2, -2], [1, -1]
     result = convert(_tflite_onnx_model(("N", 5), from_tflite([1, 2], end, strides, offset=True),
                                         runtime=("begin",)))
-    assert result.ok and "Shape(x)" in result.report.to_json()["rewrites"][0]["emitted"]
+    assert result.ok and "Shape(x)" in result.report.to_dict()["rewrites"][0]["emitted"]
     session = make_session(result.model.SerializeToString())
     compared = 0
     for n in (3, 4, 6):

@@ -91,7 +91,7 @@ def test_check_over_the_memory_budget_is_skipped_and_named_never_verified(tmp_pa
     assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
     assert "budget 0.00098 MiB (--verify-memory)" in rep.model_checks["model_run"]
     assert rep.verdict.startswith("unverified (model_run skipped (needs ~") and rep.ok and not rep.verified
-    assert json.loads(json.dumps(rep.to_json()))["verdict"] == rep.verdict
+    assert json.loads(rep.to_json())["verdict"] == rep.to_dict()["verdict"] == rep.verdict
     src, dst = tmp_path / "w2v.onnx", tmp_path / "out.onnx"
     onnx.save(model, src)
     assert cli_main(["convert", str(src), "-o", str(dst), "--verify-memory", "0.0009765625"]) == 0
