@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import _lazy_sympy
-
 __version__ = "0.1.0"
-
-_lazy_sympy.install()  # onnx-ir imports sympy only to use it later: loaded on first use
 
 #: Public name -> the module defining it.  Imported on first use (PEP 562), so that the command
 #: line's ``--help`` and ``explain`` do not pay for numpy, onnx and the converter at start-up.
@@ -16,6 +12,7 @@ _EXPORTS = {
     "ConvertResult": "api", "Report": "api", "convert": "api",
     "ModelError": "errors", "OnnxSliceToolsError": "errors", "StridedSliceError": "errors",
     "VerificationError": "errors",
+    "ConversionError": "errors",
     "AxisPlan": "semantics.plan", "OutDim": "semantics.plan", "Plan": "semantics.plan", "make_plan": "semantics.plan",
     "apply_plan": "semantics.reference", "slice_array": "semantics.reference", "strided_slice": "semantics.reference",
     "OPENVINO": "semantics.spec", "TF": "semantics.spec", "TFLITE": "semantics.spec", "SliceSpec": "semantics.spec", "from_index_expr": "semantics.spec",
@@ -24,7 +21,7 @@ _EXPORTS = {
 
 __all__ = [
     "AxisPlan", "ConvertResult", "Report", "convert", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim", "Plan", "SliceSpec",
-    "StridedSliceError", "TF", "VerificationError", "apply_plan", "from_index_expr",
+    "StridedSliceError", "TF", "VerificationError", "ConversionError", "apply_plan", "from_index_expr",
     "from_openvino", "from_tf", "make_plan", "parse_openvino_mask", "slice_array",
     "strided_slice", "TFLITE", "from_tflite", "__version__",
 ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import gc
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -12,30 +10,18 @@ from .verification.checks import check_model, kind, static_checks, verdict  # no
 from .errors import ModelError
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
+from .io.files import PROTO_LIMIT
 from .io.files import has_external_tensors as _external_tensors
+from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
-from .rewrite.ir_pass import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
+from .rewrite.core import RewriteRecord
 from .verification.runtimes import NOT_ASKED
 from .semantics.spec import FLAVORS
 from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
 
 
-def _gc_paused(fn):
-    """Run ``fn`` with Python's cyclic garbage collector paused (re-enabled after, collecting
-    later as usual).  onnx-ir builds millions of objects for a big model, and each full
-    collection rescans them all: at 30,000 StridedSlice nodes the collector was half of
-    ``convert --no-verify`` (24.5 s -> 11.1 s without it), for ~9 % more peak memory (the
-    replaced nodes' reference cycles wait for the next collection)."""
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.enable()
-    return run
+#: the verdict of a conversion that changed nothing (see Report.verdict)
+NOTHING_TO_REWRITE = "nothing to rewrite"
 
 
 @dataclass
@@ -45,7 +31,7 @@ class Report:
     source: str | None
     opset: int | None = None
     records: list[RewriteRecord] = field(default_factory=list)
-    verify: bool = True             # False: --no-verify
+    verify: bool = True             # False: verification off (convert(verify=False), --no-verify)
     strict: bool = False            # a skipped check fails the conversion
     model_checks: dict = field(default_factory=dict)   # name -> passed | failed: .. | skipped: ..
     timings: dict = field(default_factory=dict)
@@ -54,14 +40,26 @@ class Report:
     cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
     target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
+    path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
 
     @property
     def found(self) -> int:
-        return len(self.records)
+        """StridedSlice nodes found (the model's own Slice/Gather that ``fix_slices`` rewrote:
+        :attr:`fixable`)."""
+        return sum(r.op_type == "StridedSlice" for r in self.records)
 
     @property
     def rewritten(self) -> int:
-        return sum(r.lowering is not None for r in self.records)
+        return sum(r.lowering is not None for r in self.records if r.op_type == "StridedSlice")
+
+    @property
+    def fixable(self) -> int:
+        """Slice/Gather nodes that broke the target and that ``fix_slices`` read as slices."""
+        return sum(r.op_type != "StridedSlice" for r in self.records)
+
+    @property
+    def fixed(self) -> int:
+        return sum(r.lowering is not None for r in self.records if r.op_type != "StridedSlice")
 
     @property
     def failed_records(self) -> list[RewriteRecord]:
@@ -75,7 +73,7 @@ class Report:
     def statuses(self) -> list[tuple[str, str]]:
         """Every check as (name, status), the input of :attr:`verdict`."""
         if not self.verify:
-            return [("verification", "skipped: turned off (--no-verify)")]
+            return [("checks", "skipped: verification off")]
         out = list(self.model_checks.items())
         for r in self.records:
             if r.error is not None:
@@ -101,9 +99,14 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        """"verified" | "unverified (<what was skipped and why>)" | "failed": the one answer
-        that convert, batch, verify and report.json give."""
-        return verdict(self.statuses(), strict=self.strict)
+        """"verified" | "nothing to rewrite" | "unverified (<what was skipped and why>)" |
+        "failed": the one answer that convert, batch, verify and report.json give.  "nothing
+        to rewrite": every check passed, but the conversion replaced nothing and converted no
+        opset (the output is the input): nothing was verified because nothing was done."""
+        v = verdict(self.statuses(), strict=self.strict)
+        if v == "verified" and not self.rewritten and not self.fixed and "opset_conversion" not in self.model_checks:
+            return NOTHING_TO_REWRITE
+        return v
 
     @property
     def verified(self) -> bool:
@@ -113,11 +116,18 @@ class Report:
     def ok(self) -> bool:
         return self.verdict != "failed"
 
-    def to_json(self) -> dict:
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``convert --report`` writes)."""
+        import json
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dict(self) -> dict:
+        """The report as plain data (JSON types only): checks, verdict, and every rewrite."""
         return {
             "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
-            "strided_slice_nodes": self.found, "rewritten": self.rewritten,
+            "strided_slice_nodes": self.found, "rewritten": self.rewritten, "path": self.path,
+            "fixable_slice_nodes": self.fixable, "fixed": self.fixed,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
             "cleanup": self.cleanup,
@@ -162,19 +172,22 @@ class ConvertResult:
     def ok(self) -> bool:
         return self.report.ok
 
-    @_gc_paused
     def save(self, path, *, external_data: bool | None = None, protect=()):
         """Write the converted model atomically (see files.save_model): never over an input
         file, weights the input kept in external data streamed to ``<path>.data``.
         Returns a files.SavedModel.  ``model`` is ``ir_model`` serialized: written as it is when
-        no weights move."""
+        no weights move.  A framework input's weights (external data in our private folder, not
+        the user's layout) are written into the one file unless they pass protobuf's limit or
+        ``external_data`` is True."""
+        if external_data is None and self.source_folder is not None:
+            weights = model_weight_bytes(self.ir_model) if self.ir_model is not None else proto_weight_bytes(self.model)
+            external_data = weights > PROTO_LIMIT
         if self.ir_model is None:  # the protobuf path: it takes no model with external data
             return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()],
                               no_external=self.inputs is not None)
         return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
 
 
-@_gc_paused
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,
@@ -188,6 +201,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
+    A path to a ``.tflite``, SavedModel folder or Keras file goes through
+    :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
@@ -196,6 +211,11 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     """
     from .verification.runtimes import parse_runtimes, require
     from .lowering.targets import get_target
+    if isinstance(model, (str, os.PathLike)) and source_kind(model) is not None and source is None:
+        from .frontends.sources import convert_source  # a .tflite, SavedModel or Keras file: tf2onnx first
+        return convert_source(model, flavor=flavor, opset=opset, verify=verify, strict=strict,
+                              verify_memory=verify_memory, cleanup=cleanup, target=target, verify_on=verify_on,
+                              fix_slices=fix_slices)
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -248,7 +268,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         baseline = onnx.ModelProto()
         baseline.CopyFrom(proto)
     # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
-    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders)) if found else {}
+    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
         result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
@@ -256,17 +276,22 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     except ValueError:  # declined after all: nothing was changed
         return None, read
     report.records = result.records
+    report.path = "protobuf"
     set_proto_opset(proto, lower_opset)
     proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
     inplace = None
+    weights = proto_weight_bytes(proto) if verify else 0
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},
-                          weight_bytes=proto_weight_bytes(proto), load_weights=lambda p: p, keep_session=cleanup)
+                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup)
+    checked = _checked_run(inplace, proto, verify_memory, weights, lambda p: p) if verify else None
     m = None
     if cleanup and result.modified:
         m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace)
+    if verify:  # last: the bytes ConvertResult.save writes
+        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p)
     return ConvertResult(proto, report, m, inputs=inputs), None
 
 
@@ -276,7 +301,8 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
-    from .rewrite.ir_pass import _has_strided_slice, derive_shapes
+    from .rewrite.ir_pass import StridedSliceRewritePass, _has_strided_slice, default_opset, derive_shapes
+    from .rewrite.ir_pass import set_default_opset
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label, read=read)
     report.timings["load"] = time.perf_counter() - t0
@@ -293,13 +319,14 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None
-    shapes = derive_shapes(baseline) if found else {}
+    shapes = derive_shapes(baseline, flavor=flavor) if found else {}
     domains_before = set(m.opset_imports)
-    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
+    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name, shapes=shapes)(m)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
         from .rewrite.fixslices import FixSlicesPass
         result = result.merged(FixSlicesPass(target_spec, opset=lower_opset)(m, shapes=shapes))
     report.records = result.records
+    report.path = "onnx-ir"
     set_default_opset(m, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
 
@@ -310,26 +337,69 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
     inplace = None  # the in-place run, its session kept for the cleanup check
+    weights = model_weight_bytes(m) if verify else 0
+    external = _external_tensors(m)
+
+    def load_weights(p):
+        return _with_external_data(p, model) if external else p
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
-                          removed_domains=domains_before - set(m.opset_imports), weight_bytes=model_weight_bytes(m),
-                          load_weights=lambda p: _with_external_data(p, model) if _external_tensors(m) else p,
-                          keep_session=cleanup)
-    if lower_opset != target and all(r.lowering is not None for r in result.records):
+                          removed_domains=domains_before - set(m.opset_imports), weight_bytes=weights,
+                          load_weights=load_weights, keep_session=cleanup)
+    converting = lower_opset != target and all(r.lowering is not None for r in result.records)
+    checked = None
+    if verify and (converting or result.modified or not result.records):
+        checked = _checked_run(inplace, proto, verify_memory, weights, load_weights)
+    if converting:
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
     m.ir_version = _runnable_ir_version(m.ir_version, target)
-    if lower_opset != target or m.ir_version != proto.ir_version:
+    if converting or m.ir_version != proto.ir_version:
         proto = ir.to_proto(m)
-        if verify and lower_opset != target:
-            report.model_checks.update(static_checks(proto, baseline))
-            report.model_checks["opset_conversion"] = (
-                f"skipped: onnx's version converter moved the model from opset {lower_opset} to {target}; "
-                "the rewrites were checked at opset " + str(lower_opset)
-                + ", the converted model by the checker and shape inference only")
-    if cleanup and result.modified:  # last: what is saved is what the cleanup check ran
+        if verify and converting:
+            _check_conversion(report, proto, baseline, checked, load_weights)
+    if cleanup and result.modified:  # what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace)
+    if verify:  # last: the bytes ConvertResult.save writes
+        _check_shipped(report, proto, checked, verify_memory, weights, load_weights)
     return ConvertResult(proto, report, m)
+
+
+# --------------------------------------------------------------------------- the checked run, as shipped
+
+
+def _checked_run(inplace, proto, budget: int, weight_bytes: int, load_weights):
+    """The run the later whole-model checks agree with: the in-place run's first run (its
+    inputs and graph outputs), else -- nothing was rewritten in place -- ``proto`` run untapped
+    in a fast session (shipped.baseline_run).  Returns a CheckedRun or a ``skipped: ...`` status."""
+    from .verification.shipped import baseline_run
+    if inplace is not None:
+        if inplace.checked is not None:
+            return inplace.checked
+        return f"skipped: no checked run to compare with (model_run {inplace.last.status})"
+    return baseline_run(proto, memory_budget=budget, weight_bytes=weight_bytes, load_weights=load_weights)
+
+
+def _check_conversion(report: Report, proto, baseline, checked, load_weights) -> None:
+    """``--opset N``: the converted ``proto`` by the checker and strict shape inference, and run
+    in a fast onnxruntime session on the checked run's inputs (shipped.converted_check)."""
+    from .verification.shipped import converted_check
+    t = time.perf_counter()
+    report.model_checks.update(static_checks(proto, baseline))
+    run, why = (None, checked.removeprefix("skipped: ")) if isinstance(checked, str) else (checked, None)
+    report.model_checks["opset_conversion"] = converted_check(proto, run, load_weights=load_weights, why_none=why)
+    report.timings["verify_opset"] = time.perf_counter() - t
+
+
+def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights) -> None:
+    """The as-shipped run of the final ``proto`` in each runtime's default configuration
+    (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``."""
+    from .verification.shipped import shipped_checks
+    t = time.perf_counter()
+    run, why = (None, checked.removeprefix("skipped: ")) if isinstance(checked, str) else (checked, None)
+    report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
+                                              weight_bytes=weight_bytes, load_weights=load_weights, why_none=why))
+    report.timings["verify_shipped"] = time.perf_counter() - t
 
 
 def opsets(current: int | None, opset: int | None, label) -> tuple[int, int]:
@@ -436,8 +506,8 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
             weight_bytes: int, load_weights, keep_session: bool = False):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
-    thread from the start; the other checks run meanwhile.  Returns the in-place run when
-    ``keep_session`` (its session kept for the cleanup check: ``_cleanup``), else None."""
+    thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
+    nothing was replaced); with ``keep_session`` its session is kept for the cleanup check (``_cleanup``)."""
     from .verification.inplace import start_inplace, structural_diff
     t2 = time.perf_counter()
     pending = None
@@ -461,7 +531,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
     report.timings["verify_model"] = started + time.perf_counter() - t5
-    return pending if keep_session else None
+    return pending
 
 
 def _upgrade_opset(m, target: int, label):
@@ -556,10 +626,8 @@ def verify_model_file(path) -> dict:
     loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
     Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
     import onnx
-    import onnxruntime as ort
-    import onnx_ir as ir
-    from .graphs.walk import all_graphs as _all_graphs
-    from .verification.lowerings import session_options
+    from .graphs.walk import all_nodes
+    from .verification.runtimes import SHIPPED, onnxruntime_session
     m = load_ir(path)  # readable, external data inside the folder
     checks = {}
     try:
@@ -573,27 +641,36 @@ def verify_model_file(path) -> dict:
     except Exception as exc:
         checks["strict_shape_inference"] = f"failed: {_first_line(exc)}"
     try:
-        ort.InferenceSession(str(path), sess_options=session_options(), providers=["CPUExecutionProvider"])
+        onnxruntime_session(path, SHIPPED)  # as users load it
         checks["onnxruntime_load"] = "passed"
     except Exception as exc:
         checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
-    left = []
-    for graph, label, _ in _all_graphs(m):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
-            if node.op_type == "StridedSlice":
-                left.append(f"{node.name or node.outputs[0].name} ({label})")
+    left = [f"{node.name or node.outputs[0].name} ({label})" for node, label in all_nodes(m)
+            if node.op_type == "StridedSlice"]
     checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
     return checks
 
 
-def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
-    """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
-    from .verification.compare import compare_models, weight_bytes
+def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None,
+                        rtol: float | None = None, input_shapes: dict | None = None):
+    """:func:`verification.compare.compare_models` of two model files (weights above the limit:
+    skipped); ModelError naming the file when they cannot be compared (inputs that do not line
+    up, ``input_shapes`` that do not fit the original, a bad ``rtol``)."""
+    from .verification.compare import InputShapesError, compare_models, weight_bytes
     protos = []
     for p in (original, converted):
         head = load_model_proto(p, external_data=False)  # readable, external data checked
         base = os.path.dirname(os.path.abspath(p))
         protos.append(load_model_proto(p) if weight_bytes(head, base) <= _max_compare_bytes() else head)
-    return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
-                          max_weight_bytes=_max_compare_bytes(),
-                          base_dir=os.path.dirname(os.path.abspath(original)))
+    try:
+        return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
+                              max_weight_bytes=_max_compare_bytes(),
+                              base_dir=os.path.dirname(os.path.abspath(original)), rtol=rtol,
+                              input_shapes=input_shapes)
+    except InputShapesError as exc:
+        raise InputShapesError(exc.reason, path=str(original)) from None
+    except ModelError as exc:
+        if exc.path is not None:
+            raise
+        reason = exc.reason.replace("the original", str(original), 1)
+        raise ModelError(reason, path=None if reason.startswith("rtol") else str(converted)) from None

@@ -66,6 +66,16 @@ class ModelError(OnnxSliceToolsError, ValueError):
         super().__init__((": ".join(prefix) + ": " if prefix else "") + reason)
 
 
+class ConversionError(OnnxSliceToolsError):
+    """A readable input the tool cannot convert (e.g. an op tf2onnx has no ONNX form for):
+    a failed conversion (exit 1), nothing written."""
+
+    def __init__(self, reason: str, *, path: str | None = None):
+        self.reason = reason
+        self.path = path
+        super().__init__(f"{path}: {reason}" if path else reason)
+
+
 class VerificationError(OnnxSliceToolsError):
     """A rewrite that was produced but failed verification."""
 

@@ -262,6 +262,14 @@ def structure_cases() -> dict:
     c = helper.make_node("Constant", [], ["b"], name="cb", value_ints=[0, 1, 0])
     c.attribute.append(helper.make_attribute("value_int", 3))
     m.graph.node.insert(0, c)
+    cases["constant_begin_sparse"] = m = base_tf()  # onnx-ir reads no sparse tensor
+    m.graph.initializer.remove(_init(m, "b"))
+    m.graph.node.insert(0, helper.make_node("Constant", [], ["b"], name="cb", sparse_value=helper.make_sparse_tensor(
+        _i32("bv", [1]), helper.make_tensor("bi", TensorProto.INT64, [1], [1]), [3])))
+    cases["sparse_initializer"] = m = base_tf()
+    m.graph.sparse_initializer.append(helper.make_sparse_tensor(
+        helper.make_tensor("sp", TensorProto.FLOAT, [1], [1.0]), helper.make_tensor("spi", TensorProto.INT64, [1], [0]),
+        [4]))
     # graph inputs
     for label, (etype, dims) in (("rank0", (TensorProto.FLOAT, [])), ("rank9", (TensorProto.FLOAT, [1] * 9)),
                                  ("dims_2_62", (TensorProto.FLOAT, [2 ** 62, 3, 4])),
@@ -502,6 +510,10 @@ def file_cases() -> dict:
         "saved_model_garbage_pb": saved_model({"saved_model.pb": b"\x08\x01garbage"}),
         "saved_model_empty_pb": saved_model({"saved_model.pb": b""}),
         "saved_model_is_onnx": saved_model({"saved_model.pb": onnx_bytes}),
+        "name_newline_ok": renamed("new\nline.onnx", onnx_bytes),
+        "name_newline_garbage": renamed("new\nline.onnx", b"hello world\n" * 10),
+        "name_newline_tflite_garbage": renamed("new\nline.tflite", b"hello"),
+        "name_control_chars_garbage": renamed("a\rb\x1b[31mc.onnx", b"hello"),
     }
 
 
@@ -784,6 +796,29 @@ def arg_cases() -> dict:
         "explain_begin_huge": lambda f: (["explain", "--begin", str(2 ** 70), "--end", "1", "--shape", "5"], [], ()),
         "explain_strides_zero": lambda f: (["explain", "--begin", "0", "--end", "1", "--strides", "0"], [], ()),
         "explain_nul": lambda f: (["explain", "x[\x01]"], [], ()),
+        "explain_shape_empty_item": lambda f: (["explain", "x[0]", "--shape", "a,,b"], [], ()),
+        "explain_shape_trailing_comma": lambda f: (["explain", "x[0]", "--shape", "a,b,"], [], ()),
+        "explain_begin_empty_item": lambda f: (["explain", "--begin", "1,,2", "--end", "3,4,5"], [], ()),
+        "explain_bare_name": lambda f: (["explain", "x"], [], ()),
+        "explain_negated_name": lambda f: (["explain", "x[-i]"], [], ()),
+        "explain_name_arithmetic": lambda f: (["explain", "x[i+1]"], [], ()),
+        "explain_index_beyond_int64": lambda f: (["explain", "x[99999999999999999999:]"], [], ()),
+        "explain_unary_minus_5000": lambda f: (["explain", "x[" + "-" * 5000 + "1]"], [], ()),
+        "explain_parens_5000": lambda f: (["explain", "x[" + "(" * 5000 + "1" + ")" * 5000 + "]"], [], ()),
+        "explain_strides_help_example": lambda f: (["explain", "--begin", "0,-1", "--end", "2,0", "--strides", "1,-1",
+                                                    "--shape", "4,4"], [], ()),
+        "no_verify_verify_memory": conv("--no-verify", "--verify-memory", "10"),
+        "fix_slices_on_onnxruntime": conv("--fix-slices"),
+        "outputs_duplicated": conv("--outputs", "a", "a"),
+        "verify_on_empty_item": conv("--verify-on", "onnxruntime,,openvino"),
+        "inputs_empty_dim": lambda f: (["convert", str(f / "m.tflite"), "-o", str(f / "o.onnx"), "--inputs", "x:1,,3"],
+                                       [], ()),
+        "inspect_flavor_mismatch": lambda f: (["inspect", str(good(f)), "--flavor", "openvino"], [], ()),
+        "inspect_flavor_with_target": lambda f: (["inspect", str(good(f)), "--flavor", "tf", "--target", "portable"],
+                                                 [], ()),
+        "verify_trials_without_pair": lambda f: (["verify", str(good(f)), "--trials", "5"], [], ()),
+        "output_name_newline": conv(out="o\nut.onnx"),
+        "input_name_newline_missing": lambda f: (["convert", str(f / "no\nsuch.onnx"), "-o", str(f / "o.onnx")], [], ()),
         "inspect_target_garbage": lambda f: (["inspect", str(good(f)), "--target", "zzz"], [], ()),
         "verify_trials_zero": lambda f: (["verify", str(good(f)), str(good(f)), "--trials", "0"], [], ()),
         "verify_trials_huge": lambda f: (["verify", str(good(f)), str(good(f)), "--trials", "99999999999"], [], ()),

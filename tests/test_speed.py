@@ -40,17 +40,51 @@ def _run(setup: str = "") -> str:
 
 
 def test_sympy_loads_on_first_symbolic_use_only():
-    """onnx-ir imported through the package does not import sympy; symbolic dims still parse
-    and compute ("N+1" at N=3 is 4) once used."""
-    assert _run() == "False"
+    """With the command line's start-up workaround, onnx-ir does not import sympy; symbolic
+    dims still parse and compute ("N+1" at N=3 is 4) once used."""
+    assert _run("from onnx_slice_tools.cli.startup import install_lazy_sympy; assert install_lazy_sympy()") == "False"
 
 
 def test_unknown_onnx_ir_version_imports_plainly():
     """For an onnx-ir version not checked by hand the workaround stays out of the way."""
-    setup = ("import onnx_slice_tools._lazy_sympy as l, importlib; "
-             "[sys.modules.pop(k) for k in ('sympy', 'onnx_ir._symbolic_shapes') if k in sys.modules]; "
-             "l.KNOWN = frozenset(); assert not l.install()")
+    setup = "import onnx_slice_tools.cli.startup as s; s.KNOWN = frozenset(); assert not s.install_lazy_sympy()"
     assert _run(setup) == "True"
+
+
+_SIDE_EFFECTS = """
+import gc, sys
+before = set(sys.modules)
+import onnx_slice_tools
+import onnx_slice_tools.api
+from onnx_slice_tools.rewrite import ir_pass
+placeholders = [name for name, m in sys.modules.items()
+                if m is not None and type(m).__module__.startswith("onnx_slice_tools")]
+assert not placeholders, placeholders
+assert "sympy" not in sys.modules or type(sys.modules["sympy"]).__name__ == "module", type(sys.modules["sympy"])
+assert gc.isenabled()
+seen = []
+def watch(phase, info):
+    seen.append(gc.isenabled())
+gc.callbacks.append(watch)
+from onnx_slice_tools import convert
+sys.path.insert(0, "scripts")
+from bench import synthetic_model
+result = convert(synthetic_model(4, False), verify=False)
+assert result.report.rewritten == 4
+assert gc.isenabled()
+print("ok", bool(seen) and all(seen))  # the collector ran during convert
+"""
+
+
+def test_importing_and_converting_leave_the_process_alone():
+    """``import onnx_slice_tools`` (and its API) puts no placeholder module into sys.modules
+    (sympy is whatever onnx-ir really imports: the real module) and keeps the garbage collector
+    on; ``convert`` runs with it on and leaves it on."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _SIDE_EFFECTS], capture_output=True, text=True, env=env,
+                         cwd=str(ROOT), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok", "True"], out.stdout
 
 
 def test_cleanup_that_changes_nothing_leaves_the_model_as_rewritten(tmp_path):

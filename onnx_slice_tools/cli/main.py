@@ -50,13 +50,16 @@ def cmd_convert(args) -> int:
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
                    verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
                    verify_on=args.verify_on, fix_slices=args.fix_slices)
-    from ..frontends.sources import convert_source, parse_input_shapes, source_files, source_kind
+    from ..frontends.sources import (convert_source, parse_input_ranges, parse_input_shapes, source_files,
+                                     source_kind)
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
         result = convert_source(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
-                                signature=args.signature, **options)
+                                signature=args.signature, input_ranges=parse_input_ranges(args.input_range),
+                                **options)
     else:
-        given = [f"--{k}" for k in ("inputs", "outputs", "signature") if getattr(args, k)]
+        given = [f"--{k.replace('_', '-')}" for k in ("inputs", "outputs", "signature", "input_range")
+                 if getattr(args, k)]
         if given:
             raise ModelError(f"{', '.join(given)} apply to framework inputs (.tflite, SavedModel, Keras) only",
                              path=str(src))
@@ -68,17 +71,20 @@ def cmd_convert(args) -> int:
         inputs += [FileId.of(f) for f in source_files(src)]
     check_convert_outputs(src, dst, args.report, inputs)
     if args.report:
-        data = rep.to_json()
+        data = rep.to_dict()
         data["warnings"] = list(data.get("warnings") or []) + _QUIET.messages()
         write_text(args.report, json.dumps(data, indent=2), protect=inputs)
     problems = _convert_problems(rep)
     if problems:
         code, first, more = problems
         tail = f" (and {more} more problem(s){'; see --report' if not args.report else ''})" if more else ""
-        print(f"{src}: {first}{tail}", file=sys.stderr)
+        print(one_line(f"{src}: {first}{tail}"), file=sys.stderr)
         return code
     result.save(dst, protect=inputs)
-    print(f"{src} -> {dst}: {rep.rewritten}/{rep.found} StridedSlice rewritten, {verdict_text(rep)}")
+    done = [f"{rep.rewritten}/{rep.found} StridedSlice rewritten"] if rep.found or not rep.fixable else []
+    if rep.fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
+        done.append(f"{rep.fixed}/{rep.fixable} Slice/Gather fixed for target {rep.target}")
+    print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep)}"))
     return EXIT_OK
 
 
@@ -98,10 +104,15 @@ def verdict_text(rep) -> str:
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
         framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
+        shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
+                               if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
         return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
-                + (f"; {framework}" if framework else "") + ")")
+                + (f"; {framework}" if framework else "") + ")"
+                + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
+    if v == "nothing to rewrite":
+        return "nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's default configuration)"
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
 
 
@@ -120,13 +131,12 @@ def _parse_shape(text: str | None):
     if text in ("?", "unknown"):
         return None
     dims = []
-    for part in text.strip("[]()").split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in _items(text, "--shape", "5,N,?"):
         if part.lstrip("-").isdigit():
             if int(part) < 0:
                 raise StridedSliceError(f"dim {part!r} is negative; give a size >= 0, a name or ?", field="--shape")
+            if int(part) >= 2 ** 63:
+                raise StridedSliceError(f"dim {part} is beyond the int64 range", field="--shape")
             dims.append(int(part))
         elif part in ("?", "None"):
             dims.append(None)
@@ -138,16 +148,29 @@ def _parse_shape(text: str | None):
     return tuple(dims)
 
 
+def _items(text: str, option: str, example: str) -> list[str]:
+    """The comma-separated items of an option's value (``[``/``(`` brackets allowed), none for an
+    empty value; an empty item (``1,,2``, ``1,2,``) is refused: dropping it would change the rank."""
+    inner = text.strip().strip("[]()").strip()
+    if not inner:
+        return []
+    parts = [p.strip() for p in inner.split(",")]
+    if not all(parts):
+        raise StridedSliceError(f"{text!r} has an empty item; give one value per comma (e.g. {example})",
+                                field=option)
+    return parts
+
+
 def _int_list(text: str | None, option: str) -> list[int]:
     out = []
-    for part in (text or "").strip("[]()").split(","):
-        part = part.strip()
-        if not part:
-            continue
+    for part in _items(text or "", option, "0,1,-1"):
         try:
-            out.append(int(part))
+            value = int(part)
         except ValueError:
             raise StridedSliceError(f"{part!r} is not an integer (expected e.g. 0,1,-1)", field=option) from None
+        if not -(2 ** 63) <= value < 2 ** 63:
+            raise StridedSliceError(f"{part} is beyond the int64 range", field=option)
+        out.append(value)
     return out
 
 
@@ -252,8 +275,19 @@ def _fmt_shape(shape) -> str:
 
 
 def cmd_explain(args) -> int:
-    spec = _spec_from_args(args)
-    print(explain_text(spec, _parse_shape(args.shape), args.target))
+    shape = _parse_shape(args.shape)  # every option is read before the spec is planned
+    try:
+        spec = _spec_from_args(args)
+        text = explain_text(spec, shape, args.target)
+    except StridedSliceError as exc:  # a field given as an option is named as that option
+        from ..semantics.spec import MASK_NAMES
+        fields = ("begin", "end", "strides", *MASK_NAMES)
+        if args.spec is None and exc.field in fields and getattr(args, exc.field, None) is not None:
+            option = "--" + exc.field.replace("_", "-")
+            reason = exc.reason.removeprefix(f"{exc.field} ").removeprefix(f"{exc.field}[{exc.index}] ")
+            raise StridedSliceError(reason, field=option, index=exc.index) from None
+        raise
+    print(text)
     return EXIT_OK
 
 
@@ -272,48 +306,77 @@ def cmd_inspect_target(args) -> int:
         from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
-        table = Table(title=f"{args.model}: {len(found)} node(s) break target {target.name}")
+        table = Table(title=one_line(f"{args.model}: {len(found)} node(s) break target {target.name}"))
         for col in ("node", "op", "graph", "constraint", "detail", "why it matters", "--fix-slices"):
             table.add_column(col, overflow="fold")
         for v in found:
-            table.add_row(*(escape(c) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why, v.fix)))
+            table.add_row(*(escape(one_line(c)) for c in (v.node, v.op_type, v.graph, v.constraint, v.detail, v.why,
+                                                         v.fix)))
         Console(width=max(160, Console().width)).print(table)
     return EXIT_OK
 
 
 def cmd_inspect(args) -> int:
+    """Each StridedSlice as ``convert`` reads, plans and lowers it: :func:`api.convert` itself,
+    without verification or cleanup, on a copy that is never saved (each distinct spec and
+    shape planned and lowered once).  A node the framework rejects is unusable input, as in
+    ``convert``: one line, exit 2."""
     if args.target:
         return cmd_inspect_target(args)
-    from ..api import load_ir
-    from ..rewrite.ir_pass import StridedSliceRewritePass, _json_shape, default_opset
-    m = load_ir(args.model)
-    # exactly what convert would do (the same derived shapes, lowering and opset), on a copy
-    # that is never saved
-    opset = max(default_opset(m) or 17, 11)
-    flavor = None if args.flavor == "auto" else args.flavor
+    from ..io.files import source_kind
+    if source_kind(args.model) is None:
+        return _inspect(args, args.model)
+    import tempfile  # a framework file: what convert would rewrite, the ONNX model tf2onnx makes of it
+
+    from ..frontends.sources import export_source
+    with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-inspect-") as folder:
+        return _inspect(args, export_source(args.model, folder))
+
+
+def _inspect(args, path) -> int:
+    from ..api import convert
+    rep = convert(path, flavor=args.flavor, verify=False, cleanup=False, source=str(args.model)).report
+    problems = _convert_problems(rep)
+    if problems and problems[0] == EXIT_INPUT:
+        _, first, more = problems
+        raise ModelError(first + (f" (and {more} more invalid node(s))" if more else ""), path=str(args.model))
+    described: dict = {}  # lowerings are shared by the nodes of one spec and shape: describe each once
     rows = []
-    for r in StridedSliceRewritePass(flavor=flavor, opset=opset)(m).records:
+    for r in rep.records:
         row = {"node": r.node, "graph": r.graph, "flavor": r.flavor}
         if r.lowering is None:
             row["error"] = r.error
         else:
-            row.update(spec=r.notation, input_shape=_json_shape(r.input_shape),
-                       output_shape=_json_shape(r.output_shape),
-                       onnx=[op.describe() for op in r.lowering.ops if op.op_type != "Identity"] or ["(rewiring)"])
+            ops = described.get(id(r.lowering))
+            if ops is None:
+                ops = described[id(r.lowering)] = [op.describe() for op in r.lowering.ops
+                                                   if op.op_type != "Identity"] or ["(rewiring)"]
+            row.update(spec=r.notation, input_shape=_list_or_none(r.input_shape),
+                       output_shape=_list_or_none(r.output_shape), onnx=ops)
         rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    from rich.table import Table
-    table = Table(title=f"{one_line(str(args.model))}: {len(rows)} StridedSlice node(s)")
-    for col in ("node", "flavor", "spec", "input", "output", "ONNX"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        shapes = [_fmt_shape(r[k]) if k in r else "-" for k in ("input_shape", "output_shape")]
-        table.add_row(one_line(r["node"]), str(r["flavor"]), r.get("spec", "-"), *shapes,
-                      "\n".join(r.get("onnx", [])) or one_line(r.get("error", "")))
-    _console().print(table)
+    print(one_line(f"{args.model}: {len(rows)} StridedSlice node(s)"))
+    header = ("node", "flavor", "spec", "input", "output", "ONNX")
+    cells = [header] + [(one_line(r["node"]), str(r["flavor"]), r.get("spec", "-"),
+                         *(_fmt_shape(r[k]) if k in r else "-" for k in ("input_shape", "output_shape")),
+                         "; ".join(r.get("onnx", [])) or one_line(r.get("error", ""))) for r in rows]
+    print(_plain_table(cells))
     return EXIT_OK
+
+
+def _list_or_none(shape):
+    return None if shape is None else list(shape)
+
+
+def _plain_table(rows: list) -> str:
+    """Rows of cells as aligned plain text (the last column unpadded): linear in the rows, so a
+    model of 10,000 nodes prints in a blink, and greppable line by line."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]).rstrip() for r in rows]
+    lines.insert(1, "  ".join(["-" * w for w in widths] + ["-" * max(len(r[-1]) for r in rows)]))
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- verify
@@ -322,8 +385,40 @@ def _is_terminal() -> bool:
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
 
 
+def _rtol(text: str) -> float:
+    """``--rtol``: a finite number >= 0."""
+    from ..verification.tolerance import check_rtol
+    try:
+        return check_rtol(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0") from None
+
+
+_rtol.__name__ = "rtol"
+
+
+def _concrete_shape(text: str) -> tuple:
+    """``--input-shapes`` item ``NAME:D1,D2,...`` (sizes >= 0; an empty list is a scalar)."""
+    name, sep, dims = text.rpartition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME:D1,D2,... (concrete sizes)")
+    try:
+        sizes = tuple(int(d) for d in dims.split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be integers >= 0") from None
+    if any(d < 0 for d in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be integers >= 0")
+    return name, sizes
+
+
+_concrete_shape.__name__ = "input shape"
+
+
 def cmd_verify(args) -> int:
     from rich.table import Table
+    if args.converted is None and (args.rtol is not None or args.input_shapes):
+        option = "--rtol" if args.rtol is not None else "--input-shapes"
+        raise ModelError(f"{option} applies to a comparison: give CONVERTED too", path=str(args.model))
     if args.converted is None:
         from ..api import verify_model_file
         checks = verify_model_file(args.model)
@@ -334,11 +429,22 @@ def cmd_verify(args) -> int:
         _console().print(table)
         bad = [k for k, v in checks.items() if v != "passed"]
         if bad:
-            print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
+            print(one_line(f"{args.model}: fails {', '.join(bad)}"), file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
+    from ..io.files import source_kind
+    if source_kind(args.model) is not None:
+        return _verify_against_framework(args)
     from ..api import compare_model_files
     from ..verification.checks import kind
-    cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
+    from ..verification.compare import InputShapesError
+    shapes = dict(args.input_shapes or ())
+    if len(shapes) != len(args.input_shapes or ()):
+        raise ModelError("--input-shapes: an input is given twice", path=str(args.model))
+    try:
+        cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor,
+                                  rtol=args.rtol, input_shapes=shapes)
+    except InputShapesError as exc:
+        raise ModelError(f"--input-shapes: {exc.reason}", path=exc.path) from None
     table = Table(title=one_line(f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)"),
                   min_width=60)
     table.add_column("output"), table.add_column("result", overflow="fold")
@@ -347,10 +453,32 @@ def cmd_verify(args) -> int:
     _console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
     status = comparison_status(cmp.status)
-    print(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    print(one_line(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else "")))
     if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
-        print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
-              + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
+        print(one_line(f"{args.converted}: not shown equivalent to {args.model}: {status}"
+                       + (" (--strict)" if kind(status) == "skipped" else "")), file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _verify_against_framework(args) -> int:
+    """``verify FRAMEWORK_FILE CONVERTED.onnx``: the converted model against the framework itself
+    (the TFLite interpreter, TensorFlow) on random inputs: convert's framework check."""
+    from rich.table import Table
+
+    from ..frontends.sources import verify_against_source
+    from ..io.files import load_model_proto
+    converted = load_model_proto(args.converted)
+    check = verify_against_source(args.model, converted, trials=args.trials)
+    table = Table(title=one_line(f"{args.model} (its framework) vs {args.converted} (onnxruntime)"), min_width=60)
+    table.add_column("output"), table.add_column("result", overflow="fold")
+    for name, status in check.outputs.items():
+        table.add_row(one_line(name), one_line(status))
+    _console().print(table)
+    print(f"status: {'passed' if check.ok else 'failed'} ({check.trials} random input sets)")
+    if not check.ok:
+        bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if not v.startswith(("bitwise", "close")))
+        print(one_line(f"{args.converted}: differs from {args.model}: {bad or 'no output compared'}"), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -366,31 +494,51 @@ def comparison_status(status: str) -> str:
 
 # --------------------------------------------------------------------------- batch
 
+def _batch_runtimes(args, options: dict) -> None:
+    """A runtime the options verify on is missing: one line naming the option and the extra."""
+    from ..verification.runtimes import RuntimeUnavailable
+    from .batch import check_runtimes
+    try:
+        check_runtimes(options)
+    except RuntimeUnavailable as exc:
+        option = "--verify-on " + ",".join(args.verify_on) if args.verify_on else f"--target {args.target}"
+        raise ModelError(f"{option}: {exc}") from None
+
+
 def cmd_batch(args) -> int:
     from .batch import REPORT_NAME, batch_convert
     src, out = Path(args.input_dir), Path(args.output)
     if out.resolve() == src.resolve():
-        print(f"{out}: the output folder must differ from the input folder", file=sys.stderr)
-        return EXIT_INPUT
-    progress = _BatchProgress(fancy=_is_terminal())
+        raise ModelError(f"{out}: the output folder must differ from the input folder")
+    options = dict(flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
+                   verify=not args.no_verify, strict=args.strict, verify_memory=args.verify_memory,
+                   cleanup=not args.no_cleanup, target=args.target, verify_on=args.verify_on,
+                   fix_slices=args.fix_slices)
+    _batch_runtimes(args, options)
+    machine = args.report == "-" or args.jsonl  # stdout is for the machine-readable form only
+    human = None if args.quiet else (sys.stderr if machine else sys.stdout)
+    progress = _BatchProgress(fancy=_is_terminal(), quiet=args.quiet, jsonl=args.jsonl)
     try:
-        report = batch_convert(src, out, jobs=args.jobs, force=args.force,
-                               flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
-                               verify=not args.no_verify, on_start=progress.start, on_result=progress.result,
-                               strict=args.strict, verify_memory=args.verify_memory,
-                               cleanup=not args.no_cleanup, target=args.target)
+        report = batch_convert(src, out, jobs=args.jobs, force=args.force, on_start=progress.start,
+                               on_result=progress.result, on_begin=progress.begin, **options)
     finally:
         progress.stop()
-    _print_batch_summary(report)
-    print(f"report: {out / REPORT_NAME}")
+    if human is not None:
+        _print_batch_summary(report, human)
+        print(one_line(f"report: {out / REPORT_NAME}"), file=human)
+    if args.report == "-":
+        print(json.dumps(report.to_json(), indent=1))
     return report.exit_code
 
 
 class _BatchProgress:
-    """A rich progress bar on a terminal, one plain line per model otherwise."""
+    """A rich progress bar on a terminal naming the models being converted, one plain line
+    per finished model otherwise (stderr); with ``jsonl`` one JSON line per finished model on
+    stdout; nothing with ``quiet``."""
 
-    def __init__(self, fancy: bool):
-        self.fancy, self.done, self.total, self.bar = fancy, 0, 0, None
+    def __init__(self, fancy: bool, quiet: bool = False, jsonl: bool = False):
+        self.fancy, self.quiet, self.jsonl = fancy and not quiet, quiet, jsonl
+        self.done, self.total, self.bar, self.running = 0, 0, None, {}
 
     def start(self, total: int) -> None:
         self.total = total
@@ -402,14 +550,32 @@ class _BatchProgress:
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
 
+    def _describe(self) -> None:
+        names = [one_line(Path(p).name) for p in self.running]
+        text = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        self.bar.update(self.task, description=text)
+
+    def begin(self, src: str) -> None:
+        self.running[src] = None
+        if self.bar is not None:
+            self._describe()
+
     def result(self, entry: dict) -> None:
         self.done += 1
+        self.running.pop(entry["input"], None)
+        if self.jsonl:
+            print(json.dumps(entry), flush=True)
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=Path(entry["input"]).name)
+            self.bar.update(self.task, advance=1)
+            self._describe()
+            return
+        if self.quiet:
             return
         what = entry["status"]
         if entry.get("strided_slice_nodes") is not None and what in ("converted", "unchanged"):
             what += f" ({entry['rewritten']}/{entry['strided_slice_nodes']} StridedSlice rewritten)"
+        if what.startswith("converted") and entry.get("outcome") == "unverified":
+            what += ", NOT fully verified"
         if entry.get("error"):
             what += f": {entry['error']}"
         secs = f" [{entry['seconds']:.2f} s]" if entry.get("seconds") else ""
@@ -420,41 +586,51 @@ class _BatchProgress:
             self.bar.stop()
 
 
-def _print_batch_summary(report) -> None:
-    """A table that fits 80 columns (model, status, StridedSlice rewritten/found, checks passed,
-    seconds), the errors below it, one per line, and a summary line."""
+def _print_batch_summary(report, stream=None) -> None:
+    """A table that fits 80 columns (model, status, verdict, StridedSlice rewritten/found,
+    checks passed, seconds), the errors below it, one per line, and a summary line counting
+    each outcome (verified / unverified / unchanged / failed / invalid / error)."""
     from rich.table import Table
 
     from ..verification.checks import kind
-    if not report.entries:
-        print(one_line(f"summary: no .onnx models under {report.input_dir}"))
-        return
-    print(one_line(f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)"))
+    from .batch import outcome
+    stream = stream or sys.stdout
+    for note in report.notes:
+        print(one_line(f"note: {note}"), file=stream)
+    print(one_line(f"{report.input_dir} -> {report.output_dir} ({report.seconds:.1f} s)"), file=stream)
     table = Table()
     table.add_column("model", overflow="fold", ratio=1)
-    for col in ("status", "slices", "checks", "s"):
-        table.add_column(col, no_wrap=True, justify="left" if col == "status" else "right")
-    errors = []
+    for col in ("status", "verdict", "slices", "checks", "s"):
+        table.add_column(col, no_wrap=True, justify="left" if col in ("status", "verdict") else "right")
+    errors: list = []
+    unverified: dict = {}
     entries = sorted(report.entries, key=lambda e: e["input"])
     for e in entries:
         model = one_line(str(Path(e["input"]).relative_to(report.input_dir)))
         checks = e.get("checks") or {}
         ok = sum(1 for v in checks.values() if kind(v) == "passed")  # "passed (nothing to clean)" too
         found = e.get("strided_slice_nodes")
-        table.add_row(model, e["status"], "-" if found is None else f"{e.get('rewritten') or 0}/{found}",
+        verdict = str(e.get("verdict") or "-").split(" ")[0] if e["status"] in ("converted", "unchanged") else "-"
+        table.add_row(model, e["status"], verdict, "-" if found is None else f"{e.get('rewritten') or 0}/{found}",
                       f"{ok}/{len(checks)}" if checks else "-", f"{e['seconds']:.2f}" if e.get("seconds") else "-")
         if e.get("error"):
             error = e["error"].removeprefix(f"{e['input']}: ")  # the row names the file
             errors.append(f"{model}: {one_line(error)}")
-    _console().print(table)
+        elif outcome(e) == "unverified":
+            why = one_line(str(e.get("verdict")).removeprefix("unverified (").removesuffix(")"))
+            unverified.setdefault(why, []).append(model)
+    _console(file=stream).print(table)
     for line in errors:
-        print(line)
+        print(line, file=stream)
+    for why, models in unverified.items():  # one line per reason, not per model
+        print(f"{models[0]}: NOT fully verified: {why}" if len(models) == 1 else
+              f"{len(models)} models NOT fully verified ({models[0]}, ...): {why}", file=stream)
     counts = report.counts()
-    print("summary: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    print("summary: " + ", ".join(f"{v} {k}" for k, v in counts.items()), file=stream)
     removed = [p for d in report.deleted_inputs for p in d["removed"]]
     if report.deleted_inputs:
         print(f"deleted since the last run: {len(report.deleted_inputs)} input(s); {len(removed)} output file(s) "
-              "of theirs removed (see report.json: deleted_inputs)")
+              "of theirs removed (see report.json: deleted_inputs)", file=stream)
 
 
 # --------------------------------------------------------------------------- main
@@ -503,6 +679,9 @@ def _verification_flags(p) -> None:
 
 def _runtimes(text: str) -> tuple:
     from ..verification.runtimes import parse_runtimes
+    if any(not part.strip() for part in text.split(",")):
+        raise argparse.ArgumentTypeError(f"{text!r} has an empty item; give runtime names separated by commas "
+                                         "(e.g. onnxruntime,openvino)")
     try:
         return parse_runtimes(text)
     except ValueError as exc:
@@ -541,6 +720,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     c.add_argument("--inputs", nargs="+", metavar="NAME:SHAPE",
                    help="SavedModel/Keras input shapes, e.g. x:1,224,224,3 (? = unknown)")
+    c.add_argument("--input-range", nargs="+", metavar="NAME:LO,HI",
+                   help="framework inputs: draw the framework check's random values of integer input NAME "
+                        "in [LO, HI] (default: the range the graph implies for indices, e.g. token_ids:0,999)")
     c.add_argument("--outputs", nargs="+", metavar="NAME",
                    help="names for the ONNX outputs, in order (framework inputs; default for a SavedModel: "
                         "the signature's output keys, sorted)")
@@ -565,8 +747,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("spec", nargs="?", help='an index expression, e.g. "x[1, 2:4, None, ..., :-3:-1, :]"')
     e.add_argument("--shape", help="input shape, e.g. 5,5,N,? (default: unknown rank)")
     e.add_argument("--flavor", choices=["tf", "openvino", "tflite"], default="tf", help="StridedSlice semantics (default tf)")
-    for f in ("begin", "end", "strides"):
-        e.add_argument(f"--{f}", help=f"{f} as comma-separated integers, e.g. 0,-1 (instead of SPEC)")
+    for f, example in (("begin", "0,-1"), ("end", "2,0"), ("strides", "1,-1 (non-zero)")):
+        e.add_argument(f"--{f}", help=f"{f} as comma-separated integers, e.g. {example} (instead of SPEC)")
     e.add_argument("--offset", action="store_true", help="TFLite STRIDED_SLICE offset option (end = begin + end)")
     e.add_argument("--target", choices=list(TARGETS), default=None,
                    help="lower for this target (default onnxruntime: the minimal lowering) and list its constraints")
@@ -583,11 +765,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random input sets for the comparison, >= 1 (default 3)")
     v.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     v.add_argument("--strict", action="store_true", help="a comparison that cannot run fails (exit 1)")
+    v.add_argument("--rtol", type=_rtol, default=None,
+                   help="float tolerance relative to each output's largest magnitude (default: per dtype, "
+                        "calibrated in docs/benchmarks.md)")
+    v.add_argument("--input-shapes", nargs="+", type=_concrete_shape, metavar="NAME:D1,D2",
+                   help="concrete sizes of an input of symbolic shape, e.g. x:2,1024 (default: small random sizes)")
     v.set_defaults(func=cmd_verify)
 
-    b = command("batch", "convert and verify every .onnx under a folder, in parallel")
-    b.add_argument("input_dir", help="folder searched recursively for .onnx models")
-    b.add_argument("-o", "--output", required=True, help="output folder (the input tree is mirrored)")
+    b = command("batch", "convert and verify every model under a folder (.onnx, .tflite, .keras/.h5, "
+                "SavedModel folders), in parallel")
+    b.add_argument("input_dir", help="folder searched recursively for models: .onnx, .tflite, .keras/.h5 files and "
+                                     "SavedModel folders")
+    b.add_argument("-o", "--output", required=True,
+                   help="output folder (the input tree is mirrored, each model as NAME.onnx; never over a file "
+                        "batch did not write)")
     b.add_argument("--jobs", "-j", type=_at_least(1, "jobs"), default=None,
                    help="worker processes, >= 1 (default: CPU count)")
     b.add_argument("--force", action="store_true", help="convert again models whose input is unchanged")
@@ -598,6 +789,17 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-cleanup", action="store_true", help="no cleanup passes after the rewrite")
     b.add_argument("--target", choices=list(TARGETS), default=None,
                    help="constraints of the outputs (default onnxruntime; see convert --help)")
+    b.add_argument("--verify-on", default=None, type=_runtimes,
+                   help="runtimes of the per-rewrite checks, e.g. onnxruntime,openvino (default: the target's)")
+    b.add_argument("--fix-slices", action="store_true",
+                   help="also rewrite the models' own Slice/Gather nodes that break the target's constraints")
+    b.add_argument("--report", choices=["-"], default=None, metavar="-",
+                   help="'-': also print the JSON report (OUTPUT/report.json) on stdout; the table then goes "
+                        "to stderr")
+    b.add_argument("--jsonl", action="store_true",
+                   help="one JSON line per model on stdout as it finishes; the table then goes to stderr")
+    b.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress, table or summary (the exit code, report.json and any one-line error remain)")
     b.set_defaults(func=cmd_batch)
 
     i = command("inspect", "list a model's StridedSlice nodes and their planned ONNX")
@@ -690,12 +892,22 @@ _QUIET = _Quiet()
 
 
 def main(argv=None) -> int:
+    """The command line.  Its own start-up (:mod:`.startup`): sympy imported on first use only,
+    the garbage collector paused while the command runs."""
     global _QUIET
+    from .startup import gc_paused, install_lazy_sympy
+    install_lazy_sympy()
     args = build_parser().parse_args(argv)
+    from .options import contradiction
+    problem = contradiction(args)
+    if problem:  # before any work: a command line that cannot mean anything
+        print(one_line(f"onnx-slice-tools {args.command}: error: {problem} (see --help)"), file=sys.stderr)
+        return EXIT_INPUT
     where = getattr(args, "input", None) or getattr(args, "model", None) or getattr(args, "input_dir", None)
     _QUIET = _Quiet()
     with _QUIET:
-        code, message = _run(args, where)
+        with gc_paused():
+            code, message = _run(args, where)
         if message is not None:
             print(one_line(message), file=sys.stderr)
         try:
@@ -707,6 +919,28 @@ def main(argv=None) -> int:
                 print(f"captured: {m}", file=sys.stderr)
     _QUIET.close()
     return code
+
+
+def run() -> None:
+    """The program (``onnx-slice-tools`` and ``python -m onnx_slice_tools``): :func:`main`, then
+    the end of the process.  The collector's last pass need not scan what the command built
+    (``gc.freeze``).  When TensorFlow was imported (a framework input), the exit handlers run
+    (autograph's temporary files, the shape-inference helper, logging) and the process ends
+    without tearing down TensorFlow's modules, which takes seconds; every file of ours is
+    closed by then."""
+    import atexit
+    import gc
+    code = main()
+    gc.freeze()
+    if "tensorflow" not in sys.modules:
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what sys.exit would run first  # noqa: SLF001 - no public form
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: main already said so in the exit code
+            pass
+    os._exit(code)
 
 
 def _run(args, where) -> tuple[int, str | None]:
@@ -752,4 +986,4 @@ def _broken_pipe() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -31,8 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ConversionError, ModelError
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
+from .fold import fold_weight_subgraphs
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
@@ -77,11 +78,34 @@ def parse_input_shapes(items) -> dict[str, list]:
         name, sep, dims = str(item).rpartition(":")
         if not sep or not name:
             raise ModelError(f"--inputs {item!r}: expected NAME:D1,D2,... (use ? for an unknown dim)")
+        if name in shapes:
+            raise ModelError(f"--inputs {item!r}: input {name!r} is given more than once")
+        parts = [d.strip() for d in dims.split(",")] if dims.strip() else []  # NAME: is a scalar
+        if not all(parts):
+            raise ModelError(f"--inputs {item!r}: an empty dim; give one size (or ?) per comma")
         try:
-            shapes[name] = [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",") if d.strip()]
+            shapes[name] = [None if d in ("?", "-1", "None") else int(d) for d in parts]
         except ValueError:
             raise ModelError(f"--inputs {item!r}: dims must be integers or ?") from None
+        if any(d is not None and not 0 <= d < 2 ** 63 for d in shapes[name]):
+            raise ModelError(f"--inputs {item!r}: a dim is a size >= 0 (or ? for an unknown dim)")
     return shapes
+
+
+def parse_input_ranges(items) -> dict[str, tuple[int, int]]:
+    """``["token_ids:0,999"]`` -> {"token_ids": (0, 999)} (inclusive bounds)."""
+    ranges = {}
+    for item in items or ():
+        name, sep, bounds = str(item).rpartition(":")
+        parts = bounds.split(",")
+        try:
+            lo, hi = (int(p) for p in parts) if sep and name and len(parts) == 2 else (None, None)
+        except ValueError:
+            lo = hi = None
+        if lo is None or hi is None or lo > hi:
+            raise ModelError(f"--input-range {item!r}: expected NAME:LO,HI with integers LO <= HI")
+        ranges[name] = (lo, hi)
+    return ranges
 
 
 def load_source(path, *, opset: int | None = None, input_shapes: dict | None = None,
@@ -143,13 +167,46 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                            external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
-    except ModelError:
+        # what tf2onnx folds on constants, left on the weights moved out before it converted
+        fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
+    except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
-        from ..errors import first_line
-        raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {first_line(exc)}",
+        raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {framework_error_line(exc)}",
                          path=str(path)) from None
     return model
+
+
+#: Lines of TensorFlow / Keras error text that wrap the real message.
+_WRAPPER_LINES = ("Exception encountered when calling", "Arguments received by", "\u2022 ", "[[", "File \"")
+
+
+def framework_error_line(exc: BaseException) -> str:
+    """The informative line of a TensorFlow / Keras / tf2onnx exception.
+
+    TensorFlow wraps an error raised while tracing in ``in user code:``, a stack and, last, the
+    real exception (``ValueError: ...``); Keras adds ``Exception encountered when calling
+    X.call().`` and the arguments; a failed graph run starts with ``Graph execution error:``, a
+    stack, then the kernel's message and ``[[{{node ...}}]]``.  The first line of these says
+    nothing: the real exception's first meaningful line is taken instead."""
+    import re  # noqa: PLC0415
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    if lines[0].startswith(("Graph execution error", "{{function_node")):
+        at = next((k for k, ln in enumerate(lines) if ln.startswith("[[")), len(lines))
+        return lines[at - 1] if at > 0 else lines[0]
+    if lines[0].startswith("in user code"):
+        for k in range(len(lines) - 1, 0, -1):
+            m = re.match(r"(\w+(?:Error|Exception)): ?(.*)", lines[k])
+            if m:
+                kind, msg, rest = m.group(1), m.group(2), lines[k + 1:]
+                for ln in [msg, *rest]:
+                    if ln and not ln.startswith(_WRAPPER_LINES):
+                        return f"{kind}: {ln}"
+                return kind
+    return next((ln for ln in lines if not ln.startswith(_WRAPPER_LINES)), lines[0])
 
 
 def _rename_outputs(model, names, path) -> None:
@@ -175,6 +232,9 @@ def load_tf(path, *, input_shapes: dict | None = None, signature: str | None = N
         return _tf_callable(tf, path, source_kind(path), input_shapes, signature)
 
 
+_NOT_KERAS_ARCHIVE = ("not a valid Keras archive (a .keras file is a zip archive holding config.json): "
+                      "save the model again with model.save(...)")
+
 #: A .keras member expanding to more than this many times its stored size is not unpacked by us.
 _ZIP_MAX_EXPANSION = 100
 
@@ -188,12 +248,19 @@ def _load_keras(tf, path):
     (measured: build of a 191 MB Dense 610 MB, with Zeros 204 MB)."""
     import tempfile  # noqa: PLC0415
     import zipfile  # noqa: PLC0415
-    if Path(path).suffix.lower() != ".keras" or not zipfile.is_zipfile(path):
+    if Path(path).suffix.lower() != ".keras" or Path(path).is_dir():
         return tf.keras.models.load_model(str(path), compile=False)
+    if not zipfile.is_zipfile(path):
+        raise ModelError(_NOT_KERAS_ARCHIVE, path=str(path))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError):
+        raise ModelError(_NOT_KERAS_ARCHIVE, path=str(path)) from None
+    if not any(m.filename == "config.json" for m in members):
+        raise ModelError(_NOT_KERAS_ARCHIVE + " (no config.json in it)", path=str(path))
     with zipfile.ZipFile(path) as archive:
-        members = archive.infolist()
-        if not any(m.filename == "config.json" for m in members) or any(
-                m.file_size > _ZIP_MAX_EXPANSION * max(m.compress_size, 1 << 20) for m in members):
+        if any(m.file_size > _ZIP_MAX_EXPANSION * max(m.compress_size, 1 << 20) for m in members):
             return tf.keras.models.load_model(str(path), compile=False)  # Keras's own checks and errors
         with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-keras-") as folder:
             archive.extractall(folder)  # zipfile drops absolute paths and ".." from member names
@@ -219,18 +286,11 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
     if kind == "keras":
         try:
             model = _load_keras(tf, path)
+        except ModelError:
+            raise
         except Exception as exc:
-            from ..errors import first_line
-            raise ModelError(f"Keras could not load the model: {first_line(exc)}", path=str(path)) from None
-        names = [getattr(t, "name", f"input_{i}").split(":")[0] for i, t in enumerate(model.inputs)]
-        sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n)
-               for n, t in zip(names, model.inputs)]
-
-        @tf.function(input_signature=sig)
-        def fn(*args):
-            out = model(list(args) if len(args) > 1 else args[0], training=False)
-            return tuple(out) if isinstance(out, (list, tuple)) else out
-        return fn, sig, None
+            raise ModelError(f"Keras could not load the model: {framework_error_line(exc)}", path=str(path)) from None
+        return _keras_callable(tf, model, path, input_shapes)
     key = signature or "serving_default"
     try:
         loaded = tf.saved_model.load(str(path))
@@ -240,10 +300,11 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
         raise ModelError(f"the SavedModel has no signature {key!r} (it has: {have}); choose one with "
                          "--signature", path=str(path)) from None
     except Exception as exc:
-        from ..errors import first_line
-        raise ModelError(f"TensorFlow could not load the SavedModel: {first_line(exc)}", path=str(path)) from None
+        raise ModelError(f"TensorFlow could not load the SavedModel: {framework_error_line(exc)}",
+                         path=str(path)) from None
     specs = serving.structured_input_signature[1]
     names = sorted(specs)
+    _check_input_shapes(input_shapes, {n: specs[n].shape.rank for n in names}, path)
     sig = [tf.TensorSpec(input_shapes.get(n, specs[n].shape), specs[n].dtype, name=n) for n in names]
     keys = sorted(serving.structured_outputs)
 
@@ -255,77 +316,120 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
     return fn, sig, keys
 
 
+def _keras_callable(tf, model, path, input_shapes):
+    """(tf.function taking positional tensors, its input signature, output keys) for a Keras model.
+
+    A model built on a dict of inputs is called with a dict keyed by its input names (Keras 3
+    refuses a list when the dict's keys are not in sorted order), otherwise with a list (one
+    input: the tensor).  A dict of outputs is returned as a tuple in sorted key order, the keys
+    naming the ONNX outputs (as a SavedModel's signature keys do; otherwise None).  The function
+    is traced here, so that an error of the model on its own inputs is reported as such, not as
+    a failed conversion."""
+    struct = getattr(model, "input", None)
+    if isinstance(struct, dict):
+        names, tensors = list(struct), list(struct.values())
+    else:
+        tensors = list(model.inputs)
+        names = [getattr(t, "name", f"input_{i}").split(":")[0] for i, t in enumerate(tensors)]
+    _check_input_shapes(input_shapes, {n: len(t.shape) for n, t in zip(names, tensors)}, path)
+    sig = [tf.TensorSpec(input_shapes.get(n, list(t.shape)), t.dtype, name=n) for n, t in zip(names, tensors)]
+    as_dict = isinstance(struct, dict)
+    keys: list = []
+
+    @tf.function(input_signature=sig)
+    def fn(*args):
+        if as_dict:
+            inputs = dict(zip(names, args))
+        else:
+            inputs = list(args) if len(args) > 1 else args[0]
+        out = model(inputs, training=False)
+        if isinstance(out, dict):
+            keys[:] = sorted(out)
+            return tuple(out[k] for k in keys)
+        return tuple(out) if isinstance(out, (list, tuple)) else out
+    try:
+        fn.get_concrete_function()
+    except Exception as exc:  # noqa: BLE001 - Keras / TensorFlow raise many types while tracing
+        raise ModelError(f"the Keras model fails on its declared inputs: {framework_error_line(exc)}",
+                         path=str(path)) from None
+    return fn, sig, list(keys) or None
+
+
+def _check_input_shapes(input_shapes: dict, ranks: dict, path) -> None:
+    """A one-line ModelError (``--inputs``) for a name the model has no input of, or dims of
+    another rank than the input's."""
+    for name, dims in input_shapes.items():
+        if name not in ranks:
+            raise ModelError(f"--inputs {name}: the model has no input {name!r} (its inputs: "
+                             f"{', '.join(ranks) or 'none'})", path=str(path))
+        if ranks[name] is not None and len(dims) != ranks[name]:
+            raise ModelError(f"--inputs {name}: {len(dims)} dims given, the input has rank {ranks[name]}",
+                             path=str(path))
+
+
 # --------------------------------------------------------------------------- verification
-
-#: Relative tolerance of the framework check by float type, against the output's largest magnitude
-#: (see :func:`_compare`).
-RTOL = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
-
 
 @dataclass
 class SourceCheck:
-    """Per output: "bitwise", "close (max abs diff ...)" or what differs."""
+    """Per output: "bitwise", "within tolerance: ..." (the figures of :func:`.tolerance.agree`) or
+    what differs."""
 
     outputs: dict[str, str] = field(default_factory=dict)
     trials: int = 0
 
     @property
     def ok(self) -> bool:
-        return bool(self.outputs) and all(s == "bitwise" or s.startswith("close") for s in self.outputs.values())
+        return bool(self.outputs) and all(_agreed(s) for s in self.outputs.values())
 
     @property
     def bitwise(self) -> bool:
         return bool(self.outputs) and all(s == "bitwise" for s in self.outputs.values())
 
 
-def _random_input(rng, shape, dtype: np.dtype) -> np.ndarray:
+def _random_input(rng, shape, dtype: np.dtype, bounds=None) -> np.ndarray:
+    """Random values of ``shape`` (unknown dims: 2) and ``dtype``; integers in ``bounds`` (lo, hi,
+    inclusive) when given (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`)."""
     shape = [2 if d is None or d < 0 else int(d) for d in shape]
     if dtype == np.bool_:
         return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu" and bounds is not None:
+        return rng.integers(bounds[0], bounds[1] + 1, shape).astype(dtype)
     if dtype.kind in "iu":
         return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
 
-def _compare(a: np.ndarray, b: np.ndarray) -> str:
-    """``a`` (the framework's output) against ``b`` (onnxruntime's): "bitwise", "close (...)" or what
-    differs.  Floats that are not bit-identical are "close" when NaNs sit at the same places and
-    every difference is within ``RTOL[dtype] * max(1, max |a|)``: the rewrite only moves data,
-    but the arithmetic around it (a MatMul summing 1000 products, a convolution) runs in another
-    order in onnxruntime than in TensorFlow/TFLite, and such rounding grows with the magnitude of
-    the sums, not of each element -- a per-element relative tolerance fails on entries near 0."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return f"shape {b.shape}, framework {a.shape}"
-    if a.dtype != b.dtype:
-        return f"dtype {b.dtype}, framework {a.dtype}"
-    if a.tobytes() == b.tobytes():
-        return "bitwise"
-    if a.dtype.kind != "f" or a.dtype.name not in RTOL:
-        return "values differ"
-    x, y = a.astype(np.float64), b.astype(np.float64)
-    if not np.array_equal(np.isnan(x), np.isnan(y)) or not np.array_equal(np.isinf(x), np.isinf(y)) or \
-            not np.array_equal(x[np.isinf(x)], y[np.isinf(y)]):
-        return "values differ (NaN/inf at other places)"
-    finite = np.isfinite(x)
-    diff = float(np.max(np.abs(x[finite] - y[finite]), initial=0.0))
-    scale = max(1.0, float(np.max(np.abs(x[finite]), initial=0.0)))
-    what = f"max abs diff {diff:.3g}, {diff / scale:.2g} of the largest magnitude {scale:.3g}"
-    return f"close ({what})" if diff <= RTOL[a.dtype.name] * scale else f"values differ ({what})"
+def _agreed(status: str) -> bool:
+    return status == "bitwise" or status.startswith("within tolerance")
+
+
+def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False) -> str:
+    """The framework's output against onnxruntime's under the one float rule
+    (:func:`.tolerance.agree`): "bitwise", "within tolerance: ..." or what differs.  ``exact``:
+    the output is pure data movement in the ONNX graph, so floats too must be bitwise.  Other
+    outputs may differ by rounding: the rewrite only moves data, but the arithmetic around it
+    (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite."""
+    from ..verification.tolerance import agree
+    return agree(framework, onnx_output, exact=exact).detail
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
                           input_shapes: dict | None = None, signature: str | None = None,
-                          folder=None, loaded=None) -> SourceCheck:
+                          folder=None, loaded=None, input_ranges: dict | None = None) -> SourceCheck:
     """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
     same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
     lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
-    :func:`load_tf`."""
+    :func:`load_tf`.  SavedModel/Keras: integer inputs feeding indices are drawn inside the range
+    the graph implies (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`),
+    or ``input_ranges`` ({name: (lo, hi)}, inclusive) where given; unknown dims get one size
+    per axis across inputs (a token_ids and a padding_mask of one model stay the same shape)."""
     with quiet_frameworks():
-        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded)
+        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded, input_ranges)
 
 
-def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None) -> SourceCheck:
+def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None,
+            input_ranges=None) -> SourceCheck:
+    from ..verification.compare import float_arithmetic_outputs
     from ..verification.lowerings import make_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
@@ -339,7 +443,13 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
-    run = _tflite_runner(path) if kind == "tflite" else _tf_runner(tf, path, kind, input_shapes, signature, loaded)
+    arithmetic = float_arithmetic_outputs(onnx_model)
+    if kind == "tflite":
+        run = _tflite_runner(path)
+    else:
+        from ..verification.input_ranges import index_input_ranges
+        ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
+        run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
     for _ in range(trials):
         feeds, expected = run(rng, onnx_inputs)
         got = session.run(None, feeds)
@@ -347,15 +457,16 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
             check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
             return check
         for name, a, b in zip(onnx_names, expected, got):
-            status = _compare(a, b)
-            if check.outputs.get(name, "bitwise") == "bitwise" or not status.startswith(("bitwise", "close")):
+            status = compare_output(a, b, exact=name not in arithmetic)
+            before = check.outputs.get(name, "bitwise")
+            if _agreed(before) and (before == "bitwise" or not _agreed(status)):  # keep the first failure
                 check.outputs[name] = status
         check.trials += 1
     return check
 
 
 def _tflite_runner(path):
-    from ..verification.oracles import tflite_interpreter
+    from .interpreters import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
     interp.allocate_tensors()
     details = interp.get_input_details()
@@ -374,16 +485,25 @@ def _tflite_runner(path):
     return run
 
 
-def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None):
+def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None, ranges=None):
     fn, sig, _ = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+    ranges = ranges or {}
 
     def run(rng, onnx_inputs):
-        feeds, arrays = {}, []
-        for k, (spec, inp) in enumerate(zip(sig, onnx_inputs)):
-            shape = [d if isinstance(d, int) and d >= 0 else None for d in inp.shape]
-            shape = [s if s is not None else (t if t is not None else None) for s, t in
-                     zip(shape, spec.shape.as_list())]
-            x = _random_input(rng, shape, np.dtype(spec.dtype.as_numpy_dtype))
+        by_name = {i.name: i for i in onnx_inputs}
+        feeds, arrays, sizes = {}, [], {}
+        for k, spec in enumerate(sig):  # the ONNX input of the same name: the orders may differ
+            inp = by_name.get(spec.name) or by_name.get(f"{spec.name}:0") or onnx_inputs[k]
+            declared = spec.shape.as_list() if spec.shape.rank is not None else [None] * len(inp.shape)
+            shape = []
+            for axis, (o, t) in enumerate(zip(inp.shape, declared)):
+                if isinstance(o, int) and o >= 0:
+                    shape.append(o)
+                elif t is not None:
+                    shape.append(t)
+                else:  # one size per unknown axis across inputs
+                    shape.append(sizes.setdefault(axis, 2))
+            x = _random_input(rng, shape, np.dtype(spec.dtype.as_numpy_dtype), ranges.get(inp.name))
             arrays.append(x)
             feeds[inp.name] = x
         out = fn(*[tf.constant(a) for a in arrays])
@@ -408,7 +528,7 @@ def source_files(path) -> list[Path]:
 
 
 def convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
-                   **options):
+                   input_ranges: dict | None = None, **options):
     """:func:`api.convert` of a framework input: tf2onnx with StridedSlice kept
     (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
     verification, when nothing failed -- the result against the framework itself on random
@@ -417,7 +537,16 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
 
     from ..api import convert
     kind = _checked_kind(path, input_shapes, signature)
+    if input_ranges and kind == "tflite":
+        raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
+                         path=str(path))
     loaded = None if kind == "tflite" else load_tf(path, input_shapes=input_shapes, signature=signature)
+    if input_ranges:
+        names = [spec.name for spec in loaded[1]]
+        for name in input_ranges:
+            if name not in names:
+                raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
+                                 f"{', '.join(names)})", path=str(path))
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
                          output_names=output_names, signature=signature, loaded=loaded)
@@ -428,28 +557,28 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
     rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
-                                                      input_shapes, signature, Path(folder.name), loaded)
+                                                      input_shapes, signature, Path(folder.name), loaded, input_ranges)
     return result
 
 
-def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None) -> str:
+def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
+                      input_ranges=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
-    :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
+    :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
     if not verify:
-        return f"skipped: verification is off (--no-verify), {who} was not run"
+        return f"skipped: verification off, {who} was not run"
     if not result.report.ok:
         return f"skipped: the conversion failed, {who} was not run"
     try:
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
-                                      folder=folder, loaded=loaded)
+                                      folder=folder, loaded=loaded, input_ranges=input_ranges)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
-        from ..errors import first_line
-        return f"skipped: could not run both models on random inputs: {first_line(exc)}"
+        return f"skipped: could not run both models on random inputs: {framework_error_line(exc)}"
     if not check.ok:
         bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
         return f"failed: differs from {who}: {bad}"
     if check.bitwise:
         return f"passed (bitwise against {who} on {check.trials} random inputs)"
     close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-    return f"passed (against {who} on {check.trials} random inputs; float outputs within tolerance: {close})"
+    return f"passed (against {who} on {check.trials} random inputs; float outputs {close})"

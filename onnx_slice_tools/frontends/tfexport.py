@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import ConversionError
 from ..rewrite.ir_pass import TF_DOMAIN
 
 #: Variables of at least this many bytes are not frozen by TensorFlow/tf2onnx (see the module doc).
@@ -46,18 +47,96 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     kwargs = keep_strided_slice_kwargs() if keep_strided_slice else {}
     concrete = fn.get_concrete_function(*input_signature)
     large = _large_variables(concrete, large_variable_bytes)
-    if large:
+    constants = captured_constants(concrete)
+    if large or constants:
         try:
-            graph_def, feeds = _freeze_except(concrete, large)
-            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs)
+            graph_def, feeds = _freeze_except(concrete, large, constants)
+            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs, constants)
         except Exception:  # noqa: BLE001 - _Unfreezable, or a tf2onnx converter needing the constant:
             model = None   # tf2onnx's own path below reports what is really wrong
         if model is not None:
             del graph_def
             _feeds_to_initializers(model, feeds, external_data)
-            return model
+            return _lower_unconverted(model)
     model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
+    _feeds_to_initializers(model, {f"{k}:0": v for k, v in constants.items()})
+    return _lower_unconverted(model)
+
+
+def captured_constants(concrete) -> dict:
+    """{name of the capture placeholder in ``concrete``'s graph: numpy value} for the tensors
+    (not variables) the function captured from eager code -- ``self.table = tf.constant(...)``
+    read in a layer's ``call``, a loaded SavedModel's restored constants.  TensorFlow's freezing
+    handles variables only: these stay placeholders, and tf2onnx would make them graph inputs
+    no user can feed."""
+    import numpy as np  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+    out = {}
+    for external, internal in concrete.graph.captures:
+        if external.dtype == tf.dtypes.resource or not hasattr(external, "numpy") or \
+                external.dtype == tf.dtypes.string or not external.dtype.is_numpy_compatible:
+            continue
+        try:
+            out[internal.name.split(":")[0]] = np.asarray(external.numpy())  # a 0-d one gives a numpy scalar
+        except Exception:  # noqa: BLE001 - a symbolic capture (a graph tensor) has no value
+            continue
+    return out
+
+
+def _lower_unconverted(model):
+    """Standard ops tf2onnx 1.17 leaves raw although ONNX has an exact form: ``Erfc(x)`` becomes
+    ``1 - Erf(x)`` (the complementary error function by definition; the framework check judges
+    it like every rewrite).  Any other raw TensorFlow op stays, for the ONNX checks to report."""
+    import numpy as np  # noqa: PLC0415
+    from onnx import helper, numpy_helper  # noqa: PLC0415
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    types = _value_types(model)
+
+    def lower(graph):
+        nodes = list(graph.node)
+        if not any(n.op_type == "Erfc" and n.domain in ("", "ai.onnx") for n in nodes):
+            for n in nodes:
+                for g in proto_subgraphs(n):
+                    lower(g)
+            return
+        out = []
+        for n in nodes:
+            for g in proto_subgraphs(n):
+                lower(g)
+            if n.op_type != "Erfc" or n.domain not in ("", "ai.onnx") or len(n.input) != 1:
+                out.append(n)
+                continue
+            dtype = types.get(n.input[0], 1)
+            one = f"{n.output[0]}__one"
+            erf = f"{n.output[0]}__erf"
+            value = np.ones((), dtype=helper.tensor_dtype_to_np_dtype(dtype))
+            out.append(helper.make_node("Constant", [], [one], name=f"{n.name}/one",
+                                        value=numpy_helper.from_array(value)))
+            out.append(helper.make_node("Erf", [n.input[0]], [erf], name=f"{n.name}/erf"))
+            out.append(helper.make_node("Sub", [one, erf], [n.output[0]], name=n.name))
+        del graph.node[:]
+        graph.node.extend(out)
+    lower(model.graph)
     return model
+
+
+def _value_types(model) -> dict:
+    """{tensor name: ONNX element type} for what the model declares (inputs, initializers,
+    value_info, outputs), main graph and subgraphs."""
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    types = {}
+
+    def visit(graph):
+        for v in [*graph.input, *graph.value_info, *graph.output]:
+            if v.type.HasField("tensor_type"):
+                types[v.name] = v.type.tensor_type.elem_type
+        for t in graph.initializer:
+            types[t.name] = t.data_type
+        for n in graph.node:
+            for g in proto_subgraphs(n):
+                visit(g)
+    visit(model.graph)
+    return types
 
 
 def keep_strided_slice_kwargs() -> dict:
@@ -82,9 +161,10 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
     import tf2onnx  # noqa: PLC0415
     kwargs = dict(opset=opset, output_names=output_names, **keep_strided_slice_kwargs())
     size = os.path.getsize(external_data) if external_data and os.path.exists(external_data) else 0
-    data = Path(path).read_bytes() if external_data else None
-    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if data else (None, {})
+    data = checked_tflite(path)
+    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if external_data else (None, {})
     del data
+    model = None
     if moved:
         try:
             with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
@@ -92,11 +172,54 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
                 file.write_bytes(small)
                 model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
             _inputs_to_external(model, moved, Path(external_data).name)
-            return model
         except Exception:  # noqa: BLE001 - the usual path below reports what is really wrong
             os.truncate(external_data, size)
-    model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+            model = None
+    if model is None:
+        model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+    left = unconverted_ops(model)
+    if left:
+        raise ConversionError(f"tf2onnx has no ONNX conversion for {', '.join(left)}: the model cannot be "
+                              "converted to ONNX (nothing written)", path=str(path))
     return model
+
+
+def unconverted_ops(model) -> list[str]:
+    """The ops of ``model`` (subgraphs included) that no ONNX opset defines, each as
+    ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice excepted: tf2onnx's Python
+    API continues past a framework op it has no handler for and leaves it in the graph as it is
+    (its command line stops), and such a model is no ONNX model a runtime can load."""
+    from onnx import defs  # noqa: PLC0415
+
+    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    found: dict[str, str] = {}
+    todo = [model.graph]
+    while todo:
+        for node in todo.pop().node:
+            todo.extend(proto_subgraphs(node))
+            if node.op_type == "StridedSlice" and node.domain == TF_DOMAIN or node.op_type in found:
+                continue
+            if not defs.has(node.op_type, node.domain or ""):
+                found[node.op_type] = f"{node.op_type} (node {node.name!r})"
+    return sorted(found.values())
+
+
+def checked_tflite(path) -> bytes:
+    """The bytes of the ``.tflite`` at ``path``, or a one-line ModelError when they are no
+    complete TFLite flatbuffer (its ``TFL3`` identifier, then every table of the model read):
+    tf2onnx's reader would fail on a cut file with a message about buffer offsets."""
+    from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+
+    from ..errors import ModelError, first_line  # noqa: PLC0415
+    data = Path(path).read_bytes()
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ModelError("not a .tflite file (no TFLite flatbuffer identifier 'TFL3' at byte 4)", path=str(path))
+    try:
+        schema.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as exc:  # noqa: BLE001 - struct.error, IndexError ... from reading past the end
+        raise ModelError(f"not a valid or complete .tflite file (its flatbuffer cannot be read: {first_line(exc)})",
+                         path=str(path)) from None
+    return data
 
 
 def _tflite_without_buffers(data: bytes, external_data, min_bytes: int):
@@ -194,14 +317,15 @@ def _large_variables(concrete, min_bytes) -> dict:
     return large
 
 
-def _freeze_except(concrete, large: dict):
+def _freeze_except(concrete, large: dict, constants: dict | None = None):
     """(GraphDef with every variable but ``large`` frozen and each of ``large`` a Placeholder of
     its dtype and shape, {tensor name of that placeholder: tf.Variable}).
 
     TensorFlow's own freezing (the code under ``convert_variables_to_constants_v2``, with its
     deny list: the large variables stay resource placeholders), then the resource chain
     ``Placeholder -> Identity* -> ReadVariableOp`` of each becomes a value chain; any other use of
-    the resource (a gather on it, a loop body taking it) raises :class:`_Unfreezable`."""
+    the resource (a gather on it, a loop body taking it) raises :class:`_Unfreezable`.  Each
+    placeholder of ``constants`` ({name: value}, :func:`captured_constants`) becomes a Const."""
     from tensorflow.python.framework import convert_to_constants as c2c  # noqa: PLC0415 - no public API
     if not hasattr(c2c, "_FunctionConverterDataInEager") or not hasattr(c2c, "_replace_variables_by_constants"):
         raise _Unfreezable("this TensorFlow has no freezing with a deny list")
@@ -214,6 +338,16 @@ def _freeze_except(concrete, large: dict):
         for k, inp in enumerate(node.input):
             if not inp.startswith("^"):
                 consumers.setdefault(inp.split(":")[0], []).append((node, k))
+    import tensorflow as tf  # noqa: PLC0415
+    for name, value in (constants or {}).items():
+        node = nodes.get(name)
+        if node is None or node.op != "Placeholder":
+            raise _Unfreezable(name)
+        dtype = node.attr["dtype"].type
+        node.op = "Const"
+        node.attr.clear()
+        node.attr["dtype"].type = dtype
+        node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
     taken = set(nodes)
     feeds = {}
     for name, var in large.items():
@@ -286,13 +420,14 @@ def _rename(graph_def, old: str, new: str) -> None:
             node.input[:] = [refs.get(i, i) for i in node.input]
 
 
-def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs):
+def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants=()):
     """tf2onnx's ``from_function`` from its freezing on: grappler, then the ONNX conversion, with
     the variables' placeholders as extra inputs."""
     import tensorflow as tf  # noqa: PLC0415
     from tf2onnx import tf_loader  # noqa: PLC0415
     from tf2onnx.convert import _convert_common, tensor_names_from_structed  # noqa: PLC0415
-    input_names = [t.name for t in concrete.inputs if t.dtype != tf.dtypes.resource]
+    input_names = [t.name for t in concrete.inputs
+                   if t.dtype != tf.dtypes.resource and t.name.split(":")[0] not in constants]
     output_names = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
     rename = tensor_names_from_structed(concrete, input_names, output_names)
     with tf.device("/cpu:0"):
@@ -334,7 +469,8 @@ def _restore_dims(graph_def, shapes: dict) -> None:
 
 def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
     """Each variable's graph input becomes an initializer holding the variable's value, one
-    variable at a time: in the proto, or appended to the file ``external_data``."""
+    variable at a time: in the proto, or appended to the file ``external_data`` (``feeds``
+    values: tf.Variable, or numpy arrays when ``external_data`` is None)."""
     from contextlib import nullcontext  # noqa: PLC0415
 
     import numpy as np  # noqa: PLC0415
@@ -346,7 +482,8 @@ def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
                 continue  # tf2onnx dropped an unused read
             model.graph.input.remove(inputs[name])
             if out is None:
-                model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(var.numpy()), name))
+                value = var if isinstance(var, np.ndarray) else var.numpy()  # a captured constant, a variable
+                model.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
                 continue
             dtype = np.dtype(var.dtype.as_numpy_dtype)
             tensor = TensorProto(name=name, dims=var.shape.as_list(), data_type=helper.np_dtype_to_tensor_dtype(dtype))

@@ -152,9 +152,13 @@ def proto_tensors(model):
     """Every TensorProto of a ModelProto: initializers and tensor attributes of the main graph,
     every subgraph and every function."""
     from onnx import AttributeProto
-
-    def of_nodes(nodes):
-        for node in nodes:
+    from ..graphs.walk import proto_graphs
+    for g, _, is_function in proto_graphs(model):
+        if not is_function:
+            yield from g.initializer
+            for s in g.sparse_initializer:
+                yield from (s.values, s.indices)
+        for node in g.node:
             for a in node.attribute:
                 if a.type == AttributeProto.TENSOR:
                     yield a.t
@@ -165,21 +169,6 @@ def proto_tensors(model):
                 elif a.type == AttributeProto.SPARSE_TENSORS:
                     for s in a.sparse_tensors:
                         yield from (s.values, s.indices)
-                elif a.type == AttributeProto.GRAPH:
-                    yield from of_graph(a.g)
-                elif a.type == AttributeProto.GRAPHS:
-                    for g in a.graphs:
-                        yield from of_graph(g)
-
-    def of_graph(g):
-        yield from g.initializer
-        for s in g.sparse_initializer:
-            yield from (s.values, s.indices)
-        yield from of_nodes(g.node)
-
-    yield from of_graph(model.graph)
-    for f in model.functions:
-        yield from of_nodes(f.node)
 
 
 def _is_external(t) -> bool:
@@ -219,8 +208,9 @@ def _external_fields(t) -> dict:
     return {e.key: e.value for e in t.external_data}
 
 
-#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2)
-_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
+#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2), stored two
+#: (4-bit) or four (2-bit) to a byte in TensorProto raw data and by onnxruntime
+PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
 
 
 def _expected_nbytes(t) -> int | None:
@@ -231,8 +221,8 @@ def _expected_nbytes(t) -> int | None:
     if not (1 <= t.data_type <= 26) or t.data_type == 8:
         return None
     n = int(np.prod(t.dims, dtype=np.int64)) if len(t.dims) else 1
-    if t.data_type in _PACKED_BITS:
-        return (n * _PACKED_BITS[t.data_type] + 7) // 8
+    if t.data_type in PACKED_BITS:
+        return (n * PACKED_BITS[t.data_type] + 7) // 8
     return n * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
 
 
@@ -292,7 +282,16 @@ def _set_base_dir(m, base: str) -> None:
             t.base_dir = base
 
 
+#: What a framework input is called in messages, by :func:`source_kind`.
+SOURCE_LABELS = {"tflite": "a .tflite model", "saved_model": "a SavedModel folder", "keras": "a Keras model"}
+
+
 def _regular_input(p: Path) -> None:
+    kind = source_kind(p)
+    if kind is not None:  # a framework model where an ONNX file is read (verify FILE, compare ...)
+        raise ModelError(f"is {SOURCE_LABELS[kind]}, not an ONNX file: `convert` reads it (through tf2onnx) and "
+                         "checks the result against the framework; `inspect` and `verify FILE CONVERTED.onnx` "
+                         "take it too", path=str(p))
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -380,7 +379,7 @@ def load_ir(source, *, path_hint: str | None = None, read=None):
         try:
             m = ir.serde.deserialize_model(proto)
         except Exception as exc:
-            raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
+            raise ModelError(unreadable(exc, proto), path=str(p)) from None
         if external:  # else no tensor to point at the model's folder: not walked for them
             _set_base_dir(m, os.path.dirname(os.path.abspath(p)))
         m.meta[INPUTS_KEY] = [FileId.of(p)] + [FileId.of(f) for f in data_files]
@@ -398,13 +397,44 @@ def load_ir(source, *, path_hint: str | None = None, read=None):
         try:
             m = ir.from_proto(source)
         except Exception as exc:
-            raise ModelError(f"cannot read the model: {_first_line(exc)}", path=path_hint) from None
+            raise ModelError(unreadable(exc, source), path=path_hint) from None
         if data_files:
             _set_base_dir(m, str(here))
             m.meta[INPUTS_KEY] = [FileId.of(f) for f in data_files]
         _keep_passthrough_inputs(m, source)
         return m
     raise TypeError(f"model must be an onnx.ModelProto or a path, got {type(source).__name__}")
+
+
+def unreadable(exc: BaseException, proto) -> str:
+    """Why onnx-ir could not read ``proto``, in one line naming the node and field: a sparse
+    tensor (which onnx-ir does not read) is found and named; otherwise the innermost cause of
+    onnx-ir's error chain, which says what failed (the outer ones only say where it recursed)."""
+    from onnx import AttributeProto
+
+    def graphs(g, where):
+        yield g, where
+        for node in g.node:
+            for a in node.attribute:
+                for sub in ([a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)):
+                    yield from graphs(sub, f"subgraph {sub.name!r} of node {node.name!r}")
+
+    bodies = [(proto.graph, "main graph")] + [(f, f"function {f.name!r}") for f in proto.functions]
+    for body, where in bodies:
+        for g, gwhere in (graphs(body, where) if hasattr(body, "initializer") else [(body, where)]):
+            for st in getattr(g, "sparse_initializer", ()):
+                return f"{gwhere}: sparse initializer {st.values.name!r}: sparse tensors are not supported; " \
+                       "store it dense"
+            for node in g.node:
+                for a in node.attribute:
+                    if a.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS):
+                        who = repr(node.name) if node.name else f"(unnamed, output {list(node.output)[:1]})"
+                        return (f"node {who} ({node.op_type}): attribute {a.name!r}: sparse tensors are not "
+                                "supported; give the value dense (a Constant's 'value')")
+    inner = exc
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__
+    return f"cannot read the model: {_first_line(inner)}"
 
 
 def _keep_passthrough_inputs(m, proto) -> None:

@@ -216,16 +216,15 @@ def find_violations(model, target, note=None) -> list[Violation]:
     breaks a constraint of ``target``; ``note(node) -> str`` fills each one's ``fix``."""
     import onnx
     import onnx_ir as ir
-    from ..graphs.walk import all_graphs as _all_graphs
+    from ..graphs.walk import all_nodes
     target = get_target(target)
     if isinstance(model, onnx.ModelProto):
         model = ir.from_proto(model)
     out = []
-    for graph, label, _ in _all_graphs(model):
-        for node in ir.traversal.RecursiveGraphIterator(graph):
-            found = node_violations(node, target, label)
-            if found and note is not None:
-                fix = note(node)
-                found = [replace(v, fix=fix) for v in found]
-            out += found
+    for node, label in all_nodes(model):
+        found = node_violations(node, target, label)
+        if found and note is not None:
+            fix = note(node)
+            found = [replace(v, fix=fix) for v in found]
+        out += found
     return out

@@ -155,6 +155,7 @@ class FixSlicesPass(StridedSliceRewritePass):
     :func:`read_fixable` can express; the others are left (``inspect --target`` says why)."""
 
     prefix = "fix"
+    share_signatures = False  # a Slice/Gather's reading depends on its data's rank too
 
     def __init__(self, target, *, opset: int):
         target = get_target(target)
@@ -170,3 +171,23 @@ class FixSlicesPass(StridedSliceRewritePass):
 
     def _read(self, node, flavor: str):
         return read_fixable(node, _rank(node))
+
+    def _annotate(self, rec, node) -> None:
+        rec.op_type, rec.flavor, rec.written = node.op_type, "onnx", written(node)
+
+
+def written(node) -> str:
+    """A Slice or Gather node as written: its constant inputs and attributes (``?`` for a
+    value computed at run time), e.g. ``Slice(starts=[0], ends=[1000000000], axes=[1])``."""
+    if node.op_type == "Gather":
+        index = constant_of(node.inputs[1]) if len(node.inputs) > 1 else None
+        attr = node.attributes.get("axis")
+        return (f"Gather(indices={'?' if index is None else index.tolist()}, "
+                f"axis={attr.value if attr is not None else 0})")
+    parts = []
+    for k, label in enumerate(("starts", "ends", "axes", "steps"), start=1):
+        value = node.inputs[k] if k < len(node.inputs) else None
+        if value is not None:
+            arr = constant_of(value)
+            parts.append(f"{label}={'?' if arr is None else arr.ravel().tolist()}")
+    return f"{node.op_type}({', '.join(parts)})"

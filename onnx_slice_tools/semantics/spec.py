@@ -33,6 +33,16 @@ FLAVORS = (TF, OPENVINO, TFLITE)
 MASK_NAMES = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def _in_int64(values: tuple[int, ...], field: str) -> tuple[int, ...]:
+    """``values``, or a StridedSliceError naming the first that no int64 tensor can hold (every
+    runtime reads begin/end/strides as int32 or int64)."""
+    for i, v in enumerate(values):
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise StridedSliceError(f"{v} is beyond the int64 range of begin/end/strides", field=field, index=i)
+    return values
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,7 @@ class SliceSpec:
 
 def _int_tuple(values, field: str) -> tuple[int, ...]:
     if isinstance(values, (list, tuple)) and all(type(v) is int for v in values):
-        return tuple(values)  # what the numpy path gives for plain ints, without importing numpy
+        return _in_int64(tuple(values), field)  # what the numpy path gives for plain ints, without numpy
     try:
         import numpy as np
         arr = np.asarray(values)
@@ -104,7 +114,7 @@ def _int_tuple(values, field: str) -> tuple[int, ...]:
     if arr.size and not (arr.dtype.kind in "iu" or (arr.dtype.kind == "O" and all(
             isinstance(v, int) and not isinstance(v, bool) for v in arr.tolist()))):
         raise StridedSliceError(f"{field} must hold integers, got {arr.dtype}", field=field)
-    return tuple(int(v) for v in arr.tolist())
+    return _in_int64(tuple(int(v) for v in arr.tolist()), field)
 
 
 def _tf_mask(value, name: str) -> int:
@@ -245,19 +255,34 @@ class RuntimeIndex:
     name: str
 
 
+_ACCEPTED = ("an index or slice part is an integer literal (with at most one sign) or a plain name "
+             "(a value given at run time); items may also be None/np.newaxis and ...")
+
+
 def _expr_int(node: ast.AST, text: str):
+    """An integer literal (``3``, ``-3``, ``+3``) or a plain name (a :class:`RuntimeIndex`).
+    Anything else is refused: ``-i`` or ``i+1`` is arithmetic on a run-time value, which a
+    StridedSlice spec cannot hold (TensorFlow computes it in the graph, before the slice)."""
     if isinstance(node, ast.Name) and node.id not in ("None", "newaxis"):
         return RuntimeIndex(node.id)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _expr_int(node.operand, text)
-        if isinstance(v, RuntimeIndex):
-            return RuntimeIndex(("-" if isinstance(node.op, ast.USub) else "") + v.name)
-        return -v if isinstance(node.op, ast.USub) else v
-    raise StridedSliceError(
-        f"unsupported index {ast.get_source_segment(text, node)!r}: only integer literals, names "
-        "(values given at run time), slices, None/np.newaxis and ... are allowed", field="index expression")
+        return _literal(node.value, node, text)
+    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) is int):
+        return _literal(-node.operand.value if isinstance(node.op, ast.USub) else node.operand.value, node, text)
+    raise StridedSliceError(f"unsupported index {_segment(text, node)!r}: {_ACCEPTED}", field="index expression")
+
+
+def _segment(text: str, node: ast.AST) -> str:
+    seg = ast.get_source_segment(text, node) or ast.dump(node)
+    return seg if len(seg) <= 40 else seg[:37] + "..."
+
+
+def _literal(value: int, node: ast.AST, text: str) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise StridedSliceError(f"index {_segment(text, node)!r} is beyond the int64 range of begin/end/strides",
+                                field="index expression")
+    return value
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -277,6 +302,9 @@ def parse_index_items(expr: str) -> list:
     text = expr.strip()
     if not text:
         raise StridedSliceError("empty index expression", field="index expression")
+    if text.isidentifier():  # "x": a tensor with no subscript, or a lone run-time index? Say which.
+        raise StridedSliceError(f"{text!r} has no subscript; write the index expression, e.g. {text}[1:3] "
+                                "(a name inside the brackets is an index given at run time: x[i])", field="index expression")
     # "x[...]" as written, "[...]" with a name put in front, or just the inside.
     attempts = [text, "_" + text] if text.endswith("]") else []
     attempts.append("_[" + text + "]")
@@ -286,11 +314,15 @@ def parse_index_items(expr: str) -> list:
             parsed = ast.parse(cand, mode="eval").body
         except SyntaxError:
             continue
+        except (RecursionError, MemoryError):  # thousands of nested operators: no index expression
+            raise StridedSliceError(f"index expression nested too deeply to read ({len(text)} characters)",
+                                    field="index expression") from None
         if isinstance(parsed, ast.Subscript):
             tree, text = parsed, cand
             break
     if tree is None:
-        raise StridedSliceError(f"cannot parse index expression {expr!r}", field="index expression")
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise StridedSliceError(f"cannot parse index expression {shown!r}", field="index expression")
     sl = tree.slice
     elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
     items: list = []

@@ -50,8 +50,12 @@ def test_unchanged_only_when_input_options_and_output_all_match(tmp_path):
     assert set(_statuses(batch_convert(src, out, jobs=1, verify=False)).values()) == {"converted"}
     again = batch_convert(src, out, jobs=1)
     assert set(_statuses(again).values()) == {"converted"} and all(e["checks"] for e in again.entries)
-    # the output on disk replaced by junk: converted again
+    # the output on disk replaced by junk: not ours any more -- refused, never written over
     (out / "m001.onnx").write_bytes(b"junk")
+    with pytest.raises(ModelError, match="m001.onnx: exists and batch did not write it"):
+        batch_convert(src, out, jobs=1)
+    assert (out / "m001.onnx").read_bytes() == b"junk"
+    (out / "m001.onnx").unlink()  # moved away: converted again
     assert _statuses(batch_convert(src, out, jobs=1)) == {"m000.onnx": "unchanged", "m001.onnx": "converted"}
     assert (out / "m001.onnx").read_bytes() == (out / "m000.onnx").read_bytes()
     saved = json.loads((out / "report.json").read_text())
@@ -69,12 +73,11 @@ def test_input_turned_corrupt_removes_its_stale_output_only(tmp_path):
     assert by_name["m001.onnx"]["removed_stale_output"] == [str(out / "m001.onnx")]
     assert not (out / "m001.onnx").exists() and (out / "m000.onnx").exists()
     assert (out / "mine.onnx").read_bytes() == b"a file of the user's"
-    # an output the user replaced is not ours any more: never removed
+    # an output the user replaced is not ours any more: never removed nor written over
     (src / "m000.onnx").write_bytes(b"corrupt too")
     (out / "m000.onnx").write_bytes(b"replaced by the user")
-    report = batch_convert(src, out, jobs=1)
-    assert {Path(e["input"]).name: e["removed_stale_output"] for e in report.entries} == {
-        "m000.onnx": [], "m001.onnx": []}
+    with pytest.raises(ModelError, match="exists and batch did not write it"):
+        batch_convert(src, out, jobs=1)
     assert (out / "m000.onnx").read_bytes() == b"replaced by the user"
 
 
@@ -189,7 +192,8 @@ def test_an_empty_folder_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("no models here")
     assert cli_main(["batch", str(tmp_path / "empty"), "-o", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err.strip() == f"no .onnx files under {tmp_path / 'empty'}"
+    assert capsys.readouterr().err.strip() == (f"no models (.onnx, .tflite, .keras, .h5 or SavedModel folders) "
+                                               f"under {tmp_path / 'empty'}")
     assert not (tmp_path / "out").exists()
 
 
@@ -305,3 +309,253 @@ def test_two_inputs_mapping_to_one_output_never_share_it(tmp_path):
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["m000.onnx", "report.json"]
     import hashlib
     assert hashlib.sha256((out / "m000.onnx").read_bytes()).hexdigest() == by_name["m000.onnx"]["output_sha256"]
+
+
+# --------------------------------------------------------------------------- never over a user's file
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _one_line_err(capfd) -> tuple[str, str]:
+    out, err = capfd.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return out, lines[0]
+
+
+def test_output_inside_input_never_replaces_the_users_own_file(tmp_path, capfd, monkeypatch):
+    """``batch clash -o clash/sub`` with ``clash/a.onnx`` and a user's own ``clash/sub/a.onnx``:
+    refused (exit 2, one line, nothing written); ``sub`` is left out of the inputs and said so."""
+    monkeypatch.chdir(tmp_path)
+    clash = tmp_path / "clash"
+    (clash / "sub").mkdir(parents=True)
+    shutil.copy(SAMPLE, clash / "a.onnx")
+    (clash / "sub" / "a.onnx").write_bytes(b"the user's own a.onnx")
+    shutil.copy(MODELS / "tf_yolo_focus.onnx", clash / "sub" / "b.onnx")
+    before = _tree(tmp_path)
+    assert cli_main(["batch", "clash", "-o", "clash/sub", "-j", "1"]) == 2
+    out, err = _one_line_err(capfd)
+    assert err.startswith("clash/sub/a.onnx: exists and batch did not write it"), err
+    assert "converted" not in out and _tree(tmp_path) == before  # no output, no report, no lock file
+    (clash / "sub" / "a.onnx").unlink()  # moved away: converts, and says what it left out
+    assert cli_main(["batch", "clash", "-o", "clash/sub", "-j", "1"]) == 0
+    out = capfd.readouterr().out
+    assert "note: the output folder clash/sub is inside the input folder: left out of the inputs " \
+           "(1 model(s) in it not converted)" in out, out
+    saved = json.loads((clash / "sub" / "report.json").read_text())
+    assert [e["input"] for e in saved["models"]] == ["clash/a.onnx"] and saved["notes"]
+    assert (clash / "sub" / "b.onnx").read_bytes() == (MODELS / "tf_yolo_focus.onnx").read_bytes()
+
+
+def test_models_in_an_output_folder_inside_the_input_are_not_skipped_silently(tmp_path, capfd):
+    """``batch bin -o bin/sub`` with five models already in ``sub``: the note counts them."""
+    src = _folder(tmp_path, 1, "bin")
+    sub = src / "sub"
+    sub.mkdir()
+    for i in range(5):
+        shutil.copy(SAMPLE, sub / f"s{i}.onnx")
+    assert cli_main(["batch", str(src), "-o", str(sub), "-j", "1"]) == 0
+    assert f"note: the output folder {sub} is inside the input folder: left out of the inputs (5 model(s) in " \
+           "it not converted)" in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("layout", ["input inside output", "same folder"])
+def test_output_folder_containing_or_equal_to_the_input_is_refused_before_any_work(tmp_path, capfd, layout):
+    out = tmp_path / "out"
+    out.mkdir()
+    src = _folder(out, 1, "in") if layout == "input inside output" else _folder(tmp_path, 1)
+    dest = out if layout == "input inside output" else src
+    before = _tree(tmp_path)
+    assert cli_main(["batch", str(src), "-o", str(dest)]) == 2
+    _, err = _one_line_err(capfd)
+    assert "contains the input folder" in err or "must differ" in err, err
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("whose", ["no report", "another sha256", "a .data file"])
+def test_a_users_file_where_an_output_goes_refuses_the_batch(tmp_path, capfd, whose):
+    """A file no report of ours records (with its sha256) is a user's: exit 2, one line, before
+    any work -- also with --force, also beside outputs of ours."""
+    src, out = _folder(tmp_path, 2), tmp_path / "out"
+    victim = out / "m001.onnx"
+    if whose == "no report":
+        out.mkdir()
+        victim.write_bytes(b"mine")
+    else:
+        batch_convert(src, out, jobs=1)
+        if whose == "a .data file":
+            victim = out / "m001.onnx.data"
+        victim.write_bytes(b"mine")
+        (src / "m001.onnx").write_bytes((MODELS / "tf_yolo_focus.onnx").read_bytes())  # m001 to convert again
+    before = _tree(tmp_path)
+    assert cli_main(["batch", str(src), "-o", str(out), "-j", "1", "--force"]) == 2
+    out_text, err = _one_line_err(capfd)
+    assert err.startswith(f"{victim}: exists and batch did not write it"), err
+    assert out_text == "" and _tree(tmp_path) == before
+
+
+# --------------------------------------------------------------------------- re-runs
+
+@pytest.mark.parametrize("where", ["tool version", "runtime version"])
+def test_another_version_converts_again(tmp_path, where):
+    """The skip fingerprint holds the tool's version and the verifying runtimes' versions."""
+    src, out = _folder(tmp_path, 1), tmp_path / "out"
+    first = batch_convert(src, out, jobs=1)
+    import onnxruntime
+
+    import onnx_slice_tools
+    assert first.entries[0]["versions"]["onnxruntime"] == onnxruntime.__version__
+    assert first.entries[0]["versions"]["onnx-slice-tools"] == onnx_slice_tools.__version__
+    assert "openvino" not in first.entries[0]["versions"]  # not used by the default target
+    assert _statuses(batch_convert(src, out, jobs=1)) == {"m000.onnx": "unchanged"}
+    saved = json.loads((out / "report.json").read_text())
+    if where == "tool version":
+        saved["version"] = "0.0.1"
+    else:
+        saved["models"][0]["versions"]["onnxruntime"] = "1.0.0"
+    (out / "report.json").write_text(json.dumps(saved))
+    assert _statuses(batch_convert(src, out, jobs=1)) == {"m000.onnx": "converted"}
+    assert _statuses(batch_convert(src, out, jobs=1)) == {"m000.onnx": "unchanged"}
+
+
+def test_openvino_version_counts_when_openvino_verifies(tmp_path):
+    src, out = _folder(tmp_path, 1), tmp_path / "out"
+    report = batch_convert(src, out, jobs=1, verify_on=["onnxruntime", "openvino"])
+    from importlib import metadata
+    assert report.entries[0]["versions"]["openvino"] == metadata.version("openvino")
+    saved = json.loads((out / "report.json").read_text())
+    saved["models"][0]["versions"]["openvino"] = "1.0"
+    (out / "report.json").write_text(json.dumps(saved))
+    assert _statuses(batch_convert(src, out, jobs=1, verify_on=["onnxruntime", "openvino"])) == {
+        "m000.onnx": "converted"}
+
+
+def test_two_runs_with_other_inputs_keep_both_in_the_report(tmp_path):
+    """Run A then run B into one folder: report.json records both runs' outputs, so deleting
+    one of A's inputs later still removes its output (and only that)."""
+    a, b, out = _folder(tmp_path, 2, "a"), tmp_path / "b", tmp_path / "out"
+    b.mkdir()
+    shutil.copy(MODELS / "tf_yolo_focus.onnx", b / "y.onnx")
+    batch_convert(a, out, jobs=1)
+    batch_convert(b, out, jobs=1)
+    saved = json.loads((out / "report.json").read_text())
+    assert [e["input"] for e in saved["models"]] == [str(b / "y.onnx")]
+    assert sorted(e["output"] for e in saved["earlier_models"]) == [str(out / "m000.onnx"), str(out / "m001.onnx")]
+    (a / "m000.onnx").unlink()
+    report = batch_convert(a, out, jobs=1)
+    assert report.deleted_inputs == [{"input": str(a / "m000.onnx"), "removed": [str(out / "m000.onnx")]}]
+    assert _statuses(report) == {"m001.onnx": "unchanged"}
+    assert sorted(p.name for p in out.iterdir()) == ["m001.onnx", "report.json", "y.onnx"]  # no lock file left
+    saved = json.loads((out / "report.json").read_text())
+    assert [e["output"] for e in saved["earlier_models"]] == [str(out / "y.onnx")]
+
+
+def test_the_lock_file_is_removed_when_the_batch_ends(tmp_path):
+    src, out = _folder(tmp_path, 1), tmp_path / "out"
+    batch_convert(src, out, jobs=1)
+    assert not (out / LOCK_NAME).exists()
+    (src / "m000.onnx").write_bytes(b"broken")
+    assert batch_convert(src, out, jobs=1).exit_code == 2 and not (out / LOCK_NAME).exists()
+
+
+# --------------------------------------------------------------------------- options, pipelines
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--no-verify", "--strict"], "--strict and --no-verify contradict each other"),
+    (["--no-verify", "--verify-on", "openvino"], "--verify-on and --no-verify contradict each other"),
+    (["--no-verify", "--verify-memory", "10"], "--verify-memory and --no-verify contradict each other"),
+    (["--fix-slices"], "--fix-slices: target onnxruntime has no constraint for it to fix"),
+    (["--report", "-", "--jsonl"], "both write to stdout"),
+    (["--report", "out.json"], "--report"),
+])
+def test_contradicting_options_are_refused_before_any_work(tmp_path, capfd, flags, needle):
+    src = _folder(tmp_path, 1)
+    try:
+        code = cli_main(["batch", str(src), "-o", str(tmp_path / "out"), *flags])
+    except SystemExit as exc:  # a usage error of the parser
+        code = exc.code
+    assert code == 2
+    out, err = _one_line_err(capfd)
+    assert needle in err and out == "" and not (tmp_path / "out").exists(), err
+
+
+@pytest.mark.parametrize("flags", [["--target", "portable"], ["--verify-on", "onnxruntime,openvino"]])
+def test_missing_openvino_is_one_line_before_any_work(tmp_path, capfd, monkeypatch, flags):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # as if not installed: its import fails
+    src = _folder(tmp_path, 3)
+    assert cli_main(["batch", str(src), "-o", str(tmp_path / "out"), *flags]) == 2
+    out, err = _one_line_err(capfd)
+    assert err.startswith(f"{flags[0]} ") and "pip install 'onnx-slice-tools[openvino]'" in err, err
+    assert "RuntimeUnavailable" not in err and out == "" and not (tmp_path / "out").exists()
+
+
+def test_batch_takes_the_convert_options(tmp_path):
+    src = _folder(tmp_path, 1)
+    code = cli_main(["batch", str(src), "-o", str(tmp_path / "out"), "-j", "1", "--target", "portable",
+                     "--verify-on", "onnxruntime,reference", "--fix-slices", "--opset", "17", "--strict", "-q"])
+    assert code == 0
+    entry = json.loads((tmp_path / "out" / "report.json").read_text())["models"][0]
+    assert entry["options"]["verify_on"] == ["onnxruntime", "reference"] and entry["options"]["fix_slices"]
+    assert entry["options"]["target"] == "portable" and entry["outcome"] == "verified"
+
+
+def test_report_on_stdout_jsonl_and_quiet(tmp_path, capfd):
+    src, out = _folder(tmp_path, 2), tmp_path / "out"
+    (src / "broken.onnx").write_bytes(b"")
+    assert cli_main(["batch", str(src), "-o", str(out), "-j", "1", "--report", "-"]) == 2  # the worst status
+    stdout, stderr = capfd.readouterr()
+    data = json.loads(stdout)  # stdout is the report alone; the table went to stderr
+    assert data == json.loads((out / "report.json").read_text())
+    assert data["summary"] == {"verified": 2, "invalid": 1} and "summary: 2 verified, 1 invalid" in stderr
+    assert cli_main(["batch", str(src), "-o", str(out), "-j", "1", "--jsonl", "--force"]) == 2
+    stdout, stderr = capfd.readouterr()
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert sorted((Path(e["input"]).name, e["outcome"]) for e in lines) == [
+        ("broken.onnx", "invalid"), ("m000.onnx", "verified"), ("m001.onnx", "verified")]
+    assert "summary:" in stderr
+    assert cli_main(["batch", str(src), "-o", str(out), "-j", "1", "--quiet"]) == 2
+    assert capfd.readouterr() == ("", "")
+
+
+def test_an_unverified_model_is_not_counted_as_converted(tmp_path, capfd):
+    src, out = _folder(tmp_path, 2), tmp_path / "out"
+    assert cli_main(["batch", str(src), "-o", str(out), "-j", "1", "--no-verify"]) == 0
+    text = capfd.readouterr().out
+    assert "summary: 2 unverified" in text and "converted" not in text.splitlines()[-2], text
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert all("unverified" in r for r in rows) and len(rows) == 2
+    assert "NOT fully verified" in text
+
+
+def test_the_progress_bar_names_the_models_still_running():
+    from onnx_slice_tools.cli.main import _BatchProgress
+
+    class Bar:
+        def __init__(self):
+            self.descriptions = []
+
+        def update(self, task, advance=0, description=None):
+            if description is not None:
+                self.descriptions.append(description)
+    progress = _BatchProgress(fancy=False)
+    progress.bar, progress.task, progress.total = Bar(), 0, 3
+    progress.begin("in/a.onnx")
+    progress.begin("in/b.tflite")
+    progress.result({"input": "in/a.onnx", "status": "converted"})
+    progress.begin("in/c.onnx")
+    progress.result({"input": "in/b.tflite", "status": "converted"})
+    assert progress.bar.descriptions == ["a.onnx", "a.onnx, b.tflite", "b.tflite", "b.tflite, c.onnx", "c.onnx"]
+
+
+def test_framework_models_share_one_worker(tmp_path):
+    """TensorFlow is imported once per batch, not once per worker: every framework input goes
+    to the same worker process while the others take the .onnx models."""
+    src = _folder(tmp_path, 3)
+    for name in ("tflite_masks.tflite", "tflite_offset.tflite"):
+        shutil.copy(MODELS / name, src / name)
+    report = batch_convert(src, tmp_path / "out", jobs=2, verify=False)
+    assert {outcome for outcome in report.counts()} == {"unverified"}
+    pids = {Path(e["input"]).name: e["worker_pid"] for e in report.entries}
+    assert pids["tflite_masks.tflite"] == pids["tflite_offset.tflite"]
+    assert {pids[f"m00{i}.onnx"] for i in range(3)} - {pids["tflite_masks.tflite"]}  # the other slot worked

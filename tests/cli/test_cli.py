@@ -461,14 +461,15 @@ def test_batch_table_fits_80_columns_and_errors_go_below(tmp_path, capfd, monkey
     assert len(table) == 4, out  # header + one row per model: nothing wraps
     assert max(len(line) for line in table) <= 80, out
     assert re.search(r"^broken\.onnx: .*empty file", out, re.M), out
-    assert "summary: 2 converted, 1 invalid" in out
+    assert "summary: 2 verified, 1 invalid" in out
 
 
 def test_batch_of_an_empty_folder_says_so_in_one_line(tmp_path, capfd):
     (tmp_path / "empty").mkdir()
     code, out, err = _run_cli(["batch", str(tmp_path / "empty"), "-o", str(tmp_path / "out")], capfd)
     # a pipeline must notice: exit 2, one line naming the folder, no empty table
-    assert code == 2 and err == [f"no .onnx files under {tmp_path / 'empty'}"], (code, err)
+    assert code == 2 and err == [(f"no models (.onnx, .tflite, .keras, .h5 or SavedModel folders) under "
+                                  f"{tmp_path / 'empty'}")], (code, err)
     assert "┃" not in out and "summary" not in out
 
 

@@ -107,10 +107,41 @@ def test_hostile_arguments_slice(tmp_path, name):
     ("function_mutual_recursion", "convert-verify", "calls itself"),
     ("function_defined_twice", "convert", "function custom::F is defined twice"),
     ("function_duplicate_io", "convert", "input 'fx' is given twice"),
+    ("input_empty_name_data", "convert", "node 'ss': inputs[0]: the data input is empty"),
+    ("input_empty_name_begin", "inspect", "node 'ss': inputs[1]: the begin input is empty"),
+    ("constant_begin_sparse", "convert", "node 'cb' (Constant): attribute 'sparse_value': sparse tensors"),
+    ("constant_begin_sparse", "inspect-target", "node 'cb' (Constant): attribute 'sparse_value': sparse tensors"),
 ])
 def test_hostile_structure_defects_are_refused_in_one_line(tmp_path, name, command, needle):
     outcome = hostile.check(tmp_path, hostile.model_case(hostile._saver(STRUCTURE[name]), command))
     assert outcome.startswith("invalid:") and needle in outcome, outcome
+
+
+@pytest.mark.parametrize("name, needle", [
+    ("explain_shape_empty_item", "--shape"), ("explain_shape_trailing_comma", "--shape"),
+    ("explain_begin_empty_item", "--begin"), ("explain_bare_name", "no subscript"),
+    ("explain_negated_name", "'-i'"), ("explain_name_arithmetic", "'i+1'"), ("explain_index_beyond_int64", "int64"),
+    ("explain_unary_minus_5000", "index expression"), ("explain_parens_5000", "index expression"),
+    ("conflicting_no_verify_strict", "--strict and --no-verify"), ("no_verify_verify_on", "--verify-on and --no-verify"),
+    ("no_verify_verify_memory", "--verify-memory and --no-verify"), ("fix_slices_on_onnxruntime", "--fix-slices"),
+    ("outputs_duplicated", "--outputs"), ("verify_on_empty_item", "--verify-on"), ("inputs_empty_dim", "--inputs"),
+    ("inspect_flavor_mismatch", "node 'ss': begin_mask"), ("inspect_flavor_with_target", "--flavor and --target"),
+    ("verify_trials_without_pair", "--trials"), ("input_name_newline_missing", "no\\nsuch.onnx"),
+])
+def test_hostile_option_defects_are_refused_in_one_line(tmp_path, name, needle):
+    """Contradictions and malformed values: exit 2, one line naming the option (or node and field)."""
+    outcome = hostile.check(tmp_path, ARGS[name])
+    assert outcome.startswith("invalid:") and needle in outcome, outcome
+
+
+@pytest.mark.parametrize("name", ["name_newline_garbage", "name_newline_tflite_garbage", "name_control_chars_garbage"])
+def test_file_names_with_control_characters_are_escaped_in_the_one_line(tmp_path, name):
+    outcome = hostile.check(tmp_path, hostile.model_case(FILES[name], "convert"))
+    assert outcome.startswith("invalid:") and ("\\n" in outcome or "\\x1b" in outcome), outcome
+
+
+def test_explain_accepts_its_own_help_examples(tmp_path):
+    assert hostile.check(tmp_path, ARGS["explain_strides_help_example"]) == "ok"
 
 
 def test_a_function_call_without_outputs_is_a_clean_failure(tmp_path):

@@ -85,5 +85,45 @@ def test_names_in_index_expressions_are_runtime_values():
     assert spec.n == 5 and spec.shrink_axis_mask == 2 and spec.new_axis_mask == 4
     assert spec.index_notation() == "x[:, ?, None, ..., ?:?:-1]"
     assert from_index_expr("x[::k]").strides is None
-    spec = from_index_expr("x[1:-n, 2:4]")  # one name makes that whole vector a runtime value
+    spec = from_index_expr("x[1:n, 2:4]")  # one name makes that whole vector a runtime value
     assert spec.end is None and spec.begin == (1, 2)
+
+
+@pytest.mark.parametrize("expr", ["x[-i]", "x[+i]", "x[i+1]", "x[1:-n]", "x[--1]", "x[2*3]", "x[i.j]"])
+def test_index_expressions_hold_only_literals_and_plain_names(expr):
+    """Arithmetic on a run-time value (``-i`` as much as ``i+1``) is computed in the graph
+    before a StridedSlice, never held by its spec: refused alike, saying what is accepted."""
+    with pytest.raises(StridedSliceError, match="integer literal .*plain name"):
+        from_index_expr(expr)
+
+
+def test_signed_literals_are_integers():
+    assert from_index_expr("x[-1, +2]").begin == (-1, 2)
+
+
+@pytest.mark.parametrize("expr", ["x[99999999999999999999]", "x[:-99999999999999999999]",
+                                  "x[::9223372036854775808]", "x[-9223372036854775809:]"])
+def test_index_beyond_int64_is_refused(expr):
+    with pytest.raises(StridedSliceError, match="int64"):
+        from_index_expr(expr)
+
+
+def test_int64_extremes_are_kept():
+    assert from_index_expr("x[-9223372036854775808:9223372036854775807]").end == (2 ** 63 - 1,)
+
+
+@pytest.mark.parametrize("values", [[2 ** 63], [-(2 ** 63) - 1]])
+def test_spec_vectors_beyond_int64_are_refused(values):
+    with pytest.raises(StridedSliceError, match="int64"):
+        from_tf(values, [1], [1])
+
+
+def test_a_bare_name_is_not_an_index_expression():
+    with pytest.raises(StridedSliceError, match="no subscript"):
+        from_index_expr("x")
+
+
+@pytest.mark.parametrize("depth", [5000, 100_000])
+def test_deeply_nested_expressions_are_one_error(depth):
+    with pytest.raises(StridedSliceError, match="index expression"):
+        from_index_expr("x[" + "-" * depth + "1]")

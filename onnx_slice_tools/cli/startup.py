@@ -1,5 +1,14 @@
-"""Start-up workaround: onnx-ir imports sympy (~0.2-0.5 s) at import time, though it needs it
-only for arithmetic on symbolic dims, which the rewrite never does.
+"""What the command line does to its own process (never the library: importing
+``onnx_slice_tools`` or calling ``convert`` leaves ``sys.modules`` and the garbage collector
+alone).
+
+:func:`gc_paused`: Python's cyclic garbage collector paused while a command converts.  onnx-ir
+builds millions of objects for a big model and each full collection rescans them all, which
+makes the cost superlinear (docs/benchmarks.md); the replaced nodes' reference cycles wait for
+the collection that follows re-enabling.
+
+:func:`install_lazy_sympy`: onnx-ir imports sympy (~0.2-0.5 s) at import time, though it needs
+it only for arithmetic on symbolic dims, which the rewrite never does.
 
 In onnx-ir 1.1.0 sympy is touched at import time only by ``onnx_ir/_symbolic_shapes.py``
 (its module-level ``_ALLOWED_FUNCTIONS = {"max": sympy.Max, ...}``); ``_core.py`` does
@@ -14,6 +23,8 @@ unexpected leaves the imports as they are.  The upstream fix is described in doc
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
 import importlib.util
 import os
@@ -53,7 +64,20 @@ class _Forwarding(types.ModuleType):
         return getattr(self.__dict__["_real"], attr)
 
 
-def install() -> bool:
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector paused inside the block (re-enabled after, if it was on)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def install_lazy_sympy() -> bool:
     """Install the placeholders; True when installed (False, and nothing done, once sympy or
     onnx-ir is imported, for an unknown onnx-ir version, or on anything unexpected)."""
     if "sympy" in sys.modules or "onnx_ir" in sys.modules:
