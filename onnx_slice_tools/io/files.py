@@ -408,29 +408,18 @@ def load_ir(source, *, path_hint: str | None = None, read=None):
 
 def unreadable(exc: BaseException, proto) -> str:
     """Why onnx-ir could not read ``proto``, in one line naming the node and field: a sparse
-    tensor (which onnx-ir does not read) is found and named; otherwise the innermost cause of
+    tensor attribute (which onnx-ir does not read; sparse initializers it does) is named; otherwise the innermost cause of
     onnx-ir's error chain, which says what failed (the outer ones only say where it recursed)."""
     from onnx import AttributeProto
 
-    def graphs(g, where):
-        yield g, where
+    from ..graphs.walk import proto_graphs
+    for g, _, _ in proto_graphs(proto):
         for node in g.node:
             for a in node.attribute:
-                for sub in ([a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)):
-                    yield from graphs(sub, f"subgraph {sub.name!r} of node {node.name!r}")
-
-    bodies = [(proto.graph, "main graph")] + [(f, f"function {f.name!r}") for f in proto.functions]
-    for body, where in bodies:
-        for g, gwhere in (graphs(body, where) if hasattr(body, "initializer") else [(body, where)]):
-            for st in getattr(g, "sparse_initializer", ()):
-                return f"{gwhere}: sparse initializer {st.values.name!r}: sparse tensors are not supported; " \
-                       "store it dense"
-            for node in g.node:
-                for a in node.attribute:
-                    if a.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS):
-                        who = repr(node.name) if node.name else f"(unnamed, output {list(node.output)[:1]})"
-                        return (f"node {who} ({node.op_type}): attribute {a.name!r}: sparse tensors are not "
-                                "supported; give the value dense (a Constant's 'value')")
+                if a.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS):
+                    who = repr(node.name) if node.name else f"(unnamed, output {list(node.output)[:1]})"
+                    return (f"node {who} ({node.op_type}): attribute {a.name!r}: sparse tensors are not "
+                            "supported; give the value dense (a Constant's 'value')")
     inner = exc
     while inner.__cause__ is not None or inner.__context__ is not None:
         inner = inner.__cause__ or inner.__context__
