@@ -238,14 +238,6 @@ def _foreign_model():
     return model
 
 
-#: the portable lowering of a reversed axis, Gather(x, Range(start, -1, -1)), is what onnxruntime's
-#: default optimiser turns into an empty Slice (facts.md, 2026-11-25): the as-shipped run fails it.
-#: Strict: the branch that changes the lowering (lowering-fix) must remove this mark.
-_PORTABLE_REVERSE_BROKEN_AS_SHIPPED = pytest.mark.xfail(
-    strict=True, reason="portable reverse lowering is wrong in onnxruntime's default configuration (issue 20 item 2)")
-
-
-@_PORTABLE_REVERSE_BROKEN_AS_SHIPPED
 def test_fix_slices_rewrites_foreign_nodes_exactly():
     model = _foreign_model()
     found = {(v.node, v.constraint) for v in find_violations(model, "portable")}
@@ -314,7 +306,6 @@ def _cli(*args, env=None, cwd=None):
                           text=True, env=env, cwd=cwd)
 
 
-@_PORTABLE_REVERSE_BROKEN_AS_SHIPPED
 def test_cli_inspect_target_and_fix_slices(tmp_path):
     src = tmp_path / "foreign.onnx"
     onnx.save(_foreign_model(), str(src))
