@@ -10,6 +10,7 @@ from .verification.checks import check_model, kind, static_checks, verdict  # no
 from .errors import ModelError
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
+from .io.files import PROTO_LIMIT
 from .io.files import has_external_tensors as _external_tensors
 from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
@@ -175,7 +176,12 @@ class ConvertResult:
         """Write the converted model atomically (see files.save_model): never over an input
         file, weights the input kept in external data streamed to ``<path>.data``.
         Returns a files.SavedModel.  ``model`` is ``ir_model`` serialized: written as it is when
-        no weights move."""
+        no weights move.  A framework input's weights (external data in our private folder, not
+        the user's layout) are written into the one file unless they pass protobuf's limit or
+        ``external_data`` is True."""
+        if external_data is None and self.source_folder is not None:
+            weights = model_weight_bytes(self.ir_model) if self.ir_model is not None else proto_weight_bytes(self.model)
+            external_data = weights > PROTO_LIMIT
         if self.ir_model is None:  # the protobuf path: it takes no model with external data
             return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()],
                               no_external=self.inputs is not None)

@@ -12,6 +12,8 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
   vectors, scalar constants and elementwise ops becomes the same computation on the vectors;
   ``Unsqueeze(Squeeze(x))`` with the same axes on static size-1 dims becomes ``x``;
 * :class:`MergeSlicesPass` -- ``Slice`` of a ``Slice`` on other axes becomes one ``Slice``;
+* :class:`TransposeSliceTransposePass` -- a ``Slice`` between a ``Transpose`` and its inverse
+  becomes a ``Slice`` on the untransposed tensor;
 * :class:`CommonSubexpressionPass` -- nodes with the same op, attributes and inputs (small
   constants compared by value) computed once per graph;
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
@@ -502,6 +504,58 @@ def _slice_params(node):
     return starts, ends, axes, steps
 
 
+class TransposeSliceTransposePass(_CleanupPass):
+    """``Transpose(Slice(Transpose(x, P)), Q)`` where ``Q`` undoes ``P`` becomes ``Slice(x)`` on
+    the axes ``P`` maps the slice's axes to: tf2onnx's layout optimiser cannot push its NHWC/NCHW
+    Transposes through a StridedSlice it kept as a custom node, so after the rewrite a channel
+    slice sits between a Transpose pair.  Pure data movement in another order (the same elements);
+    each middle value used once, not a graph output, the slice's parameters constant."""
+
+    def run_graph(self, graph, ctx) -> bool:
+        changed = False
+        for node in list(graph):
+            pair = _transpose_pair(node, graph)
+            if pair is None:
+                continue
+            first, mid = pair
+            perm = list(first.attributes["perm"].as_ints())
+            starts, ends, axes, steps = _slice_params(mid)
+            axes = [perm[a + len(perm) if a < 0 else a] for a in axes]
+            mid.resize_inputs(5)
+            mid.replace_input_with(0, first.inputs[0])
+            mid.replace_input_with(3, ctx.constant(graph, np.array(axes, dtype=np.int64), mid, "axes"))
+            mid.replace_input_with(4, ctx.constant(graph, np.array(steps, dtype=np.int64), mid, "steps"))
+            out = mid.outputs[0]
+            out.shape = None  # the elements of the same slice, in x's layout
+            _replace(node.outputs[0], out)
+            changed = True
+        return changed
+
+
+def _transpose_pair(node, graph):
+    """(the first Transpose, the Slice) when ``node`` is the second Transpose of a pair
+    :class:`TransposeSliceTransposePass` removes, else None."""
+    if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or not node.inputs or \
+            node.outputs[0].is_graph_output() or "perm" not in node.attributes:
+        return None
+    mid = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if mid is None or mid.op_type != "Slice" or mid.domain not in ("", "ai.onnx") or mid.graph is not graph or \
+            len(mid.inputs) < 3 or len(mid.outputs[0].uses()) != 1 or mid.outputs[0].is_graph_output():
+        return None
+    first = mid.inputs[0].producer() if mid.inputs[0] is not None else None
+    if first is None or first.op_type != "Transpose" or first.domain not in ("", "ai.onnx") or \
+            first.graph is not graph or "perm" not in first.attributes or len(first.outputs[0].uses()) != 1 or \
+            first.outputs[0].is_graph_output():
+        return None
+    p, q = list(first.attributes["perm"].as_ints()), list(node.attributes["perm"].as_ints())
+    if len(p) != len(q) or sorted(p) != list(range(len(p))) or any(p[q[i]] != i for i in range(len(q))):
+        return None
+    params = _slice_params(mid)
+    if params is None or any(not -len(p) <= a < len(p) for a in params[2]):
+        return None
+    return first, mid
+
+
 class ReshapeCopyDimsPass(_CleanupPass):
     """``Reshape(x, shape)`` whose shape is built from constants and dims of ``x`` itself, each
     at its own position (``x.reshape(tf.shape(x)[0], tf.shape(x)[1], 12, 64)``), gets a
@@ -861,7 +915,7 @@ def infer_shapes(model, proto=None) -> list:
 
 def default_passes() -> list:
     return [FoldShapeArithmeticPass(), ReshapeCopyDimsPass(), LiftScalarsPass(), RebuildShapeVectorsPass(),
-            MergeSlicesPass(), CommonSubexpressionPass()]
+            MergeSlicesPass(), TransposeSliceTransposePass(), CommonSubexpressionPass()]
 
 
 class _Ledger:

@@ -494,17 +494,6 @@ def comparison_status(status: str) -> str:
 
 # --------------------------------------------------------------------------- batch
 
-def _batch_contradictions(args) -> None:
-    """Options of ``batch`` that contradict each other: one line, exit 2, before any work."""
-    if args.no_verify:
-        given = [flag for flag, on in (("--strict", args.strict), ("--verify-on", args.verify_on),
-                                       ("--verify-memory", args.verify_memory is not None)) if on]
-        if given:
-            raise ModelError(f"--no-verify contradicts {', '.join(given)} (nothing would be checked); drop one")
-    if args.report == "-" and args.jsonl:
-        raise ModelError("--report - and --jsonl both write to stdout; choose one")
-
-
 def _batch_runtimes(args, options: dict) -> None:
     """A runtime the options verify on is missing: one line naming the option and the extra."""
     from ..verification.runtimes import RuntimeUnavailable
@@ -519,7 +508,6 @@ def _batch_runtimes(args, options: dict) -> None:
 def cmd_batch(args) -> int:
     from .batch import REPORT_NAME, batch_convert
     src, out = Path(args.input_dir), Path(args.output)
-    _batch_contradictions(args)
     if out.resolve() == src.resolve():
         raise ModelError(f"{out}: the output folder must differ from the input folder")
     options = dict(flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,

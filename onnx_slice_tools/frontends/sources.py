@@ -167,7 +167,8 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                            external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
-            fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
+        # what tf2onnx folds on constants, left on the weights moved out before it converted
+        fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
     except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
