@@ -85,12 +85,17 @@ class _Builder:
         # agree (no Cast), else int64 with a Cast for each vector that is not.
         self.dtype = known.pop() if len(known) == 1 and None not in known else "int64"
         self.types = index_types
+        self.lengths: dict = {}  # runtime fields of unknown length -> the length they must have
         self._inputs: dict = {}
 
     def inp(self, field: str) -> tuple:
-        """The runtime vector ``field`` in the index type (cast once when needed)."""
+        """The runtime vector ``field`` in the index type (cast once when needed), through a
+        ``Reshape`` to its length where that is not known statically: the run fails where the
+        framework's does (begin, end and strides of different lengths)."""
         if field not in self._inputs:
             ref = ("in", field)
+            if field in self.lengths:
+                ref = self.add("Reshape", ref, ("const64", (self.lengths[field],)))
             if self.types.get(field) != self.dtype:
                 ref = self.add("Cast", ref, attrs=(("to", self.dtype),))
             self._inputs[field] = ref
@@ -110,6 +115,8 @@ def _start(plan: Plan, opset: int, index_types: dict | None, prelude) -> tuple:
     values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
     runtime = {f: getattr(plan.spec, f) is None for f in ("begin", "end", "strides")}
     b = _Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
+    written = plan.source if plan.source is not None else plan.spec
+    b.lengths = {f: written.n for f in written.unsized if getattr(written, f) is None}
     if prelude is not None:
         prelude(b, plan)
     return b, runtime

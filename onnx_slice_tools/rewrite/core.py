@@ -228,7 +228,7 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
         if inputs[k] is None:  # an empty name: an omitted optional input, and these are not optional
             raise StridedSliceError(f"the {f} input is empty (named ''); StridedSlice needs data, begin and end",
                                     field="inputs", index=k)
-    vals, runtime, lengths = [], {}, []
+    vals, runtime, lengths, unsized = [], {}, [], []
     for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
         value = inputs[k] if k < len(inputs) else None
         v = None if value is None else const_of(value, f)
@@ -241,6 +241,8 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
                 raise StridedSliceError(f"{f} must be 1-D, got rank {len(shape)}", field=f)
             if length is not None:
                 lengths.append((f, length))
+            else:
+                unsized.append(f)
         elif v is not None:
             lengths.append((f, len(v)))
     if len({n for _, n in lengths}) > 1:
@@ -269,7 +271,7 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
         if strides is None and "strides" not in runtime:
             raise StridedSliceError("StridedSlice needs a strides input in this flavour", field="strides")
         make = from_tflite if flavor == TFLITE else from_tf
-        return _parsed(cache, make, begin, end, strides, runtime_length, masks), runtime
+        return _sized(_parsed(cache, make, begin, end, strides, runtime_length, masks), unsized), runtime
     masks = {}
     for m in MASK_NAMES:
         a = attrs.get(m)
@@ -283,7 +285,13 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
             raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
     if strides is None and "strides" not in runtime and runtime:
         strides = (1,) * runtime_length  # the optional 4th input defaults to ones
-    return _parsed(cache, from_openvino, begin, end, strides, runtime_length, masks), runtime
+    return _sized(_parsed(cache, from_openvino, begin, end, strides, runtime_length, masks), unsized), runtime
+
+
+def _sized(spec: SliceSpec, unsized: list) -> SliceSpec:
+    """``spec`` naming the runtime fields of unknown length (the lowering checks their length)."""
+    from dataclasses import replace
+    return replace(spec, unsized=tuple(unsized)) if unsized else spec
 
 
 def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks: dict) -> SliceSpec:

@@ -434,7 +434,18 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1
                  and len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
 
+    read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
+    parsed: dict = {}  # (index inputs, attributes, domain) -> (spec, runtime) or None: models repeat patterns
+    planned_shapes: dict = {}  # (spec, dims) -> output shape or None
+    parse_cache: dict = {}
+
     def const_of(name, field_name):
+        key = (name, field_name)
+        if key not in read:
+            read[key] = _const_of(name, field_name)
+        return read[key]
+
+    def _const_of(name, field_name):
         t = inits.get(name)
         if t is None and name in constants:
             a = constants[name].attribute[0]
@@ -458,14 +469,26 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             tried.add(out)
             dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                          for d in x.type.tensor_type.shape.dim)
-            attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
-            node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-            try:
-                spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
-                                           lambda v: None)
-                shape = None if runtime or node_flavor is None else make_plan(spec, dims).output_shape
-            except (StridedSliceError, ValueError):
+            key = (tuple(node.input[1:]), node.domain,
+                   tuple((a.name, a.type, a.i, tuple(a.ints), a.s) for a in node.attribute))
+            if key not in parsed:
+                attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
+                node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
+                try:
+                    spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
+                                               lambda v: None, parse_cache)
+                    parsed[key] = None if runtime or node_flavor is None else spec
+                except (StridedSliceError, ValueError):
+                    parsed[key] = None
+            spec = parsed[key]
+            if spec is None:
                 continue
+            if (spec, dims) not in planned_shapes:
+                try:
+                    planned_shapes[(spec, dims)] = make_plan(spec, dims).output_shape
+                except (StridedSliceError, ValueError):
+                    planned_shapes[(spec, dims)] = None
+            shape = planned_shapes[(spec, dims)]
             if shape is not None:
                 planned.append(onnx.helper.make_tensor_value_info(out, x.type.tensor_type.elem_type, list(shape)))
         if not planned:
