@@ -101,10 +101,12 @@ class Report:
     def verdict(self) -> str:
         """"verified" | "nothing to rewrite" | "unverified (<what was skipped and why>)" |
         "failed": the one answer that convert, batch, verify and report.json give.  "nothing
-        to rewrite": every check passed, but the conversion replaced nothing and converted no
-        opset (the output is the input): nothing was verified because nothing was done."""
+        to rewrite": every check passed, but the conversion replaced nothing, converted no
+        opset and read no framework file (the output is the input): nothing was verified
+        because nothing was done."""
         v = verdict(self.statuses(), strict=self.strict)
-        if v == "verified" and not self.rewritten and not self.fixed and "opset_conversion" not in self.model_checks:
+        changed = self.rewritten or self.fixed or {"opset_conversion", "framework"} & set(self.model_checks)
+        if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
             return NOTHING_TO_REWRITE
         return v
 

@@ -355,12 +355,12 @@ def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
         last[name] = end
     live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
     peak = live
-    for k, (inputs, outputs) in enumerate(ios):
-        for o in outputs:
+    for k, (inputs, produced) in enumerate(ios):
+        for o in produced:
             live += size.get(o, 0)
         peak = max(peak, live)
-        for name in set(inputs + outputs):
-            if last.get(name, -1) == k or transient and name in outputs and name not in last:
+        for name in set(inputs + produced):
+            if last.get(name, -1) == k or transient and name in produced and name not in last:
                 live -= size.get(name, 0)
     return peak
 
@@ -469,7 +469,7 @@ class Digest:
     sha256: str
 
     @staticmethod
-    def of(arr) -> "Digest":
+    def of(arr) -> Digest:
         import hashlib
         arr = np.ascontiguousarray(arr)
         data = arr.tobytes() if arr.dtype.kind not in "OUS" else repr(arr.tolist()).encode()

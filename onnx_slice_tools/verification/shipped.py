@@ -21,11 +21,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import PASSED
-from .inplace import CheckedRun, Digest, Skip, choose_sizes, estimate_bytes, random_feeds, run_taps
-from .runtimes import FAST, ONNXRUNTIME, OPENVINO, SHIPPED, make_session, onnxruntime_session
-from .tolerance import agree, default_rtol
 from ..errors import first_line as _line
+from .checks import PASSED
+from .inplace import (
+    CheckedRun,
+    Digest,
+    Skip,
+    choose_sizes,
+    estimate_bytes,
+    random_feeds,
+    run_taps,
+)
+from .runtimes import (
+    FAST,
+    ONNXRUNTIME,
+    OPENVINO,
+    SHIPPED,
+    make_session,
+    onnxruntime_session,
+)
+from .tolerance import agree, default_rtol
 
 #: ops that only move, select or reshape data (or make constants and shapes): an output computed
 #: by these alone (arithmetic only on non-float values) is compared bitwise

@@ -72,7 +72,7 @@ def test_a_model_wrong_in_default_sessions_is_not_verified(tmp_path, capfd):
     assert rep.verdict == "failed" and not rep.verified
     src = tmp_path / "m.onnx"
     onnx.save(_optimiser_bug_model(), src)
-    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
+    code, _out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
     assert code == 1 and len(err) == 1 and "shipped" in err[0] and "Traceback" not in err[0]
     assert not (tmp_path / "out.onnx").exists()
 
@@ -138,7 +138,7 @@ def test_a_graph_without_outputs_is_unusable_input(tmp_path, capfd):
     del m.graph.output[:]
     src = tmp_path / "m.onnx"
     onnx.save(m, src)
-    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
+    code, _out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
     assert code == 2 and len(err) == 1 and str(src) in err[0] and "no outputs" in err[0], err
     assert not (tmp_path / "out.onnx").exists()
 
