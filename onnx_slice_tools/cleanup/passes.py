@@ -918,55 +918,87 @@ def default_passes() -> list:
             MergeSlicesPass(), TransposeSliceTransposePass(), CommonSubexpressionPass()]
 
 
-def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
-    """Run the passes in rounds until none changes the model (in place).  Returns the report:
-    nodes before and after, and per pass the nodes it removed and added by op type.  When no
-    pass changed anything, the model is as it was (onnx-ir's dead-node pass may still have trimmed
-    trailing empty inputs).  The shapes inference set are taken back in every case: they guided
-    the passes, but the output declares only what the input (and the rewrite's plans) declared --
-    onnx's inference can know less than the model says (a dim of 1 it cannot follow through
-    computed Slice bounds becomes unknown), and an audit (``inspect --target``) of the output
-    must see the same declarations as of the input.  ``proto``: the model serialized, if the
-    caller has it (see :func:`infer_shapes`)."""
+class _Ledger:
+    """What the counted passes of one cleanup share: the node counts by op type, per pass the
+    nodes it removed and added, and the dead-node pass with whether the model is known to be
+    its fixed point (its last run removed nothing and no pass changed the model since: running
+    it again would do nothing and the counts stay as they are)."""
+
+    def __init__(self, model):
+        self.counts = op_counts(model)
+        self.per_pass: dict = {}
+        self.dead = RemoveDeadPass()
+        self.dead_settled = False
+
+
+class _Counted(ir.passes.InPlacePass):
+    """One cleanup pass as run in :func:`cleanup`'s pass manager: followed by the dead-node pass
+    when it may have left dead nodes (what a pass made dead counts as its removal), its removed
+    and added nodes counted into the ledger."""
+
+    def __init__(self, inner, ledger: _Ledger):
+        self.inner, self.ledger = inner, ledger
+
+    def call(self, model) -> ir.passes.PassResult:
+        ledger = self.ledger
+        before = ledger.counts
+        result = self.inner(model)
+        ran_dead = self.inner is ledger.dead
+        if ran_dead:
+            ledger.dead_settled = not result.modified
+        elif result.modified or not ledger.dead_settled:
+            ledger.dead_settled = not ledger.dead(model).modified
+            ran_dead = True
+        if ran_dead or result.modified:
+            ledger.counts = op_counts(model)
+        entry = ledger.per_pass.setdefault(type(self.inner).__name__, {"removed": collections.Counter(),
+                                                                        "added": collections.Counter()})
+        entry["removed"].update(before - ledger.counts)
+        entry["added"].update(ledger.counts - before)
+        return ir.passes.PassResult(model, modified=result.modified)
+
+
+def pass_manager(model, passes=None, max_rounds: int = 6) -> tuple:
+    """(an ``ir.passes.PassManager`` of the cleanup, its ledger): the dead-node pass, then
+    ``passes`` (default :func:`default_passes`) in rounds until none changes the model."""
+    ledger = _Ledger(model)
     passes = passes if passes is not None else default_passes()
+    manager = ir.passes.PassManager([
+        _Counted(ledger.dead, ledger),
+        ir.passes.PassManager([_Counted(p, ledger) for p in passes], steps=max_rounds, early_stop=True),
+    ], steps=1)
+    return manager, ledger
+
+
+def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
+    """Run the passes in rounds until none changes the model (in place, on an onnx-ir
+    ``PassManager``: :func:`pass_manager`).  Returns the report: nodes before and after, and per
+    pass the nodes it removed and added by op type.  When no pass changed anything, the model is
+    as it was (onnx-ir's dead-node pass may still have trimmed trailing empty inputs).  The
+    shapes inference set are taken back in every case: they guided the passes, but the output
+    declares only what the input (and the rewrite's plans) declared -- onnx's inference can know
+    less than the model says (a dim of 1 it cannot follow through computed Slice bounds becomes
+    unknown), and an audit (``inspect --target``) of the output must see the same declarations
+    as of the input.  ``proto``: the model serialized, if the caller has it (see
+    :func:`infer_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
     inferred = infer_shapes(model, proto)
-    before_all = after = op_counts(model)
-    per_pass: dict = {}
-    dead = RemoveDeadPass()
-    any_change = False
-    # Whether the model is known to be a fixed point of ``dead`` (its last run removed nothing
-    # and no pass changed the model since): running it again would do nothing, and the node
-    # counts stay as they are.  Saves a whole-model walk or three per pass and round.
-    dead_settled = False
-    for _ in range(max_rounds):
-        changed = False
-        for p in [dead, *passes] if not per_pass else passes:
-            before = after  # nothing changes the model between one pass's count and the next's
-            result = p(model)
-            ran_dead = p is dead
-            if p is dead:
-                dead_settled = not result.modified
-            elif result.modified or not dead_settled:
-                dead_settled = not dead(model).modified  # what a pass made dead counts as its removal
-                ran_dead = True
-            if ran_dead or result.modified:
-                after = op_counts(model)
-            entry = per_pass.setdefault(type(p).__name__, {"removed": collections.Counter(),
-                                                            "added": collections.Counter()})
-            entry["removed"].update(before - after)
-            entry["added"].update(after - before)
-            changed |= result.modified
-        any_change |= changed
-        if not changed:
-            break
-    after_all = after
+    manager, ledger = pass_manager(model, passes, max_rounds)
+    before_all = ledger.counts
+    try:
+        any_change = manager(model).modified
+    except ir.passes.PassError as exc:
+        cause: BaseException = exc
+        while isinstance(cause, ir.passes.PassError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        raise cause from None
+    after_all = ledger.counts
     for value, type_, shape in reversed(inferred):
         value.type, value.shape = type_, shape
     return {
         "changed": any_change,
         "nodes_before": sum(before_all.values()), "nodes_after": sum(after_all.values()),
         "removed": dict(sorted((before_all - after_all).items())),
-        "passes": {name: {k: dict(sorted(v.items())) for k, v in e.items()} for name, e in per_pass.items()},
+        "passes": {name: {k: dict(sorted(v.items())) for k, v in e.items()} for name, e in ledger.per_pass.items()},
     }
 
 
@@ -974,12 +1006,9 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
 
 
 def _session(proto):
-    """An onnxruntime session like verify's, silent: a run the model rejects is an answer here."""
-    import onnxruntime as ort
-    from ..verification.lowerings import session_options
-    so = session_options()
-    so.log_severity_level = 4
-    return ort.InferenceSession(proto.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    """A fast onnxruntime session (runtimes.onnxruntime_session), silent: a run the model rejects is an answer here."""
+    from ..verification.runtimes import onnxruntime_session
+    return onnxruntime_session(proto)
 
 
 def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,

@@ -208,8 +208,9 @@ def _external_fields(t) -> dict:
     return {e.key: e.value for e in t.external_data}
 
 
-#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2)
-_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
+#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2), stored two
+#: (4-bit) or four (2-bit) to a byte in TensorProto raw data and by onnxruntime
+PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
 
 
 def _expected_nbytes(t) -> int | None:
@@ -220,8 +221,8 @@ def _expected_nbytes(t) -> int | None:
     if not (1 <= t.data_type <= 26) or t.data_type == 8:
         return None
     n = int(np.prod(t.dims, dtype=np.int64)) if len(t.dims) else 1
-    if t.data_type in _PACKED_BITS:
-        return (n * _PACKED_BITS[t.data_type] + 7) // 8
+    if t.data_type in PACKED_BITS:
+        return (n * PACKED_BITS[t.data_type] + 7) // 8
     return n * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
 
 

@@ -139,23 +139,26 @@ def test_source_options_refused_where_they_do_not_apply(tmp_path, capfd, src, ar
 
 
 def test_framework_compare_bitwise_close_or_differs():
-    """The framework check's float tolerance is relative to the output's largest magnitude (a
-    MatMul's rounding grows with its sums), NaN/inf must sit at the same places."""
-    from onnx_slice_tools.frontends.sources import _compare
+    """The framework check uses the one float rule: relative to the output's largest magnitude (a
+    MatMul's rounding grows with its sums), NaN/inf at the same places, bitwise for data movement."""
+    from onnx_slice_tools.frontends.sources import compare_output
+    from onnx_slice_tools.verification.tolerance import default_rtol
+    rtol = default_rtol(np.float32)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((4, 1000)).astype(np.float32) @ rng.standard_normal((1000, 8)).astype(np.float32)
     near = a.copy()
-    near[0, 0] += np.float32(1e-5) * np.abs(a).max() * 0.5  # an entry near 0 moved by a rounding-size step
-    assert _compare(a, a.copy()) == "bitwise"
-    assert _compare(a, near).startswith("close (max abs diff")
+    near[0, 0] += np.float32(rtol * 0.5) * np.abs(a).max()  # an entry near 0 moved by half the tolerance
+    assert compare_output(a, a.copy()) == "bitwise"
+    assert compare_output(a, near).startswith("within tolerance: max |diff|")
+    assert "values differ" in compare_output(a, near, exact=True)
     far = a.copy()
-    far[0, 0] += np.float32(1e-3) * np.abs(a).max()
-    assert _compare(a, far).startswith("values differ (max abs diff")
+    far[0, 0] += np.float32(rtol * 2) * np.abs(a).max()
+    assert compare_output(a, far).startswith("1 of 32 values differ by up to")
     nan = a.copy()
     nan[1, 1] = np.nan
-    assert "NaN" in _compare(a, nan)
-    assert _compare(a.astype(np.int32), a.astype(np.int32) + 1) == "values differ"
-    assert _compare(a, a[:2]).startswith("shape")
+    assert "NaN" in compare_output(a, nan)
+    assert compare_output(a.astype(np.int32), a.astype(np.int32) + 1) == "32 of 32 values differ"
+    assert compare_output(a, a[:2]).startswith("shape")
 
 
 def test_framework_status_says_why_it_did_not_run(tmp_path):
@@ -763,3 +766,13 @@ def test_cli_input_range_is_used_and_checked(tmp_path, capfd):
         out, err = capfd.readouterr()
         assert out == "" and len(err.strip().splitlines()) == 1 and words in err, err
         assert not (tmp_path / "x.onnx").exists()
+
+
+def test_keras_dict_outputs_are_named_by_their_keys_and_verify(tmp_path):
+    keras = _keras()
+    inp = keras.Input((4,), name="x")
+    keras.Model(inp, {"tail": inp[:, 1:] * 2.0, "head": inp[:, :2]}).save(tmp_path / "m.keras")
+    from onnx_slice_tools.frontends import sources
+    result = sources.convert_source(tmp_path / "m.keras")
+    assert [o.name for o in result.model.graph.output] == ["head", "tail"]
+    assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
