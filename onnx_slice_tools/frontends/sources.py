@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConversionError, ModelError
+from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .fold import fold_weight_subgraphs
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
@@ -567,18 +568,18 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature,
     :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
     if not verify:
-        return f"skipped: verification off, {who} was not run"
+        return skipped(f"verification off, {who} was not run")
     if not result.report.ok:
-        return f"skipped: the conversion failed, {who} was not run"
+        return skipped(f"the conversion failed, {who} was not run")
     try:
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
                                       folder=folder, loaded=loaded, input_ranges=input_ranges)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
-        return f"skipped: could not run both models on random inputs: {framework_error_line(exc)}"
+        return skipped(f"could not run both models on random inputs: {framework_error_line(exc)}")
     if not check.ok:
         bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-        return f"failed: differs from {who}: {bad}"
+        return failed(f"differs from {who}: {bad}")
     if check.bitwise:
-        return f"passed (bitwise against {who} on {check.trials} random inputs)"
+        return passed(f"bitwise against {who} on {check.trials} random inputs")
     close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-    return f"passed (against {who} on {check.trials} random inputs; float outputs {close})"
+    return passed(f"against {who} on {check.trials} random inputs; float outputs {close}")
