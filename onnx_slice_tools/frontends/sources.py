@@ -390,14 +390,10 @@ class SourceCheck:
 def _random_input(rng, shape, dtype: np.dtype, bounds=None) -> np.ndarray:
     """Random values of ``shape`` (unknown dims: 2) and ``dtype``; integers in ``bounds`` (lo, hi,
     inclusive) when given (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`)."""
+    from ..verification.inputs import random_values
     shape = [2 if d is None or d < 0 else int(d) for d in shape]
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind in "iu" and bounds is not None:
-        return rng.integers(bounds[0], bounds[1] + 1, shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    ints = bounds if bounds is not None else (-5 if dtype.kind == "i" else 0, 5)
+    return random_values(rng, shape, dtype, ints=tuple(ints))
 
 
 def _agreed(status: str) -> bool:

@@ -333,23 +333,15 @@ def feed_bytes(proto, shapes: dict) -> int:
 def random_feeds(proto, rng: np.random.Generator, shapes: dict) -> dict:
     """Random values of the given shapes: integers small (they are often indices), floats
     standard normals, strings distinct; every ONNX element type (``ml_dtypes`` types too)."""
+    from .inputs import random_values
     from .lowerings import np_dtype
     elem = _elem_types(proto.graph.input)
     feeds = {}
     for name, shape in shapes.items():
         dtype = np_dtype(elem[name])
-        if dtype.kind == "O":
-            feeds[name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
-        elif dtype == np.bool_:
-            feeds[name] = rng.integers(0, 2, shape).astype(bool)
-        elif dtype.kind in "iu" or dtype.name in ("int4", "uint4", "int2", "uint2"):
-            low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
-            high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
-            feeds[name] = rng.integers(low, high + 1, shape).astype(dtype)
-        elif dtype.kind == "c":
-            feeds[name] = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-        else:
-            feeds[name] = rng.standard_normal(shape).astype(np.float32).astype(dtype)
+        low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
+        high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
+        feeds[name] = random_values(rng, shape, dtype, ints=(low, high))
     return feeds
 
 

@@ -392,6 +392,7 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
     """Random values for every fed input: floats standard normal, integer indices in range,
     other integers in [0, 3], distinct strings."""
     from onnx import helper
+    from .inputs import SMALL_INTS, random_values
     bounds = _index_bounds(proto, shapes)
     feeds = {}
     for vi in _fed_inputs(proto):
@@ -399,20 +400,12 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
         shape = tuple(d.dim_value if d.HasField("dim_value") else sizes[_dim_key(vi, k, d)]
                       for k, d in enumerate(tt.shape.dim))
         elem = tt.elem_type
-        if elem == 8:
-            feeds[vi.name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
-            continue
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
-        if dtype == np.bool_:
-            feeds[vi.name] = np.asarray(rng.integers(0, 2, shape)).astype(bool)
-        elif dtype.kind in "iu":
-            high = bounds.get(vi.name) or 4
-            feeds[vi.name] = np.asarray(rng.integers(0, high, shape)).astype(dtype)
-        elif elem in _SUB_BYTE:
+        dtype = np.dtype(object) if elem == 8 else np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        if elem in _SUB_BYTE and dtype.kind not in "iu":
             raise Skip(f"input {vi.name!r}: random values of element type {helper.tensor_dtype_to_string(elem)} "
                        "are not generated")
-        else:
-            feeds[vi.name] = np.asarray(rng.standard_normal(shape)).astype(np.float32).astype(dtype)
+        high = bounds.get(vi.name)
+        feeds[vi.name] = random_values(rng, shape, dtype, ints=(0, high - 1) if high else SMALL_INTS)
     return feeds
 
 
