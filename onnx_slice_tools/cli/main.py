@@ -104,10 +104,15 @@ def verdict_text(rep) -> str:
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
         framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
+        shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
+                               if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
         return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
-                + (f"; {framework}" if framework else "") + ")")
+                + (f"; {framework}" if framework else "") + ")"
+                + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
+    if v == "nothing to rewrite":
+        return "nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's default configuration)"
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
 
 
@@ -380,8 +385,40 @@ def _is_terminal() -> bool:
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
 
 
+def _rtol(text: str) -> float:
+    """``--rtol``: a finite number >= 0."""
+    from ..verification.tolerance import check_rtol
+    try:
+        return check_rtol(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0") from None
+
+
+_rtol.__name__ = "rtol"
+
+
+def _concrete_shape(text: str) -> tuple:
+    """``--input-shapes`` item ``NAME:D1,D2,...`` (sizes >= 0; an empty list is a scalar)."""
+    name, sep, dims = text.rpartition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME:D1,D2,... (concrete sizes)")
+    try:
+        sizes = tuple(int(d) for d in dims.split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be integers >= 0") from None
+    if any(d < 0 for d in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be integers >= 0")
+    return name, sizes
+
+
+_concrete_shape.__name__ = "input shape"
+
+
 def cmd_verify(args) -> int:
     from rich.table import Table
+    if args.converted is None and (args.rtol is not None or args.input_shapes):
+        option = "--rtol" if args.rtol is not None else "--input-shapes"
+        raise ModelError(f"{option} applies to a comparison: give CONVERTED too", path=str(args.model))
     if args.converted is None:
         from ..api import verify_model_file
         checks = verify_model_file(args.model)
@@ -392,14 +429,22 @@ def cmd_verify(args) -> int:
         _console().print(table)
         bad = [k for k, v in checks.items() if v != "passed"]
         if bad:
-            print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
+            print(one_line(f"{args.model}: fails {', '.join(bad)}"), file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
     from ..io.files import source_kind
     if source_kind(args.model) is not None:
         return _verify_against_framework(args)
     from ..api import compare_model_files
     from ..verification.checks import kind
-    cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
+    from ..verification.compare import InputShapesError
+    shapes = dict(args.input_shapes or ())
+    if len(shapes) != len(args.input_shapes or ()):
+        raise ModelError("--input-shapes: an input is given twice", path=str(args.model))
+    try:
+        cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor,
+                                  rtol=args.rtol, input_shapes=shapes)
+    except InputShapesError as exc:
+        raise ModelError(f"--input-shapes: {exc.reason}", path=exc.path) from None
     table = Table(title=one_line(f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)"),
                   min_width=60)
     table.add_column("output"), table.add_column("result", overflow="fold")
@@ -408,10 +453,10 @@ def cmd_verify(args) -> int:
     _console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
     status = comparison_status(cmp.status)
-    print(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    print(one_line(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else "")))
     if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
-        print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
-              + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
+        print(one_line(f"{args.converted}: not shown equivalent to {args.model}: {status}"
+                       + (" (--strict)" if kind(status) == "skipped" else "")), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -480,7 +525,7 @@ def cmd_batch(args) -> int:
         progress.stop()
     if human is not None:
         _print_batch_summary(report, human)
-        print(f"report: {out / REPORT_NAME}", file=human)
+        print(one_line(f"report: {out / REPORT_NAME}"), file=human)
     if args.report == "-":
         print(json.dumps(report.to_json(), indent=1))
     return report.exit_code
@@ -720,6 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random input sets for the comparison, >= 1 (default 3)")
     v.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     v.add_argument("--strict", action="store_true", help="a comparison that cannot run fails (exit 1)")
+    v.add_argument("--rtol", type=_rtol, default=None,
+                   help="float tolerance relative to each output's largest magnitude (default: per dtype, "
+                        "calibrated in docs/benchmarks.md)")
+    v.add_argument("--input-shapes", nargs="+", type=_concrete_shape, metavar="NAME:D1,D2",
+                   help="concrete sizes of an input of symbolic shape, e.g. x:2,1024 (default: small random sizes)")
     v.set_defaults(func=cmd_verify)
 
     b = command("batch", "convert and verify every model under a folder (.onnx, .tflite, .keras/.h5, "

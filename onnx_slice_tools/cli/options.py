@@ -18,7 +18,7 @@ def _given(args, name: str) -> bool:
 def _convert(args) -> str | None:
     if args.no_verify:
         for name, flag in (("strict", "--strict"), ("verify_memory", "--verify-memory"),
-                           ("verify_on", "--verify-on")):
+                           ("verify_on", "--verify-on"), ("input_range", "--input-range")):
             if _given(args, name):
                 return f"{flag} and --no-verify contradict each other ({flag} is about checks that --no-verify turns off)"
     if getattr(args, "fix_slices", False):
@@ -30,6 +30,11 @@ def _convert(args) -> str | None:
     repeated = sorted({n for n in outputs if outputs.count(n) > 1})
     if repeated:
         return f"--outputs: {', '.join(map(repr, repeated))} given more than once (each ONNX output needs its own name)"
+    for flag, items in (("--inputs", getattr(args, "inputs", None)), ("--input-range", getattr(args, "input_range", None))):
+        names = [str(item).rpartition(":")[0] for item in items or ()]
+        repeated = sorted({n for n in names if n and names.count(n) > 1})
+        if repeated:
+            return f"{flag}: input {repeated[0]!r} given more than once"
     return None
 
 

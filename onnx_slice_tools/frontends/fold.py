@@ -73,7 +73,9 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
             args = [value(i) for i in node.input]
             if all(a is not None for a in args):
                 out = _run_one(node, args)
-                if out is not None and out.nbytes <= max(sum(a.nbytes for a in args), 1 << 10):
+                # a Cast may widen (a float16 weight to float32: tf2onnx folds it too)
+                if out is not None and (node.op_type == "Cast" or
+                                        out.nbytes <= max(sum(a.nbytes for a in args), 1 << 10)):
                     store(node.output[0], out, node.input)
                     continue
         kept.append(node)
@@ -151,7 +153,9 @@ def _opset_hint(node) -> int:
 
 def _fuse_conv_scale_shift(nodes, inits, value, store, protected):
     """Per-output-channel ``Mul``/``Add`` by a constant right after a ``Conv`` whose weights (and
-    bias) are constants, the Conv's only consumer, moves into the Conv."""
+    bias) are constants, the Conv's only consumer, moves into the Conv; also across a layout
+    ``Transpose`` between them (tf2onnx's NCHW -> NHWC around a depthwise convolution), the
+    channel axis then being where the Transpose puts axis 1."""
     changed = True
     while changed:
         changed = False
@@ -163,18 +167,25 @@ def _fuse_conv_scale_shift(nodes, inits, value, store, protected):
             if conv.op_type != "Conv" or conv.domain not in ("", "ai.onnx") or len(conv.input) < 2 or \
                     conv.output[0] in protected or len(consumers.get(conv.output[0], ())) != 1:
                 continue
-            nxt = consumers[conv.output[0]][0]
+            nxt, axis, via = consumers[conv.output[0]][0], 1, None
+            if nxt.op_type == "Transpose" and nxt.domain in ("", "ai.onnx") and nxt.output[0] not in protected \
+                    and len(consumers.get(nxt.output[0], ())) == 1:
+                perm = next((list(a.ints) for a in nxt.attribute if a.name == "perm"), None)
+                if perm is None or 1 not in perm:
+                    continue
+                via, axis, nxt = nxt, perm.index(1), consumers[nxt.output[0]][0]
             if nxt.op_type not in ("Mul", "Add") or nxt.domain not in ("", "ai.onnx") or len(nxt.input) != 2:
                 continue
-            other = nxt.input[1] if nxt.input[0] == conv.output[0] else nxt.input[0]
-            if other == conv.output[0] or other not in inits or conv.input[1] not in inits:
+            produced = (via or conv).output[0]
+            other = nxt.input[1] if nxt.input[0] == produced else nxt.input[0]
+            if other == produced or other not in inits or conv.input[1] not in inits:
                 continue
             w, c = value(conv.input[1]), value(other)
             b = value(conv.input[2]) if len(conv.input) > 2 and conv.input[2] else None
             if w is None or c is None or (len(conv.input) > 2 and conv.input[2] and b is None) or \
                     c.dtype != w.dtype or (b is not None and b.dtype != w.dtype):
                 continue
-            v = _per_channel(c, w.ndim, w.shape[0])
+            v = _per_channel(c, w.ndim, w.shape[0], axis)
             if v is None:
                 continue
             if nxt.op_type == "Mul":
@@ -191,20 +202,20 @@ def _fuse_conv_scale_shift(nodes, inits, value, store, protected):
                     conv.input[2] = f"{base}__folded_b"
                 else:
                     conv.input.append(f"{base}__folded_b")
-            conv.output[0] = nxt.output[0]
+            (via or conv).output[0] = nxt.output[0]
             nodes = [n for n in nodes if n is not nxt]
             changed = True
             break
     return nodes
 
 
-def _per_channel(c: np.ndarray, rank: int, channels: int):
-    """``c`` as a vector of ``channels`` values when it broadcasts against an NC... tensor of
-    ``rank`` along the channel axis only (or is one value), else None."""
+def _per_channel(c: np.ndarray, rank: int, channels: int, axis: int = 1):
+    """``c`` as a vector of ``channels`` values when it broadcasts against a tensor of ``rank``
+    whose channels are on ``axis`` along that axis only (or is one value), else None."""
     if c.ndim > rank:
         return None
     shape = (1,) * (rank - c.ndim) + c.shape
-    if shape[0] != 1 or shape[1] not in (1, channels) or any(d != 1 for d in shape[2:]):
+    if shape[axis] not in (1, channels) or any(d != 1 for k, d in enumerate(shape) if k != axis):
         return None
     return np.broadcast_to(c.reshape(-1), (channels,)).copy()
 

@@ -69,6 +69,7 @@ def captured_constants(concrete) -> dict:
     read in a layer's ``call``, a loaded SavedModel's restored constants.  TensorFlow's freezing
     handles variables only: these stay placeholders, and tf2onnx would make them graph inputs
     no user can feed."""
+    import numpy as np  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
     out = {}
     for external, internal in concrete.graph.captures:
@@ -76,7 +77,7 @@ def captured_constants(concrete) -> dict:
                 external.dtype == tf.dtypes.string or not external.dtype.is_numpy_compatible:
             continue
         try:
-            out[internal.name.split(":")[0]] = external.numpy()
+            out[internal.name.split(":")[0]] = np.asarray(external.numpy())  # a 0-d one gives a numpy scalar
         except Exception:  # noqa: BLE001 - a symbolic capture (a graph tensor) has no value
             continue
     return out

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import StridedSliceError
 from ..errors import first_line
+from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
 from ..semantics.reference import apply_plan
@@ -103,8 +104,6 @@ def ir_version_for(opset: int) -> int:
 # --------------------------------------------------------------------------- element types and OrtValues
 
 STRING = 8
-#: ONNX element types stored two (4-bit) or four (2-bit) to a byte by onnxruntime.
-_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
 
 
 def np_dtype(elem_type: int) -> np.dtype:
@@ -131,7 +130,7 @@ def ort_value(array: np.ndarray, elem_type: int):
     if elem_type in (14, 15):
         raise ValueError(f"onnxruntime has no {type_name(elem_type)} tensors")
     array = np.require(array, requirements="C")  # (ascontiguousarray makes a scalar 1-D)
-    bits = _PACKED_BITS.get(elem_type)
+    bits = PACKED_BITS.get(elem_type)
     if bits:
         per = 8 // bits
         codes = array.view(np.uint8).ravel() & ((1 << bits) - 1)
@@ -161,7 +160,7 @@ def fetch(value, elem_type: int) -> np.ndarray:
     count = int(np.prod(shape)) if shape else 1
     nbytes = value.tensor_size_in_bytes()
     raw = np.frombuffer(ctypes.string_at(value.data_ptr(), nbytes) if nbytes else b"", np.uint8)
-    bits = _PACKED_BITS.get(elem_type)
+    bits = PACKED_BITS.get(elem_type)
     if bits:
         per = 8 // bits
         codes = np.stack([(raw >> (bits * k)) & ((1 << bits) - 1) for k in range(per)], axis=1).ravel()[:count]

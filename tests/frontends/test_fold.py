@@ -74,3 +74,26 @@ def test_graph_outputs_inputs_and_shared_conv_outputs_are_left_alone():
     model.graph.input.append(helper.make_tensor_value_info("w_hwio", TensorProto.FLOAT, [3, 3, 2, 4]))
     fold_weight_subgraphs(model)  # an initializer that is also an input may be fed: not a constant
     assert [n.op_type for n in model.graph.node][0] == "Transpose"
+
+
+def test_channel_scale_after_a_layout_transpose_folds_into_the_conv():
+    rng = np.random.default_rng(4)
+    model = _conv_model(rng)
+    nodes = list(model.graph.node)
+    # Conv -> Transpose to NHWC -> Mul by a per-channel [4] (channels last) -> Add
+    nodes.insert(2, helper.make_node("Transpose", ["y"], ["y_nhwc"], perm=[0, 2, 3, 1]))
+    nodes[3].input[:] = ["y_nhwc", "scale_last"]
+    nodes[4].input[:] = ["z", "shift_last"]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    scale = (2.0 ** rng.integers(-2, 3, (4,))).astype(np.float32)
+    model.graph.initializer.extend([numpy_helper.from_array(scale, "scale_last"),
+                                    numpy_helper.from_array(np.ones((5, 1), np.float32), "shift_last")])
+    model.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 5
+    model.graph.output[0].type.tensor_type.shape.dim[3].dim_value = 4
+    x = rng.integers(-3, 4, (1, 2, 5, 5)).astype(np.float32)
+    want = _run(model.SerializeToString(), x)
+    fold_weight_subgraphs(model)
+    # the Add's constant varies along W, not along the channels: it stays
+    assert [n.op_type for n in model.graph.node] == ["Conv", "Transpose", "Add"]
+    assert _run(model.SerializeToString(), x).tobytes() == want.tobytes()
