@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from .verification.checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
+from .verification.checks import NOT_RUN, PASSED, detail, failed, passed, skipped
 from .errors import ModelError
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
@@ -73,14 +74,14 @@ class Report:
     def statuses(self) -> list[tuple[str, str]]:
         """Every check as (name, status), the input of :attr:`verdict`."""
         if not self.verify:
-            return [("checks", "skipped: verification off")]
+            return [("checks", skipped("verification off"))]
         out = list(self.model_checks.items())
         for r in self.records:
             if r.error is not None:
-                out.append((f"node {r.node!r}", f"failed: {r.error}"))
+                out.append((f"node {r.node!r}", failed(str(r.error))))
                 continue
             out.append((f"node {r.node!r} rewrite check", _rewrite_status(r.check)))
-            if r.inplace is not None and not (r.inplace.startswith("skipped")
+            if r.inplace is not None and not (kind(r.inplace) == "skipped" and r.inplace != NOT_RUN
                                                and self.model_checks.get("model_run") == r.inplace):
                 out.append((f"node {r.node!r} in place", r.inplace))
         return out
@@ -141,21 +142,21 @@ class Report:
 def _rewrite_status(check) -> str:
     """A per-rewrite CheckResult (verification/lowerings.py) as one status."""
     if check is None:
-        return "skipped: not checked"
+        return skipped("not checked")
     if not check.ok:
         parts = [("shape inference", check.shape_inference), ("onnxruntime", check.onnxruntime),
                  ("onnx reference", check.reference_evaluator), *check.runtimes.items()]
-        failed = [f"{name}: {status}" for name, status in parts if status.startswith("failed")]
-        return "failed: " + "; ".join(failed)
+        problems = [f"{name}: {status}" for name, status in parts if kind(status) == "failed"]
+        return failed("; ".join(problems))
     values = [check.onnxruntime]
     if check.onnxruntime == NOT_ASKED and check.runtimes:  # --verify-on without onnxruntime: the others'
         values = list(check.runtimes.values())
     for status in values:
         if kind(status) == "skipped":
-            return status if status.startswith("skipped") else "skipped: not run"
-    if check.run_time_errors.startswith("skipped"):
+            return status if status != NOT_RUN else skipped("not run")
+    if kind(check.run_time_errors) == "skipped" and check.run_time_errors != NOT_RUN:
         return check.run_time_errors
-    return "passed"
+    return PASSED
 
 
 @dataclass
@@ -378,7 +379,7 @@ def _checked_run(inplace, proto, budget: int, weight_bytes: int, load_weights):
     if inplace is not None:
         if inplace.checked is not None:
             return inplace.checked
-        return f"skipped: no checked run to compare with (model_run {inplace.last.status})"
+        return skipped(f"no checked run to compare with (model_run {inplace.last.status})")
     return baseline_run(proto, memory_budget=budget, weight_bytes=weight_bytes, load_weights=load_weights)
 
 
@@ -388,7 +389,7 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
     from .verification.shipped import converted_check
     t = time.perf_counter()
     report.model_checks.update(static_checks(proto, baseline))
-    run, why = (None, checked.removeprefix("skipped: ")) if isinstance(checked, str) else (checked, None)
+    run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
     report.model_checks["opset_conversion"] = converted_check(proto, run, load_weights=load_weights, why_none=why)
     report.timings["verify_opset"] = time.perf_counter() - t
 
@@ -398,7 +399,7 @@ def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: in
     (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``."""
     from .verification.shipped import shipped_checks
     t = time.perf_counter()
-    run, why = (None, checked.removeprefix("skipped: ")) if isinstance(checked, str) else (checked, None)
+    run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
     report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
                                               weight_bytes=weight_bytes, load_weights=load_weights, why_none=why))
     report.timings["verify_shipped"] = time.perf_counter() - t
@@ -449,7 +450,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.cleanup = unchanged_report(before)
         report.timings["cleanup"] = time.perf_counter() - t
         if verify:
-            report.model_checks["cleanup"] = "passed (nothing to clean)"
+            report.model_checks["cleanup"] = passed("nothing to clean")
         return m, before
     import onnx_ir as ir  # the passes run on onnx-ir (imported only now: a proven-clean model needs none)
 
@@ -462,13 +463,13 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.cleanup = run_cleanup(m, proto=before)
     except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
         report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
-        report.model_checks["cleanup"] = (f"failed: the cleanup stopped ({report.cleanup['error']}); "
-                                          "convert with --no-cleanup")
+        report.model_checks["cleanup"] = failed(f"the cleanup stopped ({report.cleanup['error']}); "
+                                                                   "convert with --no-cleanup")
         return (None if plain else adopt_files(ir.from_proto(before), m)), before
     report.timings["cleanup"] = time.perf_counter() - t
     if not report.cleanup["changed"]:
         if verify:
-            report.model_checks["cleanup"] = "passed (nothing to clean)"
+            report.model_checks["cleanup"] = passed("nothing to clean")
         return (None if plain else _as_before(m, before)), before
     after = ir.to_proto(m)
     if verify:
@@ -525,7 +526,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
         return None
     t4 = time.perf_counter()
     problem = structural_diff(baseline, proto, result.changes, removed_domains)
-    report.model_checks["structure"] = "passed" if problem is None else f"failed: {problem}"
+    report.model_checks["structure"] = PASSED if problem is None else failed(problem)
     report.model_checks.update(static_checks(proto, baseline))
     report.timings["verify_static"] = time.perf_counter() - t4
     t5 = time.perf_counter()
@@ -614,7 +615,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
             if r.declared_output != recs[0].declared_output:  # same op, other declared shape
                 problem = declared_conflict(r.declared_output, r.output_shape) if r.output_shape else None
                 if problem:
-                    r.check = replace(case.result, shape_inference=f"failed: declared output shape: {problem}")
+                    r.check = replace(case.result, shape_inference=failed(f"declared output shape: {problem}"))
     return len(cases)
 
 
@@ -634,22 +635,22 @@ def verify_model_file(path) -> dict:
     checks = {}
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks["checker_full"] = "passed"
+        checks["checker_full"] = PASSED
     except Exception as exc:
-        checks["checker_full"] = f"failed: {_first_line(exc)}"
+        checks["checker_full"] = failed(_first_line(exc))
     try:
         onnx.shape_inference.infer_shapes_path(str(path), os.devnull, check_type=True, strict_mode=True)
-        checks["strict_shape_inference"] = "passed"
+        checks["strict_shape_inference"] = PASSED
     except Exception as exc:
-        checks["strict_shape_inference"] = f"failed: {_first_line(exc)}"
+        checks["strict_shape_inference"] = failed(_first_line(exc))
     try:
         onnxruntime_session(path, SHIPPED)  # as users load it
-        checks["onnxruntime_load"] = "passed"
+        checks["onnxruntime_load"] = PASSED
     except Exception as exc:
-        checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
+        checks["onnxruntime_load"] = failed(_first_line(exc))
     left = [f"{node.name or node.outputs[0].name} ({label})" for node, label in all_nodes(m)
             if node.op_type == "StridedSlice"]
-    checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
+    checks["no_strided_slice"] = PASSED if not left else failed(f"{len(left)} left: " + ", ".join(left[:5]))
     return checks
 
 

@@ -1025,19 +1025,19 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     ``inplace.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
-    from ..verification.checks import kind, static_checks
+    from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
     from ..verification.inplace import Skip, _infer, _over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
     from ..rewrite.ir_pass import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
-        return f"failed: graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}"
+        return failed(f"graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}")
     if same_values(before_proto, after_proto) and all(kind(s) == "passed" for s in static_checks(after_proto).values()):
-        return "passed (by structure: every output is computed as before; duplicates merged, dead nodes removed)"
+        return passed("by structure: every output is computed as before; duplicates merged, dead nodes removed")
     sk = None if sized else skeleton(before_proto)
     try:
         sizes, shapes = sized or choose_sizes(sk)
     except Skip as exc:
-        return f"skipped: {exc}"
+        return skipped(str(exc))
     keys = list(sizes)
     candidates = [sizes] + [{k: v for k in keys} for v in (4, 6, 8)] + \
                  [{k: 2 + i for i, k in enumerate(keys)}, {k: 4 + 2 * i for i, k in enumerate(keys)}]
@@ -1062,12 +1062,12 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
                 try:
                     s_before = _session(load(before_proto))
                 except Exception as exc:
-                    return f"skipped: onnxruntime cannot load the model before cleanup: {_first_line(exc)}"
+                    return skipped(f"onnxruntime cannot load the model before cleanup: {_first_line(exc)}")
                 run_before = functools.partial(s_before.run, names)
             try:
                 s_after = _session(load(after_proto))
             except Exception as exc:
-                return f"failed: onnxruntime cannot load the cleaned model: {_first_line(exc)}"
+                return failed(f"onnxruntime cannot load the cleaned model: {_first_line(exc)}")
         for _ in range(trials):
             try:
                 feeds = random_feeds(before_proto, cand, got_shapes, rng)
@@ -1078,13 +1078,13 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
             try:
                 got = s_after.run(names, feeds)
             except Exception as exc:
-                return f"failed: the cleaned model fails where the model before runs: {_first_line(exc)}"
+                return failed(f"the cleaned model fails where the model before runs: {_first_line(exc)}")
             for name, g, e in zip(names, got, expected):
                 g, e = np.asarray(g), np.asarray(e)
                 if g.shape != e.shape or g.dtype != e.dtype or (
                         g.tobytes() != e.tobytes() if e.dtype != object else g.tolist() != e.tolist()):
-                    return (f"failed: output {name!r} differs (shape {g.shape} vs {e.shape}, "
-                            f"dtype {g.dtype} vs {e.dtype})")
+                    return failed(f"output {name!r} differs (shape {g.shape} vs {e.shape}, "
+                                  f"dtype {g.dtype} vs {e.dtype})")
         else:
-            return "passed"
-    return f"skipped: {problem}"
+            return PASSED
+    return skipped(problem)

@@ -100,10 +100,11 @@ def _convert_problems(rep):
 
 def verdict_text(rep) -> str:
     """The summary words of a conversion that did not fail (one rule: Report.verdict)."""
+    from ..verification.checks import detail
     v = rep.verdict
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
-        framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
+        framework = detail(rep.model_checks.get("framework", ""))
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
@@ -485,11 +486,10 @@ def _verify_against_framework(args) -> int:
 
 def comparison_status(status: str) -> str:
     """evaluate.ModelComparison's status in the passed | failed: .. | skipped: .. words."""
-    from ..verification.checks import kind
+    from ..verification.checks import PASSED, Status, failed, kind
     if status == "mismatch":
-        return "failed: outputs differ"
-    k = kind(status)
-    return "passed" if k == "passed" else status if status.startswith(("failed", "skipped")) else f"failed: {status}"
+        return failed("outputs differ")
+    return PASSED if kind(status) == "passed" else status if isinstance(status, Status) else failed(status)
 
 
 # --------------------------------------------------------------------------- batch

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConversionError, ModelError
+from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .fold import fold_weight_subgraphs
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
@@ -389,14 +390,10 @@ class SourceCheck:
 def _random_input(rng, shape, dtype: np.dtype, bounds=None) -> np.ndarray:
     """Random values of ``shape`` (unknown dims: 2) and ``dtype``; integers in ``bounds`` (lo, hi,
     inclusive) when given (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`)."""
+    from ..verification.inputs import random_values
     shape = [2 if d is None or d < 0 else int(d) for d in shape]
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind in "iu" and bounds is not None:
-        return rng.integers(bounds[0], bounds[1] + 1, shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    ints = bounds if bounds is not None else (-5 if dtype.kind == "i" else 0, 5)
+    return random_values(rng, shape, dtype, ints=tuple(ints))
 
 
 def _agreed(status: str) -> bool:
@@ -567,18 +564,18 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature,
     :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
     if not verify:
-        return f"skipped: verification off, {who} was not run"
+        return skipped(f"verification off, {who} was not run")
     if not result.report.ok:
-        return f"skipped: the conversion failed, {who} was not run"
+        return skipped(f"the conversion failed, {who} was not run")
     try:
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
                                       folder=folder, loaded=loaded, input_ranges=input_ranges)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
-        return f"skipped: could not run both models on random inputs: {framework_error_line(exc)}"
+        return skipped(f"could not run both models on random inputs: {framework_error_line(exc)}")
     if not check.ok:
         bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-        return f"failed: differs from {who}: {bad}"
+        return failed(f"differs from {who}: {bad}")
     if check.bitwise:
-        return f"passed (bitwise against {who} on {check.trials} random inputs)"
+        return passed(f"bitwise against {who} on {check.trials} random inputs")
     close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-    return f"passed (against {who} on {check.trials} random inputs; float outputs {close})"
+    return passed(f"against {who} on {check.trials} random inputs; float outputs {close}")

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import ModelError, StridedSliceError
 from ..errors import first_line as _line
+from .checks import PASSED, failed, kind, skipped
 from ..semantics.plan import make_plan
 from ..semantics.reference import apply_plan
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, from_openvino, from_tf, from_tflite
@@ -60,16 +61,16 @@ class ModelComparison:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok" or self.status.startswith("skipped")
+        return kind(self.status) != "failed"  # ("ok", or skipped; "mismatch" reads as failed)
 
     @property
     def verdict(self) -> str:
         """The status in the checks' vocabulary: "passed" | "failed: <why>" | "skipped: <reason>"."""
         if self.status == "ok":
-            return "passed"
+            return PASSED
         if self.status == "mismatch":
             bad = next(((k, v) for k, v in self.outputs.items() if not v.startswith("ok")), None)
-            return "failed: " + (f"output {bad[0]!r}: {bad[1]}" if bad else "mismatch")
+            return failed(f"output {bad[0]!r}: {bad[1]}" if bad else "mismatch")
         return self.status
 
     def to_json(self) -> dict:
@@ -332,23 +333,15 @@ def feed_bytes(proto, shapes: dict) -> int:
 def random_feeds(proto, rng: np.random.Generator, shapes: dict) -> dict:
     """Random values of the given shapes: integers small (they are often indices), floats
     standard normals, strings distinct; every ONNX element type (``ml_dtypes`` types too)."""
+    from .inputs import random_values
     from .lowerings import np_dtype
     elem = _elem_types(proto.graph.input)
     feeds = {}
     for name, shape in shapes.items():
         dtype = np_dtype(elem[name])
-        if dtype.kind == "O":
-            feeds[name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
-        elif dtype == np.bool_:
-            feeds[name] = rng.integers(0, 2, shape).astype(bool)
-        elif dtype.kind in "iu" or dtype.name in ("int4", "uint4", "int2", "uint2"):
-            low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
-            high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
-            feeds[name] = rng.integers(low, high + 1, shape).astype(dtype)
-        elif dtype.kind == "c":
-            feeds[name] = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-        else:
-            feeds[name] = rng.standard_normal(shape).astype(np.float32).astype(dtype)
+        low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
+        high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
+        feeds[name] = random_values(rng, shape, dtype, ints=(low, high))
     return feeds
 
 
@@ -472,23 +465,23 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
     except ValueError as exc:
         raise InputShapesError(str(exc), path=orig_label if orig_label != "the original" else None) from None
     if weight_bytes(original, base_dir) > max_weight_bytes or weight_bytes(converted, base_dir) > max_weight_bytes:
-        return ModelComparison(f"skipped: weights above {max_weight_bytes // 2 ** 20} MiB are not run "
-                               "by the reference evaluator")
+        return ModelComparison(skipped(f"weights above {max_weight_bytes // 2 ** 20} MiB are not run "
+                                       "by the reference evaluator"))
     out_names = [o.name for o in original.graph.output]
     conv_names = [o.name for o in converted.graph.output]
     if out_names != conv_names:
-        return ModelComparison(f"failed: outputs differ: {out_names} vs {conv_names}")
+        return ModelComparison(failed(f"outputs differ: {out_names} vs {conv_names}"))
     caught: list = []
     try:
         with _Warnings(caught):
             ref = _reference_evaluator(original, flavor)
     except Exception as exc:
-        return ModelComparison(f"skipped: onnx's reference evaluator cannot run the original: {_line(exc)}",
+        return ModelComparison(skipped(f"onnx's reference evaluator cannot run the original: {_line(exc)}"),
                                warnings=caught)
     rng = np.random.default_rng(seed)
     runs, problem = _reference_runs(original, ref, rng, trials, memory_budget, caught, given)
     if not runs:
-        return ModelComparison(f"skipped: {problem}", warnings=caught)
+        return ModelComparison(skipped(problem), warnings=caught)
 
     if callable(session):
         session = session()
@@ -500,10 +493,10 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
             problem = _line(exc)
     if session is None:
         if problem and ("NOT_IMPLEMENTED" in problem or "is not currently registered" in problem):
-            return ModelComparison(f"skipped: onnxruntime has no kernel for the converted model: {problem}",
+            return ModelComparison(skipped(f"onnxruntime has no kernel for the converted model: {problem}"),
                                    warnings=caught)
-        return ModelComparison("failed: onnxruntime cannot load the converted model"
-                               + (f": {problem}" if problem else ""), warnings=caught)
+        return ModelComparison(failed("onnxruntime cannot load the converted model"
+                                      + (f": {problem}" if problem else "")), warnings=caught)
     result = ModelComparison("ok", {name: "ok (bitwise)" for name in out_names}, warnings=caught)
     input_names = [i.name for i in session.get_inputs()]
     elem = _elem_types(converted.graph.input)

@@ -22,7 +22,7 @@ import functools
 
 import numpy as np
 
-from .checks import PASSED
+from .checks import PASSED, detail, failed, kind, passed, skipped
 from ..errors import StridedSliceError
 from ..errors import first_line as _line
 
@@ -392,6 +392,7 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
     """Random values for every fed input: floats standard normal, integer indices in range,
     other integers in [0, 3], distinct strings."""
     from onnx import helper
+    from .inputs import SMALL_INTS, random_values
     bounds = _index_bounds(proto, shapes)
     feeds = {}
     for vi in _fed_inputs(proto):
@@ -399,20 +400,12 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
         shape = tuple(d.dim_value if d.HasField("dim_value") else sizes[_dim_key(vi, k, d)]
                       for k, d in enumerate(tt.shape.dim))
         elem = tt.elem_type
-        if elem == 8:
-            feeds[vi.name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
-            continue
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
-        if dtype == np.bool_:
-            feeds[vi.name] = np.asarray(rng.integers(0, 2, shape)).astype(bool)
-        elif dtype.kind in "iu":
-            high = bounds.get(vi.name) or 4
-            feeds[vi.name] = np.asarray(rng.integers(0, high, shape)).astype(dtype)
-        elif elem in _SUB_BYTE:
+        dtype = np.dtype(object) if elem == 8 else np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        if elem in _SUB_BYTE and dtype.kind not in "iu":
             raise Skip(f"input {vi.name!r}: random values of element type {helper.tensor_dtype_to_string(elem)} "
                        "are not generated")
-        else:
-            feeds[vi.name] = np.asarray(rng.standard_normal(shape)).astype(np.float32).astype(dtype)
+        high = bounds.get(vi.name)
+        feeds[vi.name] = random_values(rng, shape, dtype, ints=(0, high - 1) if high else SMALL_INTS)
     return feeds
 
 
@@ -434,15 +427,15 @@ def _status(checked: list, pending: list, taps, runs: int | None = None) -> str:
     record.inplace set here)."""
     runs = _RUNS + _BRANCH_RUNS if runs is None else runs
     for r in pending:
-        r.inplace = (f"skipped: its If branch was not taken in {runs} runs on random inputs"
-                     if id(r) in taps.branch else "skipped: its Loop ran no iteration on random inputs"
-                     if id(r) in taps.loop else "skipped: not run")
-    problems = [f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}" for r in checked
-                if r.inplace is not None and r.inplace.startswith("failed")]
+        r.inplace = (skipped(f"its If branch was not taken in {runs} runs on random inputs")
+                     if id(r) in taps.branch else skipped("its Loop ran no iteration on random inputs")
+                     if id(r) in taps.loop else skipped("not run"))
+    problems = [f"node {r.node!r}: {detail(r.inplace)}" for r in checked
+                if r.inplace is not None and kind(r.inplace) == "failed"]
     if problems:
-        return f"failed: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+        return failed(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
     if pending:
-        return f"skipped: {len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)"
+        return skipped(f"{len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)")
     return PASSED
 
 
@@ -525,12 +518,12 @@ class InplaceRun:
         changes shape between iterations: then the check runs again without them."""
         result = self.attempt.result()
         in_loops = [r for r in self.records if r.lowering is not None and " > Loop " in r.graph]
-        if result.status.startswith("skipped: onnxruntime") and in_loops:
+        if kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops:
             first = result.status
             self.attempt = _Attempt(self.proto, self.records, loops=False, **self.kw)
             result = self.attempt.result()
             for r in in_loops:
-                r.inplace = f"skipped: taps through the Loop could not run ({first.removeprefix('skipped: ')})"
+                r.inplace = skipped(f"taps through the Loop could not run ({detail(first)})")
         self.last = result
         return result
 
@@ -582,10 +575,10 @@ class _Attempt:
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
         for r in rewritten:
             if id(r) not in self.taps.views:
-                r.inplace = f"skipped: inside {r.graph} (only the per-rewrite check covers it)"
+                r.inplace = skipped(f"inside {r.graph} (only the per-rewrite check covers it)")
         if not self.checked:
-            self.skip = InplaceResult("skipped: no rewrite in the main graph, its If branches, Loop bodies or the "
-                                      "functions it calls" if rewritten else PASSED)
+            self.skip = InplaceResult(skipped("no rewrite in the main graph, its If branches, Loop bodies or the "
+                                              "functions it calls") if rewritten else PASSED)
             return
         self._prepare(load_weights)
 
@@ -680,8 +673,8 @@ class _Attempt:
 
     def _skip_all(self, why: str) -> InplaceResult:
         for r in self.checked:
-            r.inplace = f"skipped: {why}"
-        return InplaceResult(f"skipped: {why}")
+            r.inplace = skipped(why)
+        return InplaceResult(skipped(why))
 
     def result(self) -> InplaceResult:
         if self.thread is not None:
@@ -724,7 +717,7 @@ class _Attempt:
                            and (id(r) not in self.taps.calls or all(set(v.values()) <= names
                                                                    for v in self.taps.calls[id(r)]))]
                 result = self._runs(elems, records, piece)
-                if result.status.startswith("skipped"):  # (skip_all: every rewrite says why)
+                if kind(result.status) == "skipped":  # (skip_all: every rewrite says why)
                     return result
                 results.append(result)
         finally:
@@ -738,7 +731,7 @@ class _Attempt:
                 first.outputs.update(c.outputs)
         status = _status(self.checked, [r for x in results for r in x.pending], self.taps)
         if status == PASSED:
-            status = f"passed (in {len(self.pieces)} pieces within the memory budget)"
+            status = passed(f"in {len(self.pieces)} pieces within the memory budget")
         return InplaceResult(status, results[-1].sizes, self.need, first, pieces=len(self.pieces))
 
     def _runs(self, elems: dict, checked: list, piece: list | None) -> InplaceResult:
@@ -789,7 +782,7 @@ class _Attempt:
             del got
         self.sizes, self.shapes = sizes, shapes  # (grown, for later pieces)
         if piece is not None:
-            return InplaceResult("passed", sizes, need, first, pending=pending)
+            return InplaceResult(PASSED, sizes, need, first, pending=pending)
         return InplaceResult(_status(checked, pending, taps, runs), sizes, need, first, pending=pending)
 
     def exact_outputs(self, shapes: dict) -> set:
@@ -862,7 +855,7 @@ def _check_if_reached(r, got: dict, taps) -> bool:
         for k in range(iterations):
             r.inplace = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
             if r.inplace != PASSED:
-                r.inplace = f"failed: iteration {k}: {r.inplace.removeprefix('failed: ')}"
+                r.inplace = failed(f"iteration {k}: {detail(r.inplace)}")
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
@@ -1074,7 +1067,7 @@ def _dims_reaching(proto, node_name: str | None) -> list:
 def _check_one(r, got: dict, make_plan, apply_plan) -> str:
     missing = [name for name in (r.data_name, r.output_name) if name not in got]
     if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
-        return f"skipped: the in-place run could not expose {', '.join(repr(m) for m in missing)}"
+        return skipped(f"the in-place run could not expose {', '.join(repr(m) for m in missing)}")
     x = got[r.data_name]
     n = r.spec.n
     # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
@@ -1088,18 +1081,18 @@ def _check_one(r, got: dict, make_plan, apply_plan) -> str:
         expected = apply_plan(make_plan(spec, tuple(x.shape)), x)
     except StridedSliceError as exc:
         if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
-            return f"skipped: {where()}: the original's result is undefined ({_line(exc)})"
-        return f"failed: {where()}: the original raises ({_line(exc)}), the converted model ran"
+            return skipped(f"{where()}: the original's result is undefined ({_line(exc)})")
+        return failed(f"{where()}: the original raises ({_line(exc)}), the converted model ran")
     y = got[r.output_name]
     if y.shape != expected.shape:
-        return f"failed: {where()}: shape {list(y.shape)} != expected {list(expected.shape)}"
+        return failed(f"{where()}: shape {list(y.shape)} != expected {list(expected.shape)}")
     if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
         same = y.astype(object).tolist() == expected.astype(object).tolist()
-        return PASSED if same else f"failed: {where()}: string values differ"
+        return PASSED if same else failed(f"{where()}: string values differ")
     if y.dtype != expected.dtype:
-        return f"failed: {where()}: dtype {y.dtype} != expected {expected.dtype}"
+        return failed(f"{where()}: dtype {y.dtype} != expected {expected.dtype}")
     if y.tobytes() != expected.tobytes():
-        return f"failed: {where()}: values differ"
+        return failed(f"{where()}: values differ")
     return PASSED
 
 

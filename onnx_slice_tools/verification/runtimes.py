@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OnnxSliceToolsError
+from .checks import skipped
 
 ONNXRUNTIME, OPENVINO, REFERENCE = "onnxruntime", "openvino", "reference"
 #: onnxruntime's status when ``--verify-on`` leaves it out (the other runtimes' statuses then count)
-NOT_ASKED = "skipped: not asked for (--verify-on)"
+NOT_ASKED = skipped("not asked for (--verify-on)")
 RUNTIMES = (ONNXRUNTIME, OPENVINO, REFERENCE)
 
 

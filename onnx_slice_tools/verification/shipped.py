@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import first_line as _line
-from .checks import PASSED
+from .checks import PASSED, failed, skipped
 from .inplace import (
     CheckedRun,
     Digest,
@@ -75,14 +75,14 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
     try:
         sizes, shapes = choose_sizes(skeleton(proto))
     except Skip as exc:
-        return f"skipped: {exc}"
+        return skipped(str(exc))
     need = estimate_bytes(proto, shapes, set()) + 2 * weight_bytes
     if need > memory_budget:
-        return f"skipped: needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)"
+        return skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
     try:
         feeds = random_feeds(proto, sizes, shapes, np.random.default_rng(seed))
     except Skip as exc:
-        return f"skipped: {exc}"
+        return skipped(str(exc))
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     elems = {vi.name: vi.type.tensor_type.elem_type for vi in proto.graph.input}
     elems.update({o: shapes[o][0] for o in outputs if o in shapes})
@@ -91,8 +91,8 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
         got = run_taps(session, feeds, outputs, elems)
     except Exception as exc:  # noqa: BLE001 - a model onnxruntime cannot run: reported, not raised
         foreign = foreign_ops(proto)
-        return (f"skipped: onnxruntime cannot run the model: {_line(exc)}"
-                + (f" (custom ops {', '.join(foreign[:3])})" if foreign else ""))
+        return skipped(f"onnxruntime cannot run the model: {_line(exc)}"
+                       + (f" (custom ops {', '.join(foreign[:3])})" if foreign else ""))
     return CheckedRun(feeds, got, {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes,
                       frozenset(exact_outputs(proto, shapes)))
 
@@ -183,12 +183,12 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
     names = [ONNXRUNTIME] + [r for r in runtimes if r == OPENVINO]
     label = {ONNXRUNTIME: "shipped", OPENVINO: "shipped_openvino"}
     if checked is None:
-        return {label[r]: f"skipped: {why_none or 'no checked run to compare with'}" for r in names}
+        return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     held = sum(v.nbytes for v in checked.outputs.values() if not isinstance(v, Digest))
     need = estimate_bytes(proto, checked.shapes, set()) + held + 2 * weight_bytes
     if need > memory_budget:
-        why = f"skipped: needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)"
+        why = skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
         return {label[r]: why for r in names}
     data = serialized(proto, load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
@@ -203,19 +203,19 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
         foreign = foreign_ops(proto)
         text = f"{where} cannot load the model: {_line(exc)}"
         if foreign:  # ops the runtime does not implement: not something the conversion can prove
-            return f"skipped: {text} (custom ops {', '.join(foreign[:3])})"
-        return f"failed: {text}"
+            return skipped(f"{text} (custom ops {', '.join(foreign[:3])})")
+        return failed(text)
     try:
         if runtime == ONNXRUNTIME:
             got = run_taps(session, checked.feeds, outputs, checked.elems)
         else:
             got = dict(zip(outputs, session.run(outputs, checked.feeds)))
     except Exception as exc:  # noqa: BLE001
-        return f"failed: {where} fails on the checked run's inputs: {_line(exc)}"
+        return failed(f"{where} fails on the checked run's inputs: {_line(exc)}")
     narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
     problem = compare_outputs(checked, got, exact, narrow)
     if problem is not None:
-        return f"failed: {where} disagrees with the checked run: {problem}"
+        return failed(f"{where} disagrees with the checked run: {problem}")
     return PASSED
 
 
@@ -223,12 +223,12 @@ def converted_check(proto, checked: CheckedRun | None, *, load_weights, why_none
     """The opset conversion's own check: ``proto`` (after onnx's version converter) in a FAST
     onnxruntime session on the checked run's inputs, its graph outputs agreeing with that run."""
     if checked is None:
-        return f"skipped: {why_none or 'no checked run to compare with'}"
+        return skipped(why_none or "no checked run to compare with")
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     try:
         session = onnxruntime_session(serialized(proto, load_weights), FAST)
         got = run_taps(session, checked.feeds, outputs, checked.elems)
     except Exception as exc:  # noqa: BLE001
-        return f"failed: onnxruntime cannot run the converted model: {_line(exc)}"
+        return failed(f"onnxruntime cannot run the converted model: {_line(exc)}")
     problem = compare_outputs(checked, got, checked.exact)
-    return PASSED if problem is None else f"failed: the converted model disagrees with the checked run: {problem}"
+    return PASSED if problem is None else failed(f"the converted model disagrees with the checked run: {problem}")
