@@ -7,16 +7,22 @@ import time
 from dataclasses import dataclass, field, replace
 
 from .verification.checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
+from .verification.checks import NOT_RUN, PASSED, detail, failed, passed, skipped
 from .errors import ModelError
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
+from .io.files import PROTO_LIMIT
 from .io.files import has_external_tensors as _external_tensors
 from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
-from .rewrite.ir_pass import RewriteRecord, StridedSliceRewritePass, default_opset, set_default_opset
+from .rewrite.core import RewriteRecord
 from .verification.runtimes import NOT_ASKED
 from .semantics.spec import FLAVORS
 from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
+
+
+#: the verdict of a conversion that changed nothing (see Report.verdict)
+NOTHING_TO_REWRITE = "nothing to rewrite"
 
 
 @dataclass
@@ -35,6 +41,7 @@ class Report:
     cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
     target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
+    path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
 
     @property
     def found(self) -> int:
@@ -67,14 +74,14 @@ class Report:
     def statuses(self) -> list[tuple[str, str]]:
         """Every check as (name, status), the input of :attr:`verdict`."""
         if not self.verify:
-            return [("checks", "skipped: verification off")]
+            return [("checks", skipped("verification off"))]
         out = list(self.model_checks.items())
         for r in self.records:
             if r.error is not None:
-                out.append((f"node {r.node!r}", f"failed: {r.error}"))
+                out.append((f"node {r.node!r}", failed(str(r.error))))
                 continue
             out.append((f"node {r.node!r} rewrite check", _rewrite_status(r.check)))
-            if r.inplace is not None and not (r.inplace.startswith("skipped")
+            if r.inplace is not None and not (kind(r.inplace) == "skipped" and r.inplace != NOT_RUN
                                                and self.model_checks.get("model_run") == r.inplace):
                 out.append((f"node {r.node!r} in place", r.inplace))
         return out
@@ -93,9 +100,16 @@ class Report:
 
     @property
     def verdict(self) -> str:
-        """"verified" | "unverified (<what was skipped and why>)" | "failed": the one answer
-        that convert, batch, verify and report.json give."""
-        return verdict(self.statuses(), strict=self.strict)
+        """"verified" | "nothing to rewrite" | "unverified (<what was skipped and why>)" |
+        "failed": the one answer that convert, batch, verify and report.json give.  "nothing
+        to rewrite": every check passed, but the conversion replaced nothing, converted no
+        opset and read no framework file (the output is the input): nothing was verified
+        because nothing was done."""
+        v = verdict(self.statuses(), strict=self.strict)
+        changed = self.rewritten or self.fixed or {"opset_conversion", "framework"} & set(self.model_checks)
+        if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
+            return NOTHING_TO_REWRITE
+        return v
 
     @property
     def verified(self) -> bool:
@@ -115,7 +129,7 @@ class Report:
         return {
             "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
-            "strided_slice_nodes": self.found, "rewritten": self.rewritten,
+            "strided_slice_nodes": self.found, "rewritten": self.rewritten, "path": self.path,
             "fixable_slice_nodes": self.fixable, "fixed": self.fixed,
             "failed": len(self.failed_records), "signatures_checked": self.signatures_checked,
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
@@ -128,21 +142,21 @@ class Report:
 def _rewrite_status(check) -> str:
     """A per-rewrite CheckResult (verification/lowerings.py) as one status."""
     if check is None:
-        return "skipped: not checked"
+        return skipped("not checked")
     if not check.ok:
         parts = [("shape inference", check.shape_inference), ("onnxruntime", check.onnxruntime),
                  ("onnx reference", check.reference_evaluator), *check.runtimes.items()]
-        failed = [f"{name}: {status}" for name, status in parts if status.startswith("failed")]
-        return "failed: " + "; ".join(failed)
+        problems = [f"{name}: {status}" for name, status in parts if kind(status) == "failed"]
+        return failed("; ".join(problems))
     values = [check.onnxruntime]
     if check.onnxruntime == NOT_ASKED and check.runtimes:  # --verify-on without onnxruntime: the others'
         values = list(check.runtimes.values())
     for status in values:
         if kind(status) == "skipped":
-            return status if status.startswith("skipped") else "skipped: not run"
-    if check.run_time_errors.startswith("skipped"):
+            return status if status != NOT_RUN else skipped("not run")
+    if kind(check.run_time_errors) == "skipped" and check.run_time_errors != NOT_RUN:
         return check.run_time_errors
-    return "passed"
+    return PASSED
 
 
 @dataclass
@@ -165,7 +179,12 @@ class ConvertResult:
         """Write the converted model atomically (see files.save_model): never over an input
         file, weights the input kept in external data streamed to ``<path>.data``.
         Returns a files.SavedModel.  ``model`` is ``ir_model`` serialized: written as it is when
-        no weights move."""
+        no weights move.  A framework input's weights (external data in our private folder, not
+        the user's layout) are written into the one file unless they pass protobuf's limit or
+        ``external_data`` is True."""
+        if external_data is None and self.source_folder is not None:
+            weights = model_weight_bytes(self.ir_model) if self.ir_model is not None else proto_weight_bytes(self.model)
+            external_data = weights > PROTO_LIMIT
         if self.ir_model is None:  # the protobuf path: it takes no model with external data
             return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()],
                               no_external=self.inputs is not None)
@@ -260,17 +279,22 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     except ValueError:  # declined after all: nothing was changed
         return None, read
     report.records = result.records
+    report.path = "protobuf"
     set_proto_opset(proto, lower_opset)
     proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
     inplace = None
+    weights = proto_weight_bytes(proto) if verify else 0
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},
-                          weight_bytes=proto_weight_bytes(proto), load_weights=lambda p: p, keep_session=cleanup)
+                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup)
+    checked = _checked_run(inplace, proto, verify_memory, weights, lambda p: p) if verify else None
     m = None
     if cleanup and result.modified:
         m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace)
+    if verify:  # last: the bytes ConvertResult.save writes
+        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p)
     return ConvertResult(proto, report, m, inputs=inputs), None
 
 
@@ -280,7 +304,8 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
-    from .rewrite.ir_pass import _has_strided_slice, derive_shapes
+    from .rewrite.ir_pass import StridedSliceRewritePass, _has_strided_slice, default_opset, derive_shapes
+    from .rewrite.ir_pass import set_default_opset
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label, read=read)
     report.timings["load"] = time.perf_counter() - t0
@@ -299,11 +324,12 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     baseline = _baseline_proto(model, m, upgraded) if found else None
     shapes = derive_shapes(baseline, flavor=flavor) if found else {}
     domains_before = set(m.opset_imports)
-    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(m, shapes=shapes)
+    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name, shapes=shapes)(m)
     if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
         from .rewrite.fixslices import FixSlicesPass
         result = result.merged(FixSlicesPass(target_spec, opset=lower_opset)(m, shapes=shapes))
     report.records = result.records
+    report.path = "onnx-ir"
     set_default_opset(m, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
 
@@ -314,26 +340,69 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
     inplace = None  # the in-place run, its session kept for the cleanup check
+    weights = model_weight_bytes(m) if verify else 0
+    external = _external_tensors(m)
+
+    def load_weights(p):
+        return _with_external_data(p, model) if external else p
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
-                          removed_domains=domains_before - set(m.opset_imports), weight_bytes=model_weight_bytes(m),
-                          load_weights=lambda p: _with_external_data(p, model) if _external_tensors(m) else p,
-                          keep_session=cleanup)
-    if lower_opset != target and all(r.lowering is not None for r in result.records):
+                          removed_domains=domains_before - set(m.opset_imports), weight_bytes=weights,
+                          load_weights=load_weights, keep_session=cleanup)
+    converting = lower_opset != target and all(r.lowering is not None for r in result.records)
+    checked = None
+    if verify and (converting or result.modified or not result.records):
+        checked = _checked_run(inplace, proto, verify_memory, weights, load_weights)
+    if converting:
         m = _upgrade_opset(m, target, label)
         set_default_opset(m, target)
     m.ir_version = _runnable_ir_version(m.ir_version, target)
-    if lower_opset != target or m.ir_version != proto.ir_version:
+    if converting or m.ir_version != proto.ir_version:
         proto = ir.to_proto(m)
-        if verify and lower_opset != target:
-            report.model_checks.update(static_checks(proto, baseline))
-            report.model_checks["opset_conversion"] = (
-                f"skipped: onnx's version converter moved the model from opset {lower_opset} to {target}; "
-                "the rewrites were checked at opset " + str(lower_opset)
-                + ", the converted model by the checker and shape inference only")
-    if cleanup and result.modified:  # last: what is saved is what the cleanup check ran
+        if verify and converting:
+            _check_conversion(report, proto, baseline, checked, load_weights)
+    if cleanup and result.modified:  # what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace)
+    if verify:  # last: the bytes ConvertResult.save writes
+        _check_shipped(report, proto, checked, verify_memory, weights, load_weights)
     return ConvertResult(proto, report, m)
+
+
+# --------------------------------------------------------------------------- the checked run, as shipped
+
+
+def _checked_run(inplace, proto, budget: int, weight_bytes: int, load_weights):
+    """The run the later whole-model checks agree with: the in-place run's first run (its
+    inputs and graph outputs), else -- nothing was rewritten in place -- ``proto`` run untapped
+    in a fast session (shipped.baseline_run).  Returns a CheckedRun or a ``skipped: ...`` status."""
+    from .verification.shipped import baseline_run
+    if inplace is not None:
+        if inplace.checked is not None:
+            return inplace.checked
+        return skipped(f"no checked run to compare with (model_run {inplace.last.status})")
+    return baseline_run(proto, memory_budget=budget, weight_bytes=weight_bytes, load_weights=load_weights)
+
+
+def _check_conversion(report: Report, proto, baseline, checked, load_weights) -> None:
+    """``--opset N``: the converted ``proto`` by the checker and strict shape inference, and run
+    in a fast onnxruntime session on the checked run's inputs (shipped.converted_check)."""
+    from .verification.shipped import converted_check
+    t = time.perf_counter()
+    report.model_checks.update(static_checks(proto, baseline))
+    run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
+    report.model_checks["opset_conversion"] = converted_check(proto, run, load_weights=load_weights, why_none=why)
+    report.timings["verify_opset"] = time.perf_counter() - t
+
+
+def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights) -> None:
+    """The as-shipped run of the final ``proto`` in each runtime's default configuration
+    (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``."""
+    from .verification.shipped import shipped_checks
+    t = time.perf_counter()
+    run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
+    report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
+                                              weight_bytes=weight_bytes, load_weights=load_weights, why_none=why))
+    report.timings["verify_shipped"] = time.perf_counter() - t
 
 
 def opsets(current: int | None, opset: int | None, label) -> tuple[int, int]:
@@ -381,7 +450,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.cleanup = unchanged_report(before)
         report.timings["cleanup"] = time.perf_counter() - t
         if verify:
-            report.model_checks["cleanup"] = "passed (nothing to clean)"
+            report.model_checks["cleanup"] = passed("nothing to clean")
         return m, before
     import onnx_ir as ir  # the passes run on onnx-ir (imported only now: a proven-clean model needs none)
 
@@ -394,13 +463,13 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.cleanup = run_cleanup(m, proto=before)
     except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
         report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
-        report.model_checks["cleanup"] = (f"failed: the cleanup stopped ({report.cleanup['error']}); "
-                                          "convert with --no-cleanup")
+        report.model_checks["cleanup"] = failed(f"the cleanup stopped ({report.cleanup['error']}); "
+                                                                   "convert with --no-cleanup")
         return (None if plain else adopt_files(ir.from_proto(before), m)), before
     report.timings["cleanup"] = time.perf_counter() - t
     if not report.cleanup["changed"]:
         if verify:
-            report.model_checks["cleanup"] = "passed (nothing to clean)"
+            report.model_checks["cleanup"] = passed("nothing to clean")
         return (None if plain else _as_before(m, before)), before
     after = ir.to_proto(m)
     if verify:
@@ -440,8 +509,8 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
             weight_bytes: int, load_weights, keep_session: bool = False):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
-    thread from the start; the other checks run meanwhile.  Returns the in-place run when
-    ``keep_session`` (its session kept for the cleanup check: ``_cleanup``), else None."""
+    thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
+    nothing was replaced); with ``keep_session`` its session is kept for the cleanup check (``_cleanup``)."""
     from .verification.inplace import start_inplace, structural_diff
     t2 = time.perf_counter()
     pending = None
@@ -457,7 +526,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
         return None
     t4 = time.perf_counter()
     problem = structural_diff(baseline, proto, result.changes, removed_domains)
-    report.model_checks["structure"] = "passed" if problem is None else f"failed: {problem}"
+    report.model_checks["structure"] = PASSED if problem is None else failed(problem)
     report.model_checks.update(static_checks(proto, baseline))
     report.timings["verify_static"] = time.perf_counter() - t4
     t5 = time.perf_counter()
@@ -465,7 +534,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
     report.timings["verify_model"] = started + time.perf_counter() - t5
-    return pending if keep_session else None
+    return pending
 
 
 def _upgrade_opset(m, target: int, label):
@@ -546,7 +615,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
             if r.declared_output != recs[0].declared_output:  # same op, other declared shape
                 problem = declared_conflict(r.declared_output, r.output_shape) if r.output_shape else None
                 if problem:
-                    r.check = replace(case.result, shape_inference=f"failed: declared output shape: {problem}")
+                    r.check = replace(case.result, shape_inference=failed(f"declared output shape: {problem}"))
     return len(cases)
 
 
@@ -560,40 +629,51 @@ def verify_model_file(path) -> dict:
     loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
     Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
     import onnx
-    import onnxruntime as ort
     from .graphs.walk import all_nodes
-    from .verification.lowerings import session_options
+    from .verification.runtimes import SHIPPED, onnxruntime_session
     m = load_ir(path)  # readable, external data inside the folder
     checks = {}
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks["checker_full"] = "passed"
+        checks["checker_full"] = PASSED
     except Exception as exc:
-        checks["checker_full"] = f"failed: {_first_line(exc)}"
+        checks["checker_full"] = failed(_first_line(exc))
     try:
         onnx.shape_inference.infer_shapes_path(str(path), os.devnull, check_type=True, strict_mode=True)
-        checks["strict_shape_inference"] = "passed"
+        checks["strict_shape_inference"] = PASSED
     except Exception as exc:
-        checks["strict_shape_inference"] = f"failed: {_first_line(exc)}"
+        checks["strict_shape_inference"] = failed(_first_line(exc))
     try:
-        ort.InferenceSession(str(path), sess_options=session_options(), providers=["CPUExecutionProvider"])
-        checks["onnxruntime_load"] = "passed"
+        onnxruntime_session(path, SHIPPED)  # as users load it
+        checks["onnxruntime_load"] = PASSED
     except Exception as exc:
-        checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
+        checks["onnxruntime_load"] = failed(_first_line(exc))
     left = [f"{node.name or node.outputs[0].name} ({label})" for node, label in all_nodes(m)
             if node.op_type == "StridedSlice"]
-    checks["no_strided_slice"] = "passed" if not left else f"failed: {len(left)} left: " + ", ".join(left[:5])
+    checks["no_strided_slice"] = PASSED if not left else failed(f"{len(left)} left: " + ", ".join(left[:5]))
     return checks
 
 
-def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None):
-    """:func:`evaluate.compare_models` of two model files (weights above the limit: skipped)."""
-    from .verification.compare import compare_models, weight_bytes
+def compare_model_files(original, converted, *, trials: int = 3, flavor: str | None = None,
+                        rtol: float | None = None, input_shapes: dict | None = None):
+    """:func:`verification.compare.compare_models` of two model files (weights above the limit:
+    skipped); ModelError naming the file when they cannot be compared (inputs that do not line
+    up, ``input_shapes`` that do not fit the original, a bad ``rtol``)."""
+    from .verification.compare import InputShapesError, compare_models, weight_bytes
     protos = []
     for p in (original, converted):
         head = load_model_proto(p, external_data=False)  # readable, external data checked
         base = os.path.dirname(os.path.abspath(p))
         protos.append(load_model_proto(p) if weight_bytes(head, base) <= _max_compare_bytes() else head)
-    return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
-                          max_weight_bytes=_max_compare_bytes(),
-                          base_dir=os.path.dirname(os.path.abspath(original)))
+    try:
+        return compare_models(protos[0], protos[1], trials=trials, flavor=None if flavor == "auto" else flavor,
+                              max_weight_bytes=_max_compare_bytes(),
+                              base_dir=os.path.dirname(os.path.abspath(original)), rtol=rtol,
+                              input_shapes=input_shapes)
+    except InputShapesError as exc:
+        raise InputShapesError(exc.reason, path=str(original)) from None
+    except ModelError as exc:
+        if exc.path is not None:
+            raise
+        reason = exc.reason.replace("the original", str(original), 1)
+        raise ModelError(reason, path=None if reason.startswith("rtol") else str(converted)) from None

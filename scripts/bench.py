@@ -31,6 +31,9 @@
    on a SavedModel, a Keras model and a .tflite holding one ``--source-rows`` x 1000 float32
    weight (50,000 rows: 191 MB), next to TensorFlow's import alone and, for the SavedModel,
    tf2onnx's freezing export (``tfexport.export(large_variable_bytes=None)``, the path before).
+10. inspect (``--only inspect``): whole-process wall and CPU seconds of ``inspect``, ``inspect
+   --json`` and ``convert`` (verification on) of the same ``--speed-sizes`` models (fan-out 8),
+   and start-up (``--help``, ``explain``, Python alone); median of ``--repeat`` fresh processes.
 """
 
 from __future__ import annotations
@@ -564,6 +567,39 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only
     return result
 
 
+def bench_inspect(sizes, repeat: int, tmp: Path) -> dict:
+    """``inspect`` against ``convert`` (see the module doc, 10.): inspect needs no verification,
+    so it must take no longer than convert on the same model."""
+    import onnx
+    py = sys.executable
+    subprocess.run([py, "-m", "compileall", "-q", str(ROOT / "onnx_slice_tools")], check=True)
+    rows = []
+    for n in sizes:
+        path = tmp / f"inspect_{n}.onnx"
+        onnx.save(synthetic_model(n, False), path)
+        row: dict = {"nodes": n, "load_average": os.getloadavg()[0]}
+        for name, cmd in (("inspect", _tool("inspect", str(path))), ("inspect_json", _tool("inspect", "--json", str(path))),
+                          ("convert", _tool("convert", str(path), "-o", str(tmp / "inspect_out.onnx")))):
+            cpu: list = []
+            row[f"{name}_s"] = _median_process_s(cmd, repeat, cpu=cpu)
+            row[f"{name}_cpu_s"] = cpu[0]
+        rows.append(row)
+        print(f"inspect {n:>6} nodes (load {row['load_average']:.1f}): wall/CPU s: inspect {row['inspect_s']:.2f}/"
+              f"{row['inspect_cpu_s']:.2f}, inspect --json {row['inspect_json_s']:.2f}/{row['inspect_json_cpu_s']:.2f}, "
+              f"convert {row['convert_s']:.2f}/{row['convert_cpu_s']:.2f}", flush=True)
+    startup = {}
+    for name, cmd in (("python", [py, "-c", "pass"]), ("help", _tool("--help")),
+                      ("explain", _tool("explain", "--begin", "0,0,2", "--end", "0,0,-2", "--strides", "1,1,1",
+                                        "--begin-mask", "1", "--end-mask", "1", "--new-axis-mask", "2",
+                                        "--shape", "4,16,16,8"))):
+        cpu = []
+        startup[f"{name}_s"] = _median_process_s(cmd, max(repeat, 10), cpu=cpu)
+        startup[f"{name}_cpu_s"] = cpu[0]
+    print("start-up wall/CPU s: " + ", ".join(f"{k} {startup[k + '_s']:.3f}/{startup[k + '_cpu_s']:.3f}"
+                                               for k in ("python", "help", "explain")), flush=True)
+    return {"rows": rows, "startup": startup}
+
+
 def _tf2onnx_against(rows: list, n_slices: int) -> dict | None:
     """tf2onnx's CPU per StridedSlice (:func:`tf2onnx_per_slice`, in a child process) against
     each row's ``convert`` CPU per slice (target: ours <= 1/50 of tf2onnx's)."""
@@ -795,7 +831,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
     ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory",
-                                       "targets", "speed", "source-memory", "validation"], action="append")
+                                       "targets", "speed", "source-memory", "validation", "inspect"],
+                    action="append")
     ap.add_argument("--source-rows", type=int, default=50000,
                     help="--only source-memory: rows of the [rows, 1000] float32 weight (50000: 191 MB)")
     ap.add_argument("--no-before", action="store_true",
@@ -839,6 +876,8 @@ def main(argv=None) -> int:
             results["speed"] = bench_speed([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp),
                                            args.batch_models, no_verify_only=args.speed_no_verify,
                                            tf2onnx_slices=args.slices)
+        if "inspect" in only:
+            results["inspect"] = bench_inspect([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp))
         if "validation" in only:
             results["validation"] = bench_validation([int(s) for s in args.speed_sizes.split(",")], args.repeat,
                                                      Path(tmp))

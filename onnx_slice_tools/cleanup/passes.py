@@ -12,6 +12,8 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
   vectors, scalar constants and elementwise ops becomes the same computation on the vectors;
   ``Unsqueeze(Squeeze(x))`` with the same axes on static size-1 dims becomes ``x``;
 * :class:`MergeSlicesPass` -- ``Slice`` of a ``Slice`` on other axes becomes one ``Slice``;
+* :class:`TransposeSliceTransposePass` -- a ``Slice`` between a ``Transpose`` and its inverse
+  becomes a ``Slice`` on the untransposed tensor;
 * :class:`CommonSubexpressionPass` -- nodes with the same op, attributes and inputs (small
   constants compared by value) computed once per graph;
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
@@ -502,6 +504,58 @@ def _slice_params(node):
     return starts, ends, axes, steps
 
 
+class TransposeSliceTransposePass(_CleanupPass):
+    """``Transpose(Slice(Transpose(x, P)), Q)`` where ``Q`` undoes ``P`` becomes ``Slice(x)`` on
+    the axes ``P`` maps the slice's axes to: tf2onnx's layout optimiser cannot push its NHWC/NCHW
+    Transposes through a StridedSlice it kept as a custom node, so after the rewrite a channel
+    slice sits between a Transpose pair.  Pure data movement in another order (the same elements);
+    each middle value used once, not a graph output, the slice's parameters constant."""
+
+    def run_graph(self, graph, ctx) -> bool:
+        changed = False
+        for node in list(graph):
+            pair = _transpose_pair(node, graph)
+            if pair is None:
+                continue
+            first, mid = pair
+            perm = list(first.attributes["perm"].as_ints())
+            starts, ends, axes, steps = _slice_params(mid)
+            axes = [perm[a + len(perm) if a < 0 else a] for a in axes]
+            mid.resize_inputs(5)
+            mid.replace_input_with(0, first.inputs[0])
+            mid.replace_input_with(3, ctx.constant(graph, np.array(axes, dtype=np.int64), mid, "axes"))
+            mid.replace_input_with(4, ctx.constant(graph, np.array(steps, dtype=np.int64), mid, "steps"))
+            out = mid.outputs[0]
+            out.shape = None  # the elements of the same slice, in x's layout
+            _replace(node.outputs[0], out)
+            changed = True
+        return changed
+
+
+def _transpose_pair(node, graph):
+    """(the first Transpose, the Slice) when ``node`` is the second Transpose of a pair
+    :class:`TransposeSliceTransposePass` removes, else None."""
+    if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or not node.inputs or \
+            node.outputs[0].is_graph_output() or "perm" not in node.attributes:
+        return None
+    mid = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if mid is None or mid.op_type != "Slice" or mid.domain not in ("", "ai.onnx") or mid.graph is not graph or \
+            len(mid.inputs) < 3 or len(mid.outputs[0].uses()) != 1 or mid.outputs[0].is_graph_output():
+        return None
+    first = mid.inputs[0].producer() if mid.inputs[0] is not None else None
+    if first is None or first.op_type != "Transpose" or first.domain not in ("", "ai.onnx") or \
+            first.graph is not graph or "perm" not in first.attributes or len(first.outputs[0].uses()) != 1 or \
+            first.outputs[0].is_graph_output():
+        return None
+    p, q = list(first.attributes["perm"].as_ints()), list(node.attributes["perm"].as_ints())
+    if len(p) != len(q) or sorted(p) != list(range(len(p))) or any(p[q[i]] != i for i in range(len(q))):
+        return None
+    params = _slice_params(mid)
+    if params is None or any(not -len(p) <= a < len(p) for a in params[2]):
+        return None
+    return first, mid
+
+
 class ReshapeCopyDimsPass(_CleanupPass):
     """``Reshape(x, shape)`` whose shape is built from constants and dims of ``x`` itself, each
     at its own position (``x.reshape(tf.shape(x)[0], tf.shape(x)[1], 12, 64)``), gets a
@@ -861,58 +915,90 @@ def infer_shapes(model, proto=None) -> list:
 
 def default_passes() -> list:
     return [FoldShapeArithmeticPass(), ReshapeCopyDimsPass(), LiftScalarsPass(), RebuildShapeVectorsPass(),
-            MergeSlicesPass(), CommonSubexpressionPass()]
+            MergeSlicesPass(), TransposeSliceTransposePass(), CommonSubexpressionPass()]
+
+
+class _Ledger:
+    """What the counted passes of one cleanup share: the node counts by op type, per pass the
+    nodes it removed and added, and the dead-node pass with whether the model is known to be
+    its fixed point (its last run removed nothing and no pass changed the model since: running
+    it again would do nothing and the counts stay as they are)."""
+
+    def __init__(self, model):
+        self.counts = op_counts(model)
+        self.per_pass: dict = {}
+        self.dead = RemoveDeadPass()
+        self.dead_settled = False
+
+
+class _Counted(ir.passes.InPlacePass):
+    """One cleanup pass as run in :func:`cleanup`'s pass manager: followed by the dead-node pass
+    when it may have left dead nodes (what a pass made dead counts as its removal), its removed
+    and added nodes counted into the ledger."""
+
+    def __init__(self, inner, ledger: _Ledger):
+        self.inner, self.ledger = inner, ledger
+
+    def call(self, model) -> ir.passes.PassResult:
+        ledger = self.ledger
+        before = ledger.counts
+        result = self.inner(model)
+        ran_dead = self.inner is ledger.dead
+        if ran_dead:
+            ledger.dead_settled = not result.modified
+        elif result.modified or not ledger.dead_settled:
+            ledger.dead_settled = not ledger.dead(model).modified
+            ran_dead = True
+        if ran_dead or result.modified:
+            ledger.counts = op_counts(model)
+        entry = ledger.per_pass.setdefault(type(self.inner).__name__, {"removed": collections.Counter(),
+                                                                        "added": collections.Counter()})
+        entry["removed"].update(before - ledger.counts)
+        entry["added"].update(ledger.counts - before)
+        return ir.passes.PassResult(model, modified=result.modified)
+
+
+def pass_manager(model, passes=None, max_rounds: int = 6) -> tuple:
+    """(an ``ir.passes.PassManager`` of the cleanup, its ledger): the dead-node pass, then
+    ``passes`` (default :func:`default_passes`) in rounds until none changes the model."""
+    ledger = _Ledger(model)
+    passes = passes if passes is not None else default_passes()
+    manager = ir.passes.PassManager([
+        _Counted(ledger.dead, ledger),
+        ir.passes.PassManager([_Counted(p, ledger) for p in passes], steps=max_rounds, early_stop=True),
+    ], steps=1)
+    return manager, ledger
 
 
 def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
-    """Run the passes in rounds until none changes the model (in place).  Returns the report:
-    nodes before and after, and per pass the nodes it removed and added by op type.  When no
-    pass changed anything, the model is as it was (onnx-ir's dead-node pass may still have trimmed
-    trailing empty inputs).  The shapes inference set are taken back in every case: they guided
-    the passes, but the output declares only what the input (and the rewrite's plans) declared --
-    onnx's inference can know less than the model says (a dim of 1 it cannot follow through
-    computed Slice bounds becomes unknown), and an audit (``inspect --target``) of the output
-    must see the same declarations as of the input.  ``proto``: the model serialized, if the
-    caller has it (see :func:`infer_shapes`)."""
-    passes = passes if passes is not None else default_passes()
+    """Run the passes in rounds until none changes the model (in place, on an onnx-ir
+    ``PassManager``: :func:`pass_manager`).  Returns the report: nodes before and after, and per
+    pass the nodes it removed and added by op type.  When no pass changed anything, the model is
+    as it was (onnx-ir's dead-node pass may still have trimmed trailing empty inputs).  The
+    shapes inference set are taken back in every case: they guided the passes, but the output
+    declares only what the input (and the rewrite's plans) declared -- onnx's inference can know
+    less than the model says (a dim of 1 it cannot follow through computed Slice bounds becomes
+    unknown), and an audit (``inspect --target``) of the output must see the same declarations
+    as of the input.  ``proto``: the model serialized, if the caller has it (see
+    :func:`infer_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
     inferred = infer_shapes(model, proto)
-    before_all = after = op_counts(model)
-    per_pass: dict = {}
-    dead = RemoveDeadPass()
-    any_change = False
-    # Whether the model is known to be a fixed point of ``dead`` (its last run removed nothing
-    # and no pass changed the model since): running it again would do nothing, and the node
-    # counts stay as they are.  Saves a whole-model walk or three per pass and round.
-    dead_settled = False
-    for _ in range(max_rounds):
-        changed = False
-        for p in [dead, *passes] if not per_pass else passes:
-            before = after  # nothing changes the model between one pass's count and the next's
-            result = p(model)
-            ran_dead = p is dead
-            if p is dead:
-                dead_settled = not result.modified
-            elif result.modified or not dead_settled:
-                dead_settled = not dead(model).modified  # what a pass made dead counts as its removal
-                ran_dead = True
-            if ran_dead or result.modified:
-                after = op_counts(model)
-            entry = per_pass.setdefault(type(p).__name__, {"removed": collections.Counter(),
-                                                            "added": collections.Counter()})
-            entry["removed"].update(before - after)
-            entry["added"].update(after - before)
-            changed |= result.modified
-        any_change |= changed
-        if not changed:
-            break
-    after_all = after
+    manager, ledger = pass_manager(model, passes, max_rounds)
+    before_all = ledger.counts
+    try:
+        any_change = manager(model).modified
+    except ir.passes.PassError as exc:
+        cause: BaseException = exc
+        while isinstance(cause, ir.passes.PassError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        raise cause from None
+    after_all = ledger.counts
     for value, type_, shape in reversed(inferred):
         value.type, value.shape = type_, shape
     return {
         "changed": any_change,
         "nodes_before": sum(before_all.values()), "nodes_after": sum(after_all.values()),
         "removed": dict(sorted((before_all - after_all).items())),
-        "passes": {name: {k: dict(sorted(v.items())) for k, v in e.items()} for name, e in per_pass.items()},
+        "passes": {name: {k: dict(sorted(v.items())) for k, v in e.items()} for name, e in ledger.per_pass.items()},
     }
 
 
@@ -920,12 +1006,9 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
 
 
 def _session(proto):
-    """An onnxruntime session like verify's, silent: a run the model rejects is an answer here."""
-    import onnxruntime as ort
-    from ..verification.lowerings import session_options
-    so = session_options()
-    so.log_severity_level = 4
-    return ort.InferenceSession(proto.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    """A fast onnxruntime session (runtimes.onnxruntime_session), silent: a run the model rejects is an answer here."""
+    from ..verification.runtimes import onnxruntime_session
+    return onnxruntime_session(proto)
 
 
 def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,
@@ -942,19 +1025,19 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     ``inplace.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
-    from ..verification.checks import kind, static_checks
+    from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
     from ..verification.inplace import Skip, _infer, _over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
     from ..rewrite.ir_pass import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
-        return f"failed: graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}"
+        return failed(f"graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}")
     if same_values(before_proto, after_proto) and all(kind(s) == "passed" for s in static_checks(after_proto).values()):
-        return "passed (by structure: every output is computed as before; duplicates merged, dead nodes removed)"
+        return passed("by structure: every output is computed as before; duplicates merged, dead nodes removed")
     sk = None if sized else skeleton(before_proto)
     try:
         sizes, shapes = sized or choose_sizes(sk)
     except Skip as exc:
-        return f"skipped: {exc}"
+        return skipped(str(exc))
     keys = list(sizes)
     candidates = [sizes] + [{k: v for k in keys} for v in (4, 6, 8)] + \
                  [{k: 2 + i for i, k in enumerate(keys)}, {k: 4 + 2 * i for i, k in enumerate(keys)}]
@@ -979,12 +1062,12 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
                 try:
                     s_before = _session(load(before_proto))
                 except Exception as exc:
-                    return f"skipped: onnxruntime cannot load the model before cleanup: {_first_line(exc)}"
+                    return skipped(f"onnxruntime cannot load the model before cleanup: {_first_line(exc)}")
                 run_before = functools.partial(s_before.run, names)
             try:
                 s_after = _session(load(after_proto))
             except Exception as exc:
-                return f"failed: onnxruntime cannot load the cleaned model: {_first_line(exc)}"
+                return failed(f"onnxruntime cannot load the cleaned model: {_first_line(exc)}")
         for _ in range(trials):
             try:
                 feeds = random_feeds(before_proto, cand, got_shapes, rng)
@@ -995,13 +1078,13 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
             try:
                 got = s_after.run(names, feeds)
             except Exception as exc:
-                return f"failed: the cleaned model fails where the model before runs: {_first_line(exc)}"
+                return failed(f"the cleaned model fails where the model before runs: {_first_line(exc)}")
             for name, g, e in zip(names, got, expected):
                 g, e = np.asarray(g), np.asarray(e)
                 if g.shape != e.shape or g.dtype != e.dtype or (
                         g.tobytes() != e.tobytes() if e.dtype != object else g.tolist() != e.tolist()):
-                    return (f"failed: output {name!r} differs (shape {g.shape} vs {e.shape}, "
-                            f"dtype {g.dtype} vs {e.dtype})")
+                    return failed(f"output {name!r} differs (shape {g.shape} vs {e.shape}, "
+                                  f"dtype {g.dtype} vs {e.dtype})")
         else:
-            return "passed"
-    return f"skipped: {problem}"
+            return PASSED
+    return skipped(problem)

@@ -37,7 +37,7 @@ NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLik
 FULL_CLEANUP_ENV = "ONNX_SLICE_TOOLS_FULL_CLEANUP"
 #: The passes of a default cleanup, in the order its report lists them (``RemoveDeadPass`` first).
 PASS_NAMES = ("RemoveDeadPass", "FoldShapeArithmeticPass", "ReshapeCopyDimsPass", "LiftScalarsPass",
-              "RebuildShapeVectorsPass", "MergeSlicesPass", "CommonSubexpressionPass")
+              "RebuildShapeVectorsPass", "MergeSlicesPass", "TransposeSliceTransposePass", "CommonSubexpressionPass")
 
 # TensorProto data types whose values are surely not integers (FLOAT, STRING, BOOL, FLOAT16,
 # DOUBLE, COMPLEX64/128, BFLOAT16, FLOAT8*, FLOAT4E2M1, FLOAT8E8M0, FLOAT6*); any other may be.
@@ -417,6 +417,8 @@ class _Scan:
                 self.check_slices(node, ins, gid)
             elif op == "BatchNormalization":
                 raise MayChange(f"RemoveDeadPass may change {_where(node)} (BatchNormalization's outputs)")
+            elif op == "Transpose":
+                self.check_transposes(node, ins)
         for node, outs in dups:
             if not any(d.out_any for d in outs):
                 raise MayChange(f"CommonSubexpressionPass may change {_where(node)} (an equal node before it)")
@@ -536,6 +538,15 @@ class _Scan:
         if any(ax < 0 for ax in axes) or len(set(axes)) == len(axes):
             raise MayChange(f"MergeSlicesPass may change {_where(node)} (Slice of a Slice)")
 
+    def check_transposes(self, node, ins) -> None:
+        """TransposeSliceTransposePass: a Transpose of a Slice of a Transpose (either may be undone)."""
+        mid = ins[0] if ins else None
+        if mid is None or mid.kind != "node" or mid.node.op_type != "Slice" or not mid.ins:
+            return
+        first = mid.ins[0]
+        if first is not None and first.kind == "node" and first.node.op_type == "Transpose":
+            raise MayChange(f"TransposeSliceTransposePass may change {_where(node)} (a Slice between Transposes)")
+
     def slice_params(self, ins):
         starts, ends = self.ints(ins[1]), self.ints(ins[2])
         if starts is None or ends is None or len(starts) != len(ends):
@@ -551,7 +562,7 @@ class _Scan:
 _FACT_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
                        "Add", "Sub", "Mul", "Neg"})
 #: Ops a pass matches beyond the integer facts (checked after the walk).
-_LOOKED_AT = frozenset({"Reshape", "Unsqueeze", "Slice", "BatchNormalization"})
+_LOOKED_AT = frozenset({"Reshape", "Unsqueeze", "Slice", "BatchNormalization", "Transpose"})
 
 #: The array of a small constant of a type numpy reads differently in onnx and onnx-ir (bfloat16,
 #: float8, int4, strings): compared as equal to any other such constant.

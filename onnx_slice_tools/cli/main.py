@@ -100,14 +100,20 @@ def _convert_problems(rep):
 
 def verdict_text(rep) -> str:
     """The summary words of a conversion that did not fail (one rule: Report.verdict)."""
+    from ..verification.checks import detail
     v = rep.verdict
     if v == "verified":
         inplace = sum(r.inplace == "passed" for r in rep.records)
-        framework = rep.model_checks.get("framework", "").removeprefix("passed (")[:-1]
+        framework = detail(rep.model_checks.get("framework", ""))
+        shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
+                               if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
         return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
-                + (f"; {framework}" if framework else "") + ")")
+                + (f"; {framework}" if framework else "") + ")"
+                + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
+    if v == "nothing to rewrite":
+        return "nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's default configuration)"
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
 
 
@@ -380,8 +386,40 @@ def _is_terminal() -> bool:
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
 
 
+def _rtol(text: str) -> float:
+    """``--rtol``: a finite number >= 0."""
+    from ..verification.tolerance import check_rtol
+    try:
+        return check_rtol(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0") from None
+
+
+_rtol.__name__ = "rtol"
+
+
+def _concrete_shape(text: str) -> tuple:
+    """``--input-shapes`` item ``NAME:D1,D2,...`` (sizes >= 0; an empty list is a scalar)."""
+    name, sep, dims = text.rpartition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME:D1,D2,... (concrete sizes)")
+    try:
+        sizes = tuple(int(d) for d in dims.split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be integers >= 0") from None
+    if any(d < 0 for d in sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be integers >= 0")
+    return name, sizes
+
+
+_concrete_shape.__name__ = "input shape"
+
+
 def cmd_verify(args) -> int:
     from rich.table import Table
+    if args.converted is None and (args.rtol is not None or args.input_shapes):
+        option = "--rtol" if args.rtol is not None else "--input-shapes"
+        raise ModelError(f"{option} applies to a comparison: give CONVERTED too", path=str(args.model))
     if args.converted is None:
         from ..api import verify_model_file
         checks = verify_model_file(args.model)
@@ -392,14 +430,22 @@ def cmd_verify(args) -> int:
         _console().print(table)
         bad = [k for k, v in checks.items() if v != "passed"]
         if bad:
-            print(f"{args.model}: fails {', '.join(bad)}", file=sys.stderr)
+            print(one_line(f"{args.model}: fails {', '.join(bad)}"), file=sys.stderr)
         return EXIT_FAILED if bad else EXIT_OK
     from ..io.files import source_kind
     if source_kind(args.model) is not None:
         return _verify_against_framework(args)
     from ..api import compare_model_files
     from ..verification.checks import kind
-    cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor)
+    from ..verification.compare import InputShapesError
+    shapes = dict(args.input_shapes or ())
+    if len(shapes) != len(args.input_shapes or ()):
+        raise ModelError("--input-shapes: an input is given twice", path=str(args.model))
+    try:
+        cmp = compare_model_files(args.model, args.converted, trials=args.trials, flavor=args.flavor,
+                                  rtol=args.rtol, input_shapes=shapes)
+    except InputShapesError as exc:
+        raise ModelError(f"--input-shapes: {exc.reason}", path=exc.path) from None
     table = Table(title=one_line(f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)"),
                   min_width=60)
     table.add_column("output"), table.add_column("result", overflow="fold")
@@ -408,10 +454,10 @@ def cmd_verify(args) -> int:
     _console().print(table)
     tried = "; ".join(", ".join(f"{k}{list(v)}" for k, v in t.items()) for t in cmp.tried)
     status = comparison_status(cmp.status)
-    print(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else ""))
+    print(one_line(f"status: {status}" + (f" ({len(cmp.tried)} random input sets: {tried})" if cmp.tried else "")))
     if kind(status) == "failed" or kind(status) == "skipped" and args.strict:
-        print(f"{args.converted}: not shown equivalent to {args.model}: {status}"
-              + (" (--strict)" if kind(status) == "skipped" else ""), file=sys.stderr)
+        print(one_line(f"{args.converted}: not shown equivalent to {args.model}: {status}"
+                       + (" (--strict)" if kind(status) == "skipped" else "")), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 
@@ -440,25 +486,13 @@ def _verify_against_framework(args) -> int:
 
 def comparison_status(status: str) -> str:
     """evaluate.ModelComparison's status in the passed | failed: .. | skipped: .. words."""
-    from ..verification.checks import kind
+    from ..verification.checks import PASSED, Status, failed, kind
     if status == "mismatch":
-        return "failed: outputs differ"
-    k = kind(status)
-    return "passed" if k == "passed" else status if status.startswith(("failed", "skipped")) else f"failed: {status}"
+        return failed("outputs differ")
+    return PASSED if kind(status) == "passed" else status if isinstance(status, Status) else failed(status)
 
 
 # --------------------------------------------------------------------------- batch
-
-def _batch_contradictions(args) -> None:
-    """Options of ``batch`` that contradict each other: one line, exit 2, before any work."""
-    if args.no_verify:
-        given = [flag for flag, on in (("--strict", args.strict), ("--verify-on", args.verify_on),
-                                       ("--verify-memory", args.verify_memory is not None)) if on]
-        if given:
-            raise ModelError(f"--no-verify contradicts {', '.join(given)} (nothing would be checked); drop one")
-    if args.report == "-" and args.jsonl:
-        raise ModelError("--report - and --jsonl both write to stdout; choose one")
-
 
 def _batch_runtimes(args, options: dict) -> None:
     """A runtime the options verify on is missing: one line naming the option and the extra."""
@@ -474,7 +508,6 @@ def _batch_runtimes(args, options: dict) -> None:
 def cmd_batch(args) -> int:
     from .batch import REPORT_NAME, batch_convert
     src, out = Path(args.input_dir), Path(args.output)
-    _batch_contradictions(args)
     if out.resolve() == src.resolve():
         raise ModelError(f"{out}: the output folder must differ from the input folder")
     options = dict(flavor=None if args.flavor == "auto" else args.flavor, opset=args.opset,
@@ -492,7 +525,7 @@ def cmd_batch(args) -> int:
         progress.stop()
     if human is not None:
         _print_batch_summary(report, human)
-        print(f"report: {out / REPORT_NAME}", file=human)
+        print(one_line(f"report: {out / REPORT_NAME}"), file=human)
     if args.report == "-":
         print(json.dumps(report.to_json(), indent=1))
     return report.exit_code
@@ -569,7 +602,8 @@ def _print_batch_summary(report, stream=None) -> None:
     table.add_column("model", overflow="fold", ratio=1)
     for col in ("status", "verdict", "slices", "checks", "s"):
         table.add_column(col, no_wrap=True, justify="left" if col in ("status", "verdict") else "right")
-    errors = []
+    errors: list = []
+    unverified: dict = {}
     entries = sorted(report.entries, key=lambda e: e["input"])
     for e in entries:
         model = one_line(str(Path(e["input"]).relative_to(report.input_dir)))
@@ -583,11 +617,14 @@ def _print_batch_summary(report, stream=None) -> None:
             error = e["error"].removeprefix(f"{e['input']}: ")  # the row names the file
             errors.append(f"{model}: {one_line(error)}")
         elif outcome(e) == "unverified":
-            errors.append(f"{model}: NOT fully verified: "
-                          + one_line(str(e.get("verdict")).removeprefix("unverified (").removesuffix(")")))
+            why = one_line(str(e.get("verdict")).removeprefix("unverified (").removesuffix(")"))
+            unverified.setdefault(why, []).append(model)
     _console(file=stream).print(table)
     for line in errors:
         print(line, file=stream)
+    for why, models in unverified.items():  # one line per reason, not per model
+        print(f"{models[0]}: NOT fully verified: {why}" if len(models) == 1 else
+              f"{len(models)} models NOT fully verified ({models[0]}, ...): {why}", file=stream)
     counts = report.counts()
     print("summary: " + ", ".join(f"{v} {k}" for k, v in counts.items()), file=stream)
     removed = [p for d in report.deleted_inputs for p in d["removed"]]
@@ -728,6 +765,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random input sets for the comparison, >= 1 (default 3)")
     v.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
     v.add_argument("--strict", action="store_true", help="a comparison that cannot run fails (exit 1)")
+    v.add_argument("--rtol", type=_rtol, default=None,
+                   help="float tolerance relative to each output's largest magnitude (default: per dtype, "
+                        "calibrated in docs/benchmarks.md)")
+    v.add_argument("--input-shapes", nargs="+", type=_concrete_shape, metavar="NAME:D1,D2",
+                   help="concrete sizes of an input of symbolic shape, e.g. x:2,1024 (default: small random sizes)")
     v.set_defaults(func=cmd_verify)
 
     b = command("batch", "convert and verify every model under a folder (.onnx, .tflite, .keras/.h5, "
@@ -751,7 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="runtimes of the per-rewrite checks, e.g. onnxruntime,openvino (default: the target's)")
     b.add_argument("--fix-slices", action="store_true",
                    help="also rewrite the models' own Slice/Gather nodes that break the target's constraints")
-    b.add_argument("--report", choices=["-"], default=None,
+    b.add_argument("--report", choices=["-"], default=None, metavar="-",
                    help="'-': also print the JSON report (OUTPUT/report.json) on stdout; the table then goes "
                         "to stderr")
     b.add_argument("--jsonl", action="store_true",
@@ -879,6 +921,31 @@ def main(argv=None) -> int:
     return code
 
 
+def run() -> None:
+    """The program (``onnx-slice-tools`` and ``python -m onnx_slice_tools``): :func:`main`, then
+    the end of the process.  The cyclic collector stays off for the whole process (main
+    pauses it for the command; turned back on at its end, it would scan everything the
+    command built -- all of TensorFlow after a framework input) and its last pass skips it
+    all (``gc.freeze``).  When TensorFlow was imported, the exit handlers run (autograph's
+    temporary files, the shape-inference helper, logging) and the process ends without
+    tearing down TensorFlow's modules, which takes seconds; every file of ours is closed by
+    then."""
+    import atexit
+    import gc
+    gc.disable()
+    code = main()
+    gc.freeze()
+    if "tensorflow" not in sys.modules:
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what sys.exit would run first  # noqa: SLF001 - no public form
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: main already said so in the exit code
+            pass
+    os._exit(code)
+
+
 def _run(args, where) -> tuple[int, str | None]:
     """(exit code, the one error line or None)."""
     from ..io.files import termination_raises
@@ -922,4 +989,4 @@ def _broken_pipe() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

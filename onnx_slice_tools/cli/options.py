@@ -1,4 +1,4 @@
-"""Contradictions between options of ``convert``, ``verify``, ``inspect`` and ``explain``.
+"""Contradictions between options of ``convert``, ``batch``, ``verify``, ``inspect`` and ``explain``.
 
 argparse checks each option alone (choices, types); :func:`contradiction` checks them
 together, right after parsing and before any file is read, so that a command line that
@@ -18,19 +18,31 @@ def _given(args, name: str) -> bool:
 def _convert(args) -> str | None:
     if args.no_verify:
         for name, flag in (("strict", "--strict"), ("verify_memory", "--verify-memory"),
-                           ("verify_on", "--verify-on")):
+                           ("verify_on", "--verify-on"), ("input_range", "--input-range")):
             if _given(args, name):
                 return f"{flag} and --no-verify contradict each other ({flag} is about checks that --no-verify turns off)"
     if getattr(args, "fix_slices", False):
         from ..lowering.targets import get_target
         if get_target(args.target).minimal:
-            return (f"--fix-slices: target {args.target} has no constraint for it to fix; "
+            return (f"--fix-slices: target {get_target(args.target).name} has no constraint for it to fix; "
                     "add --target portable or --target openvino")
     outputs = getattr(args, "outputs", None) or []
     repeated = sorted({n for n in outputs if outputs.count(n) > 1})
     if repeated:
         return f"--outputs: {', '.join(map(repr, repeated))} given more than once (each ONNX output needs its own name)"
+    for flag, items in (("--inputs", getattr(args, "inputs", None)), ("--input-range", getattr(args, "input_range", None))):
+        names = [str(item).rpartition(":")[0] for item in items or ()]
+        repeated = sorted({n for n in names if n and names.count(n) > 1})
+        if repeated:
+            return f"{flag}: input {repeated[0]!r} given more than once"
     return None
+
+
+def _batch(args) -> str | None:
+    """``convert``'s rules, and one stdout for one machine-readable form."""
+    if args.report == "-" and args.jsonl:
+        return "--report - and --jsonl both write to stdout; give one"
+    return _convert(args)
 
 
 def _verify(args) -> str | None:
@@ -51,7 +63,7 @@ def _inspect(args) -> str | None:
     return None
 
 
-_RULES = {"convert": _convert, "verify": _verify, "inspect": _inspect}
+_RULES = {"convert": _convert, "batch": _batch, "verify": _verify, "inspect": _inspect}
 
 
 def contradiction(args) -> str | None:

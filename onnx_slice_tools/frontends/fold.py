@@ -73,7 +73,9 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
             args = [value(i) for i in node.input]
             if all(a is not None for a in args):
                 out = _run_one(node, args)
-                if out is not None and out.nbytes <= max(sum(a.nbytes for a in args), 1 << 10):
+                # a Cast may widen (a float16 weight to float32: tf2onnx folds it too)
+                if out is not None and (node.op_type == "Cast" or
+                                        out.nbytes <= max(sum(a.nbytes for a in args), 1 << 10)):
                     store(node.output[0], out, node.input)
                     continue
         kept.append(node)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConversionError, ModelError
+from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .fold import fold_weight_subgraphs
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
@@ -167,7 +168,8 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                            external_data=external_data)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
-            fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
+        # what tf2onnx folds on constants, left on the weights moved out before it converted
+        fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
     except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
@@ -368,21 +370,17 @@ def _check_input_shapes(input_shapes: dict, ranks: dict, path) -> None:
 
 # --------------------------------------------------------------------------- verification
 
-#: Relative tolerance of the framework check by float type, against the output's largest magnitude
-#: (see :func:`_compare`).
-RTOL = {"float16": 1e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
-
-
 @dataclass
 class SourceCheck:
-    """Per output: "bitwise", "close (max abs diff ...)" or what differs."""
+    """Per output: "bitwise", "within tolerance: ..." (the figures of :func:`.tolerance.agree`) or
+    what differs."""
 
     outputs: dict[str, str] = field(default_factory=dict)
     trials: int = 0
 
     @property
     def ok(self) -> bool:
-        return bool(self.outputs) and all(s == "bitwise" or s.startswith("close") for s in self.outputs.values())
+        return bool(self.outputs) and all(_agreed(s) for s in self.outputs.values())
 
     @property
     def bitwise(self) -> bool:
@@ -392,41 +390,24 @@ class SourceCheck:
 def _random_input(rng, shape, dtype: np.dtype, bounds=None) -> np.ndarray:
     """Random values of ``shape`` (unknown dims: 2) and ``dtype``; integers in ``bounds`` (lo, hi,
     inclusive) when given (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`)."""
+    from ..verification.inputs import random_values
     shape = [2 if d is None or d < 0 else int(d) for d in shape]
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind in "iu" and bounds is not None:
-        return rng.integers(bounds[0], bounds[1] + 1, shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(-5 if dtype.kind == "i" else 0, 6, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    ints = bounds if bounds is not None else (-5 if dtype.kind == "i" else 0, 5)
+    return random_values(rng, shape, dtype, ints=tuple(ints))
 
 
-def _compare(a: np.ndarray, b: np.ndarray) -> str:
-    """``a`` (the framework's output) against ``b`` (onnxruntime's): "bitwise", "close (...)" or what
-    differs.  Floats that are not bit-identical are "close" when NaNs sit at the same places and
-    every difference is within ``RTOL[dtype] * max(1, max |a|)``: the rewrite only moves data,
-    but the arithmetic around it (a MatMul summing 1000 products, a convolution) runs in another
-    order in onnxruntime than in TensorFlow/TFLite, and such rounding grows with the magnitude of
-    the sums, not of each element -- a per-element relative tolerance fails on entries near 0."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return f"shape {b.shape}, framework {a.shape}"
-    if a.dtype != b.dtype:
-        return f"dtype {b.dtype}, framework {a.dtype}"
-    if a.tobytes() == b.tobytes():
-        return "bitwise"
-    if a.dtype.kind != "f" or a.dtype.name not in RTOL:
-        return "values differ"
-    x, y = a.astype(np.float64), b.astype(np.float64)
-    if not np.array_equal(np.isnan(x), np.isnan(y)) or not np.array_equal(np.isinf(x), np.isinf(y)) or \
-            not np.array_equal(x[np.isinf(x)], y[np.isinf(y)]):
-        return "values differ (NaN/inf at other places)"
-    finite = np.isfinite(x)
-    diff = float(np.max(np.abs(x[finite] - y[finite]), initial=0.0))
-    scale = max(1.0, float(np.max(np.abs(x[finite]), initial=0.0)))
-    what = f"max abs diff {diff:.3g}, {diff / scale:.2g} of the largest magnitude {scale:.3g}"
-    return f"close ({what})" if diff <= RTOL[a.dtype.name] * scale else f"values differ ({what})"
+def _agreed(status: str) -> bool:
+    return status == "bitwise" or status.startswith("within tolerance")
+
+
+def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False) -> str:
+    """The framework's output against onnxruntime's under the one float rule
+    (:func:`.tolerance.agree`): "bitwise", "within tolerance: ..." or what differs.  ``exact``:
+    the output is pure data movement in the ONNX graph, so floats too must be bitwise.  Other
+    outputs may differ by rounding: the rewrite only moves data, but the arithmetic around it
+    (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite."""
+    from ..verification.tolerance import agree
+    return agree(framework, onnx_output, exact=exact).detail
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
@@ -445,6 +426,7 @@ def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
 
 def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None,
             input_ranges=None) -> SourceCheck:
+    from ..verification.compare import float_arithmetic_outputs
     from ..verification.lowerings import make_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
@@ -458,6 +440,7 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
+    arithmetic = float_arithmetic_outputs(onnx_model)
     if kind == "tflite":
         run = _tflite_runner(path)
     else:
@@ -471,15 +454,16 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
             check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
             return check
         for name, a, b in zip(onnx_names, expected, got):
-            status = _compare(a, b)
-            if check.outputs.get(name, "bitwise") == "bitwise" or not status.startswith(("bitwise", "close")):
+            status = compare_output(a, b, exact=name not in arithmetic)
+            before = check.outputs.get(name, "bitwise")
+            if _agreed(before) and (before == "bitwise" or not _agreed(status)):  # keep the first failure
                 check.outputs[name] = status
         check.trials += 1
     return check
 
 
 def _tflite_runner(path):
-    from ..verification.oracles import tflite_interpreter
+    from .interpreters import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
     interp.allocate_tensors()
     details = interp.get_input_details()
@@ -577,21 +561,21 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
 def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
                       input_ranges=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
-    :func:`_compare`), failed (what differs), or skipped (why it did not run)."""
+    :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
     if not verify:
-        return f"skipped: verification off, {who} was not run"
+        return skipped(f"verification off, {who} was not run")
     if not result.report.ok:
-        return f"skipped: the conversion failed, {who} was not run"
+        return skipped(f"the conversion failed, {who} was not run")
     try:
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
                                       folder=folder, loaded=loaded, input_ranges=input_ranges)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
-        return f"skipped: could not run both models on random inputs: {framework_error_line(exc)}"
+        return skipped(f"could not run both models on random inputs: {framework_error_line(exc)}")
     if not check.ok:
         bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-        return f"failed: differs from {who}: {bad}"
+        return failed(f"differs from {who}: {bad}")
     if check.bitwise:
-        return f"passed (bitwise against {who} on {check.trials} random inputs)"
+        return passed(f"bitwise against {who} on {check.trials} random inputs")
     close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-    return f"passed (against {who} on {check.trials} random inputs; float outputs within tolerance: {close})"
+    return passed(f"against {who} on {check.trials} random inputs; float outputs {close}")

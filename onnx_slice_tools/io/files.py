@@ -208,8 +208,9 @@ def _external_fields(t) -> dict:
     return {e.key: e.value for e in t.external_data}
 
 
-#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2)
-_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
+#: element bits of the packed sub-byte types (UINT4, INT4, FLOAT4E2M1, UINT2, INT2), stored two
+#: (4-bit) or four (2-bit) to a byte in TensorProto raw data and by onnxruntime
+PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
 
 
 def _expected_nbytes(t) -> int | None:
@@ -220,8 +221,8 @@ def _expected_nbytes(t) -> int | None:
     if not (1 <= t.data_type <= 26) or t.data_type == 8:
         return None
     n = int(np.prod(t.dims, dtype=np.int64)) if len(t.dims) else 1
-    if t.data_type in _PACKED_BITS:
-        return (n * _PACKED_BITS[t.data_type] + 7) // 8
+    if t.data_type in PACKED_BITS:
+        return (n * PACKED_BITS[t.data_type] + 7) // 8
     return n * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
 
 
@@ -407,29 +408,18 @@ def load_ir(source, *, path_hint: str | None = None, read=None):
 
 def unreadable(exc: BaseException, proto) -> str:
     """Why onnx-ir could not read ``proto``, in one line naming the node and field: a sparse
-    tensor (which onnx-ir does not read) is found and named; otherwise the innermost cause of
+    tensor attribute (which onnx-ir does not read; sparse initializers it does) is named; otherwise the innermost cause of
     onnx-ir's error chain, which says what failed (the outer ones only say where it recursed)."""
     from onnx import AttributeProto
 
-    def graphs(g, where):
-        yield g, where
+    from ..graphs.walk import proto_graphs
+    for g, _, _ in proto_graphs(proto):
         for node in g.node:
             for a in node.attribute:
-                for sub in ([a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)):
-                    yield from graphs(sub, f"subgraph {sub.name!r} of node {node.name!r}")
-
-    bodies = [(proto.graph, "main graph")] + [(f, f"function {f.name!r}") for f in proto.functions]
-    for body, where in bodies:
-        for g, gwhere in (graphs(body, where) if hasattr(body, "initializer") else [(body, where)]):
-            for st in getattr(g, "sparse_initializer", ()):
-                return f"{gwhere}: sparse initializer {st.values.name!r}: sparse tensors are not supported; " \
-                       "store it dense"
-            for node in g.node:
-                for a in node.attribute:
-                    if a.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS):
-                        who = repr(node.name) if node.name else f"(unnamed, output {list(node.output)[:1]})"
-                        return (f"node {who} ({node.op_type}): attribute {a.name!r}: sparse tensors are not "
-                                "supported; give the value dense (a Constant's 'value')")
+                if a.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS):
+                    who = repr(node.name) if node.name else f"(unnamed, output {list(node.output)[:1]})"
+                    return (f"node {who} ({node.op_type}): attribute {a.name!r}: sparse tensors are not "
+                            "supported; give the value dense (a Constant's 'value')")
     inner = exc
     while inner.__cause__ is not None or inner.__context__ is not None:
         inner = inner.__cause__ or inner.__context__

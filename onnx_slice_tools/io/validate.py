@@ -119,6 +119,8 @@ class _Validator:
         _check_strings(proto, self)
         self.opsets(proto.opset_import, "opset_import")
         self.graph(proto.graph, "graph", outer=frozenset(), main=True)
+        if not len(proto.graph.output):  # nothing to compute: no runtime loads it, no check means anything
+            self.fail("the graph has no outputs (graph.output is empty): nothing to compute")
         seen = set()
         for f in proto.functions:
             where = f"function {f.domain}::{f.name}"
@@ -393,7 +395,7 @@ class _Fast:
         import onnx
         from google.protobuf.message import DecodeError
         if not isinstance(proto, onnx.ModelProto) or not proto.HasField("graph") or proto.ir_version <= 0 \
-                or not len(proto.opset_import) or len(proto.training_info):
+                or not len(proto.opset_import) or len(proto.training_info) or not len(proto.graph.output):
             return False
         if (len(data) if data is not None else proto.ByteSize()) > FAST_BYTES:
             return False  # the view would be a second copy of its weights in memory

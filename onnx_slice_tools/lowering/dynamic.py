@@ -85,12 +85,17 @@ class _Builder:
         # agree (no Cast), else int64 with a Cast for each vector that is not.
         self.dtype = known.pop() if len(known) == 1 and None not in known else "int64"
         self.types = index_types
+        self.lengths: dict = {}  # runtime fields of unknown length -> the length they must have
         self._inputs: dict = {}
 
     def inp(self, field: str) -> tuple:
-        """The runtime vector ``field`` in the index type (cast once when needed)."""
+        """The runtime vector ``field`` in the index type (cast once when needed), through a
+        ``Reshape`` to its length where that is not known statically: the run fails where the
+        framework's does (begin, end and strides of different lengths)."""
         if field not in self._inputs:
             ref = ("in", field)
+            if field in self.lengths:
+                ref = self.add("Reshape", ref, ("const64", (self.lengths[field],)))
             if self.types.get(field) != self.dtype:
                 ref = self.add("Cast", ref, attrs=(("to", self.dtype),))
             self._inputs[field] = ref
@@ -110,6 +115,8 @@ def _start(plan: Plan, opset: int, index_types: dict | None, prelude) -> tuple:
     values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
     runtime = {f: getattr(plan.spec, f) is None for f in ("begin", "end", "strides")}
     b = _Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
+    written = plan.source if plan.source is not None else plan.spec
+    b.lengths = {f: written.n for f in written.unsized if getattr(written, f) is None}
     if prelude is not None:
         prelude(b, plan)
     return b, runtime
@@ -145,12 +152,13 @@ def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, 
     return tuple(b.ops), tuple(notes), b.dtype
 
 
-def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict):
+def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict, top=None):
     """The vector the shrink indices are gathered from (None: constant indices, no vector).
 
-    TensorFlow with runtime strides: where a shrink's stride is <= 0 its index becomes the
-    index type's maximum, out of range for any axis, so the ``Gather`` fails at run time as
-    TensorFlow does ("only stride 1 allowed on non-range indexing")."""
+    TensorFlow with runtime strides: where a shrink's stride is <= 0 its index becomes ``top()``
+    (a 1-element vector at least as large as each shrunk dim; default: the index type's maximum,
+    out of range for any axis), so the ``Gather`` fails at run time as TensorFlow does ("only
+    stride 1 allowed on non-range indexing")."""
     spec = plan.spec
     guard = spec.flavor == TF and runtime["strides"]
     if not guard:
@@ -161,8 +169,8 @@ def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict):
     positions = tuple(any(a.index == k for a in shrinks) for k in range(spec.n))
     if not all(positions):
         bad = b.add("And", bad, ("bool", positions))
-    top = INT32_MAX if b.dtype == "int32" else 2 ** 63 - 1
-    return b.add("Where", bad, ("scalar", top), begins)
+    limit = ("scalar", INT32_MAX if b.dtype == "int32" else 2 ** 63 - 1) if top is None else top()
+    return b.add("Where", bad, limit, begins)
 
 
 def _shrink_index(b: _Builder, a, begins, scalar: bool = True) -> tuple:
@@ -341,6 +349,19 @@ class _Dims:
             self._cache[key] = self._read(axes)
         return self._cache[key]
 
+    def largest(self, axes: list) -> tuple:
+        """A 1-element vector at least as large as the dim of each of ``axes``: an index that is
+        out of range on all of them (the largest known dim, else the largest dim of the input,
+        from ``Shape``) -- no sentinel (targets.SENTINEL)."""
+        known = [a.dim for a in axes]
+        if all(isinstance(d, int) for d in known):
+            return _const([max(known)])
+        b = self.b
+        if self._shape is None:
+            self._shape = b.add("Shape", X)
+        top = b.add("ReduceMax", self._shape, attrs=(("keepdims", 1),))
+        return top if b.dtype == "int64" else b.add("Cast", top, attrs=(("to", b.dtype),))
+
     def _read(self, axes: list) -> tuple:
         b = self.b
         if len(axes) == 1 and b.opset >= 15:  # Shape(start, end): one node
@@ -383,8 +404,9 @@ def _canonical_bounds(b: _Builder, plan: Plan, axes: list, runtime: dict, dims: 
         if all(masked):  # no value to clamp (computing it would leave dead nodes)
             return _where(b, neg, last, _const([0])) if field == "begin" else _where(b, neg, _const([-1]), dim)
         raw = _values(b, plan, field, axes, runtime)
-        fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
-        value = _minmax(b, "Min", _minmax(b, "Max", fwd, lower), hi)
+        # OpenVINO's reverse begin: [0, dim - 1], so min(0, dim - 1) (-1 on an empty axis) below
+        below = None if field == "end" or plan.flavor == TF else (lambda: _minmax(b, "Min", lower, hi))
+        value = clamp(b, raw, dim, lower, hi, masked, below)
         if any(masked):
             fill = _where(b, neg, last, _const([0])) if field == "begin" else _where(b, neg, _const([-1]), dim)
             value = _where(b, ("bool", tuple(masked)), fill, value)
@@ -393,6 +415,34 @@ def _canonical_bounds(b: _Builder, plan: Plan, axes: list, runtime: dict, dims: 
     starts = canon("begin", [a.begin_masked for a in axes], lo_begin)
     ends = canon("end", [a.end_masked for a in axes], lo)
     return _full(starts, len(axes)), _full(ends, len(axes)), _full(steps, len(axes)), neg
+
+
+def clamp(b: _Builder, raw: tuple, dim: tuple, lower: tuple, hi: tuple, ignored, below=None) -> tuple | None:
+    """``raw`` (+ ``dim`` where negative) clamped into ``[lower, hi]``, entry by entry; ``ignored``
+    (one flag per entry): entries the caller replaces (masked), whose values are not read.
+
+    Constant entries beyond int32 (a sentinel written in the model, 2**40) clamp to the same
+    bound on every axis shorter than 2**31 - 1: ``hi`` above, ``below()`` (default ``lower``)
+    below, taken directly, so no such value reaches the graph (targets.SENTINEL).  None when
+    every entry is ignored."""
+    n = len(ignored)
+    given = (raw[1] * n if len(raw[1]) == 1 else raw[1]) if raw[0] == "const" else (0,) * n
+    beyond = [not ig and not INT32_MIN < v < INT32_MAX for ig, v in zip(ignored, given)]
+    value = None
+    if not all(ig or e for ig, e in zip(ignored, beyond)):
+        if raw[0] == "const":  # 0 stands in for the entries not read here
+            raw = _const(0 if ig or e else v for ig, e, v in zip(ignored, beyond, given))
+        fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
+        value = _minmax(b, "Min", _minmax(b, "Max", fwd, lower), hi)
+    if any(beyond):
+        up = tuple(e and v > 0 for e, v in zip(beyond, given))
+        if all(u or not e for u, e in zip(up, beyond)):
+            bound = hi
+        else:
+            low = lower if below is None else below()
+            bound = _where(b, ("bool", up), hi, low) if any(up) else low
+        value = bound if value is None else _where(b, ("bool", tuple(beyond)), bound, value)
+    return value
 
 
 def _full(vec: tuple, n: int) -> tuple:
@@ -529,6 +579,7 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     conversion, else ``Gather`` of a 1-D non-negative index that is out of range exactly where the
     framework raises (no 0-d index; on a statically empty tensor, where OpenVINO's CPU plugin
     crashes on a ``Gather``, a ``Slice`` whose index goes through :func:`_guard`)."""
+    from .targets import SENTINEL
     b, runtime = _start(plan, opset, index_types, prelude)
     dims = _Dims(b, plan)
     notes: list[str] = []
@@ -550,7 +601,8 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
 
     shrinks = [a for a in plan.axes if a.kind == INDEX]
     # TF with runtime strides: the guarded vector (an index beyond any axis where a stride is <= 0)
-    begins = _shrink_begins(b, plan, shrinks, runtime) if shrinks else None
+    top = (lambda: dims.largest(shrinks)) if target.forbids(SENTINEL) else None
+    begins = _shrink_begins(b, plan, shrinks, runtime, top) if shrinks else None
     guarded = begins is not None and not runtime["begin"]
     picks = []  # (axis, index) of shrinks whose validity shows only at run time
     for a in shrinks:
@@ -593,6 +645,12 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
                 idx = _const(idx)
             else:
                 idx = b.add("Range", *(_element(b, v, j, len(by_gather)) for v in (starts, ends, steps)))
+                if not (ends[0] == "const" and ends[1][j if len(ends[1]) > 1 else 0] >= 0):
+                    # an end of -1 ("before element 0"): onnxruntime's optimiser (GatherToSliceFusion,
+                    # ORT_ENABLE_EXTENDED and up) turns Range -> Gather into a Slice with Range's
+                    # arguments, which reads -1 as the last element (empty).  Abs of the
+                    # non-negative indices changes nothing and keeps the pair apart.
+                    idx = b.add("Abs", idx)
             cur = b.add("Gather", cur, idx, attrs=(("axis", a.axis),))
         notes.append("reverse or runtime steps: Gather of the computed indices (no negative Slice step)")
 

@@ -357,7 +357,8 @@ def resolve(ref: tuple, x, runtime: dict, outs: list, consts: ConstantPool):
 
 
 def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
-         runtime: dict | None = None, memo: dict | None = None) -> tuple[list, object]:
+         runtime: dict | None = None, memo: dict | None = None, plan_steps: tuple | None = None
+         ) -> tuple[list, object]:
     """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
 
     Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);
@@ -365,12 +366,14 @@ def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
     "begin"/"end"/"strides" to the values of runtime indices.  ``memo`` (one per graph, kept by
     the caller): a step other than the last that computes what an earlier emitted node computes
     (same op, inputs and attributes) reads that node's output instead of adding its twin -- the
-    common-subexpression rule of the cleanup, applied as the nodes are made."""
+    common-subexpression rule of the cleanup, applied as the nodes are made.
+    ``plan_steps``: :func:`steps` of ``lowering`` at ``opset``, when the caller keeps them."""
     import onnx_ir as ir
     runtime = runtime or {}
     nodes: list = []
     outs: list = []
-    plan_steps = steps(lowering, opset)
+    if plan_steps is None:
+        plan_steps = steps(lowering, opset)
     for k, step in enumerate(plan_steps):
         inputs = [resolve(r, x, runtime, outs, consts) for r in step.inputs]
         key = (step.op_type, tuple(id(v) for v in inputs), step.attrs)

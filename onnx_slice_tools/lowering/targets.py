@@ -46,7 +46,7 @@ CONSTRAINTS = {c.name: c for c in (
     Constraint(NEGATIVE_GATHER, "no negative Gather indices (the dim is added, from Shape when unknown)",
                "TFLite through onnx2tf needs non-negative Gather indices (onnx2tf #275)"),
     Constraint(SENTINEL, "no INT32/INT64 MAX/MIN sentinel Slice bounds (bounds from Shape where dims are "
-               "unknown)", "TensorRT's dynamic-shape Slice failed on sentinel arithmetic (\"ISliceLayer size "
+               "unknown), nor such a constant chosen by a Where (an index out of range is the dim itself)", "TensorRT's dynamic-shape Slice failed on sentinel arithmetic (\"ISliceLayer size "
                "elements must be non-negative\", TensorRT #3480); onnxruntime #11107"),
     Constraint(RAW_UNKNOWN_BOUNDS, "on a dim unknown at conversion time, constant Slice bounds only with a "
                "positive step and one sign (else canonical bounds computed from Shape)",
@@ -168,6 +168,12 @@ def node_violations(node, target: Target, graph_label: str = "main graph") -> li
             if arr is not None and any(int(v) in SENTINELS for v in arr.ravel()):
                 add(SENTINEL, f"{label} {arr.tolist()}")
         _slice_dim_checks(node, starts, ends, steps, add)
+    elif node.op_type == "Where" and len(node.inputs) == 3:
+        # a sentinel chosen here reaches a bound or an index computed at run time
+        for label, v in (("X", node.inputs[1]), ("Y", node.inputs[2])):
+            arr = constant_of(v)
+            if arr is not None and arr.dtype.kind in "iu" and any(int(x) in SENTINELS for x in arr.ravel()):
+                add(SENTINEL, f"{label} {arr.tolist()}")
     elif node.op_type in ("Squeeze", "Unsqueeze") and node.inputs and node.inputs[0] is not None:
         shape = node.inputs[0].shape
         if shape is not None and not all(isinstance(d, int) for d in shape):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .dynamic import _add, _Builder, _const, _Dims, _full, _less, _minmax, _where
+from .dynamic import _add, _Builder, _const, _Dims, _full, _less, _where, clamp
 from ..semantics.plan import Plan
 from ..semantics.plan_tflite import ITEM, NEW, dense_entries, runtime_prelude
 
@@ -57,18 +57,18 @@ def seed_indices(b: _Builder, plan: Plan) -> None:
     lo = _where(b, neg, _const([-1]), _const([0]))
     hi = _where(b, neg, last, dims)
 
-    def clamp(v: tuple) -> tuple:
-        fwd = _where(b, _less(b, v, _const([0])), _add(b, v, dims), v)
-        return _minmax(b, "Min", _minmax(b, "Max", fwd, lo), hi)
-
     def masked(name: str) -> tuple:
         return ("bool", tuple(e.kind == ITEM and src.bit(name, e.index) for e in entries))
 
-    start = _where(b, masked("begin_mask"), _where(b, neg, last, _const([0])), clamp(field("begin")))
+    def clamped(v: tuple, mask: tuple, fill: tuple) -> tuple:
+        value = clamp(b, v, dims, lo, hi, mask[1])
+        return fill if value is None else _where(b, mask, fill, value)
+
+    start = clamped(field("begin"), masked("begin_mask"), _where(b, neg, last, _const([0])))
     end = field("end")
     if src.offset:
         end = _add(b, end, start)
-    end = _where(b, masked("end_mask"), _where(b, neg, _const([-1]), dims), clamp(end))
+    end = clamped(end, masked("end_mask"), _where(b, neg, _const([-1]), dims))
 
     def tf_reading(v: tuple) -> tuple:  # -1 ("before element 0") -> -1 - dim
         return _where(b, _less(b, v, _const([0])), _add(b, v, _neg(b, dims)), v)

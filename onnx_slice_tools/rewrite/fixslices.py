@@ -155,6 +155,7 @@ class FixSlicesPass(StridedSliceRewritePass):
     :func:`read_fixable` can express; the others are left (``inspect --target`` says why)."""
 
     prefix = "fix"
+    share_signatures = False  # a Slice/Gather's reading depends on its data's rank too
 
     def __init__(self, target, *, opset: int):
         target = get_target(target)

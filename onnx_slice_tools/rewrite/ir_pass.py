@@ -1,154 +1,64 @@
-"""The model rewrite pass: StridedSlice nodes -> lowered standard ONNX (onnx-ir).
+"""The StridedSlice rewrite as an onnx-ir pass (:class:`StridedSliceRewritePass`, an
+``ir.passes.InPlacePass`` usable in an ``ir.passes.PassManager``), and the shapes it starts from.
 
 Finds StridedSlice nodes in the main graph, in ``If``/``Loop``/``Scan`` bodies
 (any depth) and in model-local functions:
 
 * TensorFlow flavour: INT mask attributes -- tf2onnx's custom domain
   ``ai.onnx.converters.tensorflow`` or any other domain, the default one included;
-* OpenVINO flavour: INTS or STRING mask attributes (e.g. ``org.openvinotoolkit``).
+* OpenVINO flavour: INTS or STRING mask attributes (e.g. ``org.openvinotoolkit``);
+* TFLite: an ``offset`` attribute.
 
-begin/end/strides come from initializers or ``Constant`` nodes, int32 or int64.
-The pass edits an ``onnx_ir.Model`` in place and returns a :class:`RewriteResult`;
-callers that must not touch their input pass a copy (``convert`` does).
+begin/end/strides come from initializers or ``Constant`` nodes, int32 or int64, or are
+computed at run time.  Every decision is rewrite/core.py's; this module reads onnx-ir nodes and
+makes onnx-ir nodes.  The pass edits the model in place; callers that must not touch their
+input pass a copy (``convert`` does).
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from ..errors import StridedSliceError
+import onnx_ir as ir
+
+from ..graphs.names import NameAllocator
 from ..graphs.walk import all_graphs as _all_graphs  # noqa: F401 - also imported from here
 from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
-from ..lowering.lower import ConstantPool, Lowering, emit, lower
-from ..graphs.names import NameAllocator
+from ..lowering.lower import ConstantPool, emit, steps
+from ..errors import StridedSliceError
 from ..semantics.plan import make_plan
-from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
+from ..semantics.spec import SliceSpec
+from .core import ProtoAttr, proto_attr_value
+from .core import OPENVINO_DOMAINS, TF_DOMAIN, GraphFacts, RewriteChanges, RewriteRecord, RewriteResult, Rewriter
+from .core import Signature, changes_of, check_flavor, default_opset_of, flavor_of, index_values, input_warnings
+from .core import json_shape, output_fill, parse_node, remove_if_unused, unused_domains, with_default_opset
 
-TF_DOMAIN = "ai.onnx.converters.tensorflow"
-OPENVINO_DOMAINS = ("org.openvinotoolkit",)
+__all__ = ["OPENVINO_DOMAINS", "TF_DOMAIN", "ProtoAttr", "RewriteChanges", "RewriteRecord", "RewriteResult",
+           "StridedSliceRewritePass", "proto_attr_value",
+           "StridedSliceRewriteResult", "check_flavor", "default_opset", "derive_shapes", "detect_flavor", "flavor_of",
+           "index_values", "parse_node", "read_node", "read_spec", "set_default_opset", "value_dims"]
 
-
-@dataclass
-class RewriteRecord:
-    """What happened to one StridedSlice node."""
-
-    node: str
-    graph: str
-    flavor: str | None = None
-    spec: SliceSpec | None = None
-    input_shape: tuple | None = None
-    output_shape: tuple | None = None
-    lowering: Lowering | None = None
-    elem_type: int | None = None
-    declared_output: tuple | None = None
-    error: str | None = None
-    error_kind: str | None = None  # "invalid" (the framework rejects it) | "unsupported"
-    index_types: dict = field(default_factory=dict)  # runtime begin/end/strides: field -> int32/int64/None
-    check: object | None = None     # verify.CheckResult once verified
-    warnings: list = field(default_factory=list)  # e.g. declared shapes that disagree with derived ones
-    # where the rewrite sits in the converted model (tensor names), for the in-place check
-    data_name: str | None = None
-    output_name: str | None = None
-    index_names: dict = field(default_factory=dict)  # runtime field -> tensor name
-    replaced: list = field(default_factory=list)    # output-name tuples of the nodes removed
-    renamed: dict = field(default_factory=dict)     # identity: old output name -> the data's name
-    inplace: str | None = None      # the whole-model (in-place) check: passed | failed: .. | skipped: ..
-    op_type: str = "StridedSlice"   # Slice / Gather: a node of the model's own that --fix-slices rewrote
-    written: str | None = None      # such a node as written (its spec is how it was read, not what it says)
-
-    @property
-    def notation(self) -> str | None:
-        """The node as the user knows it: a StridedSlice's spec as an index expression; a fixed
-        Slice/Gather as written (``Slice(starts=[0], ends=[1000000000], axes=[1])``)."""
-        if self.written is not None:
-            return self.written
-        return None if self.spec is None else self.spec.index_notation()
-
-    def to_json(self) -> dict:
-        out = {
-            "node": self.node, "graph": self.graph, "op_type": self.op_type, "flavor": self.flavor,
-            "spec": self.notation,
-            "input_shape": _json_shape(self.input_shape), "output_shape": _json_shape(self.output_shape),
-            "emitted": None if self.lowering is None else [op.describe() for op in self.lowering.ops],
-            "emitted_nodes": None if self.lowering is None else self.lowering.node_count,
-            "error": self.error, "warnings": self.warnings, "inplace_check": self.inplace,
-        }
-        if self.check is not None:
-            c = self.check
-            out["checks"] = {"shape_inference": c.shape_inference, "inferred_shape": _json_shape(c.inferred_shape),
-                             "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
-            if c.reference_evaluator != "not run":
-                out["checks"]["reference_evaluator"] = c.reference_evaluator
-            if c.run_time_errors != "not run":
-                out["checks"]["run_time_errors"] = c.run_time_errors
-            if c.runtimes:
-                out["checks"]["runtimes"] = dict(c.runtimes)
-            if self.index_types:
-                out["checks"]["tried_runtime_values"] = c.tried_values
-                out["checks"]["rejected_runtime_values_redrawn"] = c.rejected_values
-                out["checks"]["rejected_runtime_values_failing_in_onnxruntime"] = c.must_fail_checked
-        return out
-
-
-def _json_shape(shape):
-    return None if shape is None else [d for d in shape]
+_json_shape = json_shape  # the name inspect uses
 
 
 @dataclass
-class RewriteChanges:
-    """What the pass changed, for the structural proof (nodes by their output names)."""
+class StridedSliceRewriteResult(ir.passes.PassResult):
+    """The pass's ``PassResult``: the model, whether it changed, one record per StridedSlice
+    and what changed (for the structural proof)."""
 
-    removed_nodes: set = field(default_factory=set)
-    removed_initializers: set = field(default_factory=set)
-    added_nodes: set = field(default_factory=set)
-    added_initializers: set = field(default_factory=set)
-    renamed: dict = field(default_factory=dict)   # consumers read the data instead of an identity's output
-
-
-@dataclass
-class RewriteResult:
-    model: object  # onnx_ir.Model
-    modified: bool
-    records: list[RewriteRecord] = field(default_factory=list)
+    records: list = field(default_factory=list)
     changes: RewriteChanges = field(default_factory=RewriteChanges)
 
-    def merged(self, later: "RewriteResult") -> "RewriteResult":
-        """This result followed by ``later`` (another pass on the same model): records and
-        changes together, for one structural proof."""
-        a, b = self.changes, later.changes
-        changes = RewriteChanges(a.removed_nodes | b.removed_nodes, a.removed_initializers | b.removed_initializers,
-                                 a.added_nodes | b.added_nodes, a.added_initializers | b.added_initializers,
-                                 {**a.renamed, **b.renamed})
-        return RewriteResult(self.model, self.modified or later.modified, self.records + later.records, changes)
+    merged = RewriteResult.merged
 
 
 # --------------------------------------------------------------------------- reading nodes
 
-#: AttributeProto types (onnx-ir's AttributeType is an IntEnum of the same numbers).
-_INT, _STRING, _INTS = 2, 3, 7
-
-
 def detect_flavor(node) -> str | None:
-    """TFLite when an ``offset`` attribute is present; TF when the masks are INT attributes,
-    OpenVINO when INTS or STRING; None if unclear."""
+    """:func:`core.flavor_of` of an onnx-ir node."""
     return flavor_of({name: a.type for name, a in node.attributes.items()}, node.domain)
-
-
-def flavor_of(attr_types, domain: str) -> str | None:
-    """:func:`detect_flavor` from a node's attribute types (name -> AttributeProto type) and domain."""
-    if "offset" in attr_types:
-        return TFLITE
-    kinds = {t for name, t in attr_types.items() if name in MASK_NAMES}
-    if kinds & {_INTS, _STRING}:
-        return OPENVINO
-    if _INT in kinds:
-        return TF
-    if domain in OPENVINO_DOMAINS:
-        return OPENVINO
-    return TF if not kinds else None
 
 
 def _const_ints(value, field_name: str, cache: dict | None = None) -> tuple[int, ...] | None:
@@ -164,24 +74,9 @@ def _const_ints(value, field_name: str, cache: dict | None = None) -> tuple[int,
     return None if tensor is None else index_values(tensor.numpy(), field_name)
 
 
-def index_values(arr, field_name: str) -> tuple[int, ...]:
-    """A constant begin/end/strides array as ints; StridedSliceError unless 1-D integers."""
-    if arr.dtype.kind not in "iu":
-        raise StridedSliceError(f"{field_name} must be int32 or int64, got {arr.dtype}", field=field_name)
-    if arr.ndim != 1:
-        raise StridedSliceError(f"{field_name} must be 1-D, got shape {list(arr.shape)}", field=field_name)
-    return tuple(int(v) for v in arr.tolist())
-
-
 def read_spec(node, flavor: str, cache: dict | None = None) -> SliceSpec:
     """The node's spec (``None`` for begin/end/strides computed at run time)."""
     return read_node(node, flavor, cache)[0]
-
-
-def _runtime_length(shape) -> int | None:
-    if shape is not None and len(shape) == 1 and isinstance(shape[0], int):
-        return shape[0]
-    return None
 
 
 def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tuple[SliceSpec, dict]:
@@ -192,94 +87,6 @@ def read_node(node, flavor: str, cache: dict | None = None, dims_of=None) -> tup
     ``dims_of(value)``: the shape to trust for a runtime begin/end/strides (default: declared)."""
     return parse_node(list(node.inputs), node.attributes, flavor, lambda v, f: _const_ints(v, f, cache),
                       dims_of or value_dims, cache)
-
-
-def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict | None = None
-               ) -> tuple[SliceSpec, dict]:
-    """:func:`read_node` on any representation: ``inputs`` (data, begin, end[, strides]; None
-    for a missing one), ``attrs`` (name -> an object with ``type``, an AttributeProto type, and
-    ``value``: int, list of ints or str), ``const_of(input, field)`` (its constant ints or None
-    for a runtime value), ``dims_of(input)`` (the trusted shape of a runtime one).  The runtime
-    dict maps fields to the inputs as given."""
-    if len(inputs) > 4:
-        raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
-                                field="inputs")
-    if len(inputs) < 3:
-        raise StridedSliceError(f"StridedSlice needs inputs (data, begin, end[, strides]), got {len(inputs)}",
-                                field="inputs")
-    for k, f in enumerate(("data", "begin", "end")):
-        if inputs[k] is None:  # an empty name: an omitted optional input, and these are not optional
-            raise StridedSliceError(f"the {f} input is empty (named ''); StridedSlice needs data, begin and end",
-                                    field="inputs", index=k)
-    vals, runtime, lengths = [], {}, []
-    for k, f in ((1, "begin"), (2, "end"), (3, "strides")):
-        value = inputs[k] if k < len(inputs) else None
-        v = None if value is None else const_of(value, f)
-        vals.append(v)
-        if value is not None and v is None:
-            runtime[f] = value
-            shape = dims_of(value)
-            length = _runtime_length(shape)
-            if shape is not None and len(shape) != 1:
-                raise StridedSliceError(f"{f} must be 1-D, got rank {len(shape)}", field=f)
-            if length is not None:
-                lengths.append((f, length))
-        elif v is not None:
-            lengths.append((f, len(v)))
-    if len({n for _, n in lengths}) > 1:
-        got = ", ".join(f"{f} has {n}" for f, n in lengths)
-        raise StridedSliceError(f"begin, end and strides must have the same length ({got})", field=lengths[-1][0])
-    runtime_length = None
-    if runtime:
-        if not lengths:
-            raise StridedSliceError(f"{', '.join(runtime)} computed at run time with an unknown length: "
-                                    "not supported (the length fixes the meaning of the masks)",
-                                    field=next(iter(runtime)))
-        runtime_length = lengths[0][1]
-    begin, end, strides = vals
-    if flavor in (TF, TFLITE):
-        masks = {}
-        names = MASK_NAMES + (("offset",) if flavor == TFLITE else ())
-        for m in names:
-            a = attrs.get(m)
-            if a is None:
-                masks[m] = 0
-            elif a.type != _INT:
-                which = "TensorFlow" if flavor == TF else "TFLite"
-                raise StridedSliceError(f"{m} must be an INT attribute in the {which} flavour", field=m)
-            else:
-                masks[m] = a.value
-        if strides is None and "strides" not in runtime:
-            raise StridedSliceError("StridedSlice needs a strides input in this flavour", field="strides")
-        make = from_tflite if flavor == TFLITE else from_tf
-        return _parsed(cache, make, begin, end, strides, runtime_length, masks), runtime
-    masks = {}
-    for m in MASK_NAMES:
-        a = attrs.get(m)
-        if a is None:
-            masks[m] = ()
-        elif a.type == _STRING:
-            masks[m] = a.value
-        elif a.type == _INTS:
-            masks[m] = list(a.value)
-        else:
-            raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
-    if strides is None and "strides" not in runtime and runtime:
-        strides = (1,) * runtime_length  # the optional 4th input defaults to ones
-    return _parsed(cache, from_openvino, begin, end, strides, runtime_length, masks), runtime
-
-
-def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks: dict) -> SliceSpec:
-    """``make(begin, end, strides, runtime_length=..., **masks)``, once per distinct call in a
-    pass (``cache``): models repeat a few patterns thousands of times.  Errors are not cached."""
-    if cache is None:
-        return make(begin, end, strides, runtime_length=runtime_length, **masks)
-    key = ("spec", make, begin, end, strides, runtime_length,
-           tuple((m, tuple(v) if isinstance(v, list) else v) for m, v in sorted(masks.items())))
-    spec = cache.get(key)
-    if spec is None:
-        spec = cache[key] = make(begin, end, strides, runtime_length=runtime_length, **masks)
-    return spec
 
 
 def value_dims(value) -> tuple | None:
@@ -306,36 +113,56 @@ def _elem_type(value) -> int | None:
 
 # --------------------------------------------------------------------------- the pass
 
-def check_flavor(flavor) -> None:
-    """ValueError unless ``flavor`` is None (per node) or a flavour the passes know."""
-    if flavor not in (None, TF, OPENVINO, TFLITE):
-        raise ValueError(f"unknown flavor {flavor!r}")
+class StridedSliceRewritePass(ir.passes.InPlacePass):
+    """Replace every StridedSlice node by its lowering: an onnx-ir in-place pass (it can run in
+    an ``ir.passes.PassManager``) whose :class:`StridedSliceRewriteResult` carries the records
+    (also kept as ``self.result`` when a pass manager returns its own result).
 
-
-class StridedSliceRewritePass:
-    """Replace every StridedSlice node by its lowering.
-
-    ``flavor``: None to detect per node from the attribute types, or "tf"/"openvino".
+    ``flavor``: None to detect per node from the attribute types, or "tf"/"openvino"/"tflite".
     ``opset``: the default-domain opset the emitted nodes are for (the model's own).
     ``target``: the constraints of the output (lowering/targets.py; default onnxruntime, the minimal lowering).
+    ``shapes``: :func:`derive_shapes` of the model (derived on each call when None).
+    The decisions are rewrite/core.py's (:class:`core.Rewriter`); this class reads onnx-ir
+    nodes and makes onnx-ir nodes.
     """
 
-    def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
+    prefix = "sst"  # of the constants this pass adds
+    #: signatures are shared by nodes with the same index inputs and attributes (a subclass
+    #: reading other nodes, whose meaning depends on more, sets False)
+    share_signatures = True
+
+    def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None,
+                 shapes: dict | None = None):
         check_flavor(flavor)
         self.flavor = flavor
         self.opset = opset
         self.target = target
+        self.shapes = shapes
+        self.result: StridedSliceRewriteResult | None = None
 
-    def __call__(self, model, shapes: dict | None = None) -> RewriteResult:
-        """``shapes``: :func:`derive_shapes` of the model (computed here when None)."""
+    def __call__(self, model, shapes: dict | None = None) -> StridedSliceRewriteResult:
+        """Run the pass (``ir.passes.InPlacePass.__call__``); ``shapes``: as the constructor's, for this call."""
+        if shapes is None:
+            return super().__call__(model)
+        kept, self.shapes = self.shapes, shapes
+        try:
+            return super().__call__(model)
+        finally:
+            self.shapes = kept
+
+    def call(self, model) -> StridedSliceRewriteResult:
+        shapes = self.shapes
         if shapes is None:
             shapes = derive_shapes(_proto_for_inference(model), flavor=self.flavor) if _has_strided_slice(model) else {}
         self._shapes = shapes
+        self._core = Rewriter(flavor=self.flavor, opset=self.opset, target=self.target)
+        self._signatures: dict = {}
+        self._warned: dict = {}
+        self._steps: dict = {}
         records: list[RewriteRecord] = []
         self._added: list = []  # nodes the lowerings emitted
         self._freed: list = []  # begin/end/strides values of replaced nodes
         self._consts: dict = {}  # constant inputs already read
-        self._lowerings: dict = {}  # (spec, input shape) -> (plan, lowering): models repeat patterns
         names = NameAllocator.for_model(model)  # generated names collide with none of the model's
         self._added_inits: list = []
         for graph, label, is_function in _all_graphs(model):
@@ -359,18 +186,14 @@ class StridedSliceRewritePass:
             self._added.extend(pool.nodes)
             self._added_inits.extend(pool.cache.values())
         modified = any(r.lowering is not None for r in records)
-        removed = {"nodes": [], "initializers": []}
+        removed: dict = {"nodes": [], "initializers": []}
         if modified:
-            _remove_if_unused(self._freed, removed)
+            remove_if_unused(self._freed, _IrFacts(), removed)
             _drop_unused_domains(model)
-        result = RewriteResult(model, modified, records)
-        result.changes = RewriteChanges(
-            removed_nodes={k for r in records if r.lowering is not None for k in r.replaced} | set(removed["nodes"]),
-            removed_initializers=set(removed["initializers"]),
-            added_nodes={tuple(v.name for v in n.outputs) for n in self._added},
-            added_initializers={v.name for v in self._added_inits if v.is_initializer()},
-            renamed={k: v for r in records for k, v in r.renamed.items()})
-        return result
+        changes = changes_of(records, removed, (tuple(v.name for v in n.outputs) for n in self._added),
+                             (v.name for v in self._added_inits if v.is_initializer()))
+        self.result = StridedSliceRewriteResult(model, modified, records, changes)
+        return self.result
 
     def _dims(self, value):
         """Dims of ``value`` that shape inference derived (None: unknown rank)."""
@@ -383,7 +206,9 @@ class StridedSliceRewritePass:
             return None
         return self._shapes.get(value.name, (None, None))[0]
 
-    prefix = "sst"  # of the constants this pass adds
+    def _index_elem(self, value):
+        """Element type of a runtime index input: derived, else declared."""
+        return self._elem(value) or _elem_type(value)
 
     def _selects(self, node) -> bool:
         """The nodes this pass rewrites (a hook for fixslices.FixSlicesPass)."""
@@ -394,58 +219,61 @@ class StridedSliceRewritePass:
 
     def _read(self, node, flavor: str) -> tuple[SliceSpec, dict]:
         """(spec, runtime index values) of a selected node."""
-        return read_node(node, flavor, self._consts, dims_of=self._dims)
+        return parse_node(list(node.inputs), node.attributes, flavor, lambda v, f: _const_ints(v, f, self._consts),
+                          self._dims, self._core.parse_cache)
+
+    def _signature(self, node) -> Signature:
+        """The core's :class:`core.Signature` of ``node``, once per distinct (index inputs,
+        attributes, domain) when :attr:`share_signatures`."""
+        attrs = node.attributes
+        key = None
+        if self.share_signatures:
+            key = (tuple(id(v) for v in node.inputs[1:]), node.domain, self._scoped,
+                   tuple((n, a.type, tuple(a.value) if isinstance(a.value, list) else a.value)
+                         for n, a in attrs.items() if isinstance(a, ir.Attr)))
+            hit = self._signatures.get(key)
+            if hit is not None:
+                return hit
+        sig = self._core.signature({n: a.type for n, a in attrs.items()}, node.domain,
+                                   lambda flavor: self._read(node, flavor), self._index_elem)
+        if key is not None:
+            self._signatures[key] = sig
+        return sig
 
     def _rewrite(self, graph, label: str, node, pool: ConstantPool) -> RewriteRecord:
-        import onnx_ir as ir
         name = node.name or (node.outputs[0].name if node.outputs else "StridedSlice")
-        rec = RewriteRecord(node=name, graph=label)
-        flavor = self.flavor or detect_flavor(node)
-        rec.flavor = flavor
-        self._annotate(rec, node)
-        if flavor is None:
-            rec.error, rec.error_kind = "cannot tell the flavour from the mask attributes; pass flavor", "invalid"
-            return rec
         x = node.inputs[0] if node.inputs else None
         out = node.outputs[0]
-        try:
-            spec, runtime = self._read(node, flavor)
-            rec.spec = spec
-            rec.input_shape = self._dims(x)
-            declared = value_dims(x)
-            problem = _shape_disagreement(declared, rec.input_shape)
-            if problem:
-                rec.warnings.append(f"declared input shape {_fmt(declared)} disagrees with the shape derived "
-                                    f"from the graph inputs {_fmt(rec.input_shape)} ({problem}); using the derived one")
-            index_types = {f: _index_type(v, self._elem(v)) for f, v in runtime.items()}
-            key = (spec, rec.input_shape, tuple(sorted(index_types.items())))
-            if key not in self._lowerings:
-                plan = make_plan(spec, rec.input_shape)
-                self._lowerings[key] = (plan, lower(plan, self.opset, index_types, target=self.target))
-            plan, lowering = self._lowerings[key]
-        except StridedSliceError as exc:
-            rec.error = str(exc)
-            rec.error_kind = "unsupported" if "not supported" in exc.reason else "invalid"
-            return rec
-        self._freed.extend((graph, v) for v in node.inputs[1:] if v is not None)
-        rec.output_shape = plan.output_shape
-        rec.lowering = lowering
-        rec.elem_type = self._elem(x) or _elem_type(x) or _elem_type(out)  # 0 is UNDEFINED
-        rec.data_name, rec.output_name = x.name, out.name
-        rec.index_names = {f: v.name for f, v in runtime.items()}
-        rec.replaced = [tuple(v.name for v in node.outputs)]
-        rec.declared_output = value_dims(out)
-        rec.index_types = index_types
+        sig = self._signature(node)
+        dims = self._dims(x)
+        warned = self._warned.get(id(x))
+        if warned is None or warned[0] is not x:
+            warned = self._warned[id(x)] = (x, input_warnings(value_dims(x), dims))
         out_pos = self._out_index.get(id(out))
-        if lowering.is_identity and out_pos is None:
-            rec.output_name = x.name
-            rec.renamed = {out.name: x.name}
+        rec = self._core.decide(sig, node=name, graph=label, dims=dims, warnings=warned[1],
+                                data_name=None if x is None else x.name, output_name=out.name,
+                                data_elem=self._elem(x) or _elem_type(x), output_elem=_elem_type(out),
+                                declared_output=value_dims(out),
+                                runtime_names={f: v.name for f, v in sig.runtime.items()},
+                                is_graph_output=out_pos is not None)
+        self._annotate(rec, node)
+        lowering = rec.lowering
+        if lowering is None:
+            return rec
+        self._freed.extend(v for v in node.inputs[1:] if v is not None)
+        if rec.renamed:  # an identity: readers read the data
             out.replace_all_uses_with(x)
             node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
             self._dead.append(node)  # its output has no uses left
             return rec
-        new_nodes, new_out = emit(lowering, x, self.opset, pool, name, runtime, memo=self._memo)
+        made = self._steps.get(id(lowering))
+        if made is None or made[0] is not lowering:  # the steps of a lowering made once (the lowering kept)
+            made = self._steps[id(lowering)] = (lowering, steps(lowering, self.opset))
+        new_nodes, new_out = emit(lowering, x, self.opset, pool, name, sig.runtime, memo=self._memo,
+                                  plan_steps=made[1])
         self._added.extend(new_nodes)
+        fill = output_fill(out.type is not None, _elem_type(out) if _is_tensor(out) else None,
+                           value_dims(out), _elem_type(x), rec.output_shape)
         new_out.type, new_out.shape = out.type, out.shape
         if out_pos is not None:
             graph.outputs[out_pos] = new_out
@@ -457,68 +285,58 @@ class StridedSliceRewritePass:
         graph.insert_after(node, new_nodes)
         node.resize_inputs(0)  # detach: an unsafe remove() leaves the inputs' uses
         self._dead.append(node)  # every use and graph output was moved
-        # Fill in what the original output did not declare: its type, and the plan's shape.
-        if new_out.type is None and x.type is not None:
-            new_out.type = x.type
-        if new_out.shape is None and plan.output_shape is not None and new_out.type is not None:
-            new_out.shape = ir.Shape(list(plan.output_shape))
+        if fill is not None:  # what the original output did not declare: the data's type, the plan's shape
+            elem, shape = fill
+            if elem is not None:
+                new_out.type = ir.TensorType(ir.DataType(elem))
+            if shape is not None:
+                new_out.shape = ir.Shape(list(shape))
         return rec
 
 
-def _remove_if_unused(freed: list, removed: dict) -> None:
-    """Drop what fed only the replaced nodes: initializers, Constant nodes, and the standard
-    nodes that computed runtime begin/end/strides (e.g. tf2onnx's ``end = begin + 1`` of a
-    shrink, which the lowering does not read), recursively."""
-    done = set()
-    todo = list(freed)
-    while todo:
-        graph, value = todo.pop()
-        if id(value) in done or value.uses() or value.is_graph_output() or value.is_graph_input():
-            continue
-        done.add(id(value))
-        producer = value.producer()
-        if producer is not None:
-            if producer.domain not in ("", "ai.onnx") or any(v.uses() or v.is_graph_output()
-                                                             for v in producer.outputs):
-                continue
-            if any(a.type in _graph_attr_types() for a in producer.attributes.values()):
-                continue  # If/Loop/Scan: leave control flow alone
-            inputs = [v for v in producer.inputs if v is not None]
-            removed["nodes"].append(tuple(v.name for v in producer.outputs))
-            producer.graph.remove(producer, safe=True)
-            todo.extend((graph, v) for v in inputs)
-        elif value.is_initializer() and value.name in value.graph.initializers:
-            removed["initializers"].append(value.name)
-            del value.graph.initializers[value.name]
+def _is_tensor(value) -> bool:
+    return isinstance(value.type, ir.TensorType)
 
 
-def _graph_attr_types():
-    import onnx_ir as ir
-    return (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+class _IrFacts(GraphFacts):
+    """:class:`core.GraphFacts` of onnx-ir values (any graph: a value knows its own)."""
 
+    def key(self, v):
+        return id(v)
 
-def _index_type(value, derived: int | None = None) -> str | None:
-    import onnx_ir as ir
-    dtype = ir.DataType(derived) if derived else value.dtype if value.type is not None else None
-    return {ir.DataType.INT32: "int32", ir.DataType.INT64: "int64"}.get(dtype)
+    def used(self, v) -> bool:
+        return bool(v.uses())
 
+    def is_boundary(self, v) -> bool:
+        return v.is_graph_output() or v.is_graph_input()
 
-def _shape_disagreement(declared, derived) -> str | None:
-    """Where a declared shape contradicts the derived one: rank, or two different numbers."""
-    if declared is None or derived is None:
-        return None
-    if len(declared) != len(derived):
-        return f"rank {len(declared)} != {len(derived)}"
-    for i, (a, b) in enumerate(zip(declared, derived)):
-        if isinstance(a, int) and isinstance(b, int) and a != b:
-            return f"dim {i}: {a} != {b}"
-        if isinstance(a, int) and not isinstance(b, int):
-            return f"dim {i}: declared {a}, not derivable"
-    return None
+    def producer(self, v):
+        return v.producer()
 
+    def is_initializer(self, v) -> bool:
+        return v.is_initializer() and v.name in v.graph.initializers
 
-def _fmt(shape) -> str:
-    return "unknown rank" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+    def domain(self, node) -> str:
+        return node.domain
+
+    def outputs(self, node) -> list:
+        return list(node.outputs)
+
+    def has_subgraph(self, node) -> bool:
+        return any(a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS) for a in node.attributes.values())
+
+    def output_names(self, node) -> tuple:
+        return tuple(v.name for v in node.outputs)
+
+    def remove_node(self, node) -> list:
+        inputs = [v for v in node.inputs if v is not None]
+        node.graph.remove(node, safe=True)
+        return inputs
+
+    def remove_initializer(self, v) -> str:
+        name = v.name
+        del v.graph.initializers[name]
+        return name
 
 
 def _has_strided_slice(model) -> bool:
@@ -595,24 +413,6 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     return out
 
 
-class ProtoAttr(NamedTuple):
-    """An AttributeProto as :func:`parse_node` reads it: its type and its int, ints or str value."""
-
-    type: int
-    value: object
-
-
-def proto_attr_value(a):
-    """The int, list of ints or str of an AttributeProto (None for other types)."""
-    if a.type == _INT:
-        return a.i
-    if a.type == _INTS:
-        return list(a.ints)
-    if a.type == _STRING:
-        return a.s.decode("utf-8", "replace")
-    return None
-
-
 def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
 
@@ -634,7 +434,18 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1
                  and len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
 
+    read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
+    parsed: dict = {}  # (index inputs, attributes, domain) -> (spec, runtime) or None: models repeat patterns
+    planned_shapes: dict = {}  # (spec, dims) -> output shape or None
+    parse_cache: dict = {}
+
     def const_of(name, field_name):
+        key = (name, field_name)
+        if key not in read:
+            read[key] = _const_of(name, field_name)
+        return read[key]
+
+    def _const_of(name, field_name):
         t = inits.get(name)
         if t is None and name in constants:
             a = constants[name].attribute[0]
@@ -658,14 +469,26 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             tried.add(out)
             dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                          for d in x.type.tensor_type.shape.dim)
-            attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
-            node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-            try:
-                spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
-                                           lambda v: None)
-                shape = None if runtime or node_flavor is None else make_plan(spec, dims).output_shape
-            except (StridedSliceError, ValueError):
+            key = (tuple(node.input[1:]), node.domain,
+                   tuple((a.name, a.type, a.i, tuple(a.ints), a.s) for a in node.attribute))
+            if key not in parsed:
+                attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
+                node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
+                try:
+                    spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
+                                               lambda v: None, parse_cache)
+                    parsed[key] = None if runtime or node_flavor is None else spec
+                except (StridedSliceError, ValueError):
+                    parsed[key] = None
+            spec = parsed[key]
+            if spec is None:
                 continue
+            if (spec, dims) not in planned_shapes:
+                try:
+                    planned_shapes[(spec, dims)] = make_plan(spec, dims).output_shape
+                except (StridedSliceError, ValueError):
+                    planned_shapes[(spec, dims)] = None
+            shape = planned_shapes[(spec, dims)]
             if shape is not None:
                 planned.append(onnx.helper.make_tensor_value_info(out, x.type.tensor_type.elem_type, list(shape)))
         if not planned:
@@ -819,26 +642,18 @@ def weightless(proto, max_bytes: int | None = None):
 
 
 def _drop_unused_domains(model) -> None:
-    used = set()
-    for graph, _, _ in _all_graphs(model):  # every graph is listed: no need to recurse
-        used.update(node.domain for node in graph)
-    used |= {f.domain for f in model.functions.values()}
-    for domain in list(model.opset_imports):
-        if domain not in ("", "ai.onnx") and domain not in used:
-            del model.opset_imports[domain]
-    for domain in list(model.graph.opset_imports):
-        if domain not in ("", "ai.onnx") and domain not in used:
-            del model.graph.opset_imports[domain]
+    used = {node.domain for node, _ in all_nodes(model)} | {f.domain for f in model.functions.values()}
+    for domain in unused_domains(list(model.opset_imports), used):  # one dict: the model's and its graph's
+        del model.opset_imports[domain]
 
 
 def default_opset(model) -> int | None:
-    for d in ("", "ai.onnx"):
-        if d in model.opset_imports:
-            return model.opset_imports[d]
-    return None
+    """The default-domain opset an onnx-ir model imports (:func:`core.default_opset_of`)."""
+    return default_opset_of(model.opset_imports)
 
 
 def set_default_opset(model, opset: int) -> None:
-    model.opset_imports.pop("ai.onnx", None)
-    model.opset_imports[""] = opset
-    model.graph.opset_imports[""] = opset
+    """The default domain imported as ``""`` at ``opset`` (:func:`core.with_default_opset`)."""
+    imports = with_default_opset(model.opset_imports, opset)
+    model.opset_imports.clear()
+    model.opset_imports.update(imports)

@@ -1,21 +1,21 @@
-"""The rewrite pass on protobuf: :class:`rewrite.StridedSliceRewritePass`'s rewrite of the main
-graph, spliced into the parsed ``ModelProto`` without building an onnx-ir model.
+"""The StridedSlice rewrite on protobuf: rewrite/core.py's decisions applied to the main graph
+of the parsed ``ModelProto``, without building an onnx-ir model.
 
-Why a second path: onnx-ir reads every node of a model into Python objects and writes them all
-back, ~50 us per node, where a rewrite touches only the StridedSlice nodes and their constant
-inputs.  At 10,000 nodes the onnx-ir round trip alone cost more than reading and writing the
-whole file (docs/benchmarks.md, section 8).  This pass reads only what the rewrite needs (the
-StridedSlice nodes, their constants, the declarations of their inputs and outputs) and emits
-the same nodes, constants, names, records and :class:`rewrite.RewriteChanges`: the spec
-parsing (``rewrite.parse_node``), the plan and the lowering (``lower.steps``) are the onnx-ir
-pass's own, only the last step -- making nodes -- differs.
+Why a second representation: onnx-ir reads every node of a model into Python objects and
+writes them all back, where a rewrite touches only the StridedSlice nodes and their constant
+inputs; at 1,000 and 10,000 slices that round trip is most of the rewrite's cost
+(docs/benchmarks.md, section 8).  This module reads only what the rewrite needs (the
+StridedSlice nodes, their constants, the declarations of their inputs and outputs); everything
+decided -- flavour, spec, plan, lowering, records, the memo, dead inputs, domains, output
+declarations, the default opset -- is rewrite/core.py's, as for the onnx-ir pass; only reading
+protobuf fields and making NodeProtos (from ``lower.steps``) is done here.
 
 It applies to the common case and declines the rest (:func:`declines`, then the onnx-ir pass
-runs): StridedSlice nodes in the main graph only, no external data, no graph input that is also
-a graph output, begin/end/strides from initializers or ``Constant`` nodes with a ``value``,
-``value_int`` or ``value_ints``.
-``tests/test_rewrite_proto.py`` checks that both paths give the same model on every model
-the tests build.
+runs and ``report.path`` says so): StridedSlice nodes in the main graph only, no external
+data, no graph input that is also a graph output, begin/end/strides from initializers or
+``Constant`` nodes with a ``value``, ``value_int`` or ``value_ints``.
+``tests/rewrite/test_rewrite_proto.py`` checks that both give the same model on every model the
+tests build.
 """
 
 from __future__ import annotations
@@ -26,15 +26,13 @@ from typing import NamedTuple
 
 from onnx import NodeProto
 
-from ..errors import StridedSliceError
-from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
-from ..lowering.lower import ConstantPool, lower, steps
 from ..graphs.names import NameAllocator
-from ..semantics.plan import make_plan
-from .ir_pass import ProtoAttr as _Attr
-from .ir_pass import (RewriteChanges, RewriteRecord, RewriteResult, _fmt, _shape_disagreement, check_flavor,
-                      flavor_of, index_values, parse_node)
-from .ir_pass import proto_attr_value as _attr_value
+from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
+from ..lowering.lower import ConstantPool, steps
+from .core import GraphFacts, RewriteRecord, RewriteResult, Rewriter, changes_of, check_flavor, default_opset_of, index_values
+from .core import ProtoAttr as _Attr
+from .core import proto_attr_value as _attr_value
+from .core import input_warnings, output_fill, parse_node, remove_if_unused, unused_domains, with_default_opset
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
@@ -259,6 +257,7 @@ class ProtoStridedSliceRewritePass:
             raise ValueError(reason)
         g = _Graph(proto.graph, holders)
         self._shapes = shapes
+        self._core = Rewriter(flavor=self.flavor, opset=self.opset, target=self.target)
         try:
             plans = self._read_all(g)
         except _Declined as exc:
@@ -278,8 +277,6 @@ class ProtoStridedSliceRewritePass:
 
     def _read_all(self, g: _Graph) -> list:
         consts: dict = {}  # (name, field) -> ints: one initializer often feeds many nodes
-        parse_cache: dict = {}
-        lowerings: dict = {}
         renamed: dict = {}  # identity rewrites so far: later nodes read the data instead
 
         def const_of(name, field_name):
@@ -309,99 +306,42 @@ class ProtoStridedSliceRewritePass:
             key = (inputs[1:], raw[raw.find(_OP_TYPE):])
             sig = signatures.get(key)
             if sig is None:
-                sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of,
-                                                        parse_cache)
+                sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of)
             x = inputs[0] if inputs else ""
             about = data.get(x)
             if about is None:
                 about = data[x] = self._data(g, x or None)
-            plan = self._plan(g, k, node, outputs[0], inputs, sig, about, lowerings)
+            plan = self._plan(g, k, node, outputs[0], inputs, sig, about)
             plans.append(plan)
             if plan.record.renamed:
                 renamed.update(plan.record.renamed)
         return plans
 
-    def _signature(self, g: _Graph, node, inputs: list, const_of, parse_cache) -> tuple:
-        """(flavor, spec, runtime, index types, error, error kind) of a node's index inputs,
-        attributes and domain."""
+    def _signature(self, g: _Graph, node, inputs: list, const_of):
+        """The core's :class:`core.Signature` of a node's index inputs, attributes and domain."""
         attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
-        flavor = self.flavor or flavor_of({n: a.type for n, a in attrs.items()}, node.domain)
-        if flavor is None:
-            return None, None, {}, {}, "cannot tell the flavour from the mask attributes; pass flavor", "invalid"
-        try:
-            spec, runtime = parse_node(inputs, attrs, flavor, const_of, self._dims, parse_cache)
-        except StridedSliceError as exc:
-            return flavor, None, {}, {}, str(exc), "unsupported" if "not supported" in exc.reason else "invalid"
-        index_types = {f: _index_type(self._elem(v) or g.declared(v)[0]) for f, v in runtime.items()}
-        return flavor, spec, runtime, index_types, None, None
+        return self._core.signature(
+            {n: a.type for n, a in attrs.items()}, node.domain,
+            lambda flavor: parse_node(inputs, attrs, flavor, const_of, self._dims, self._core.parse_cache),
+            lambda v: self._elem(v) or g.declared(v)[0])
 
     def _data(self, g: _Graph, x) -> tuple:
         """(derived dims, warnings, element type) of a sliced tensor."""
         dims = self._dims(x)
         declared_elem, declared, _ = g.declared(x)
-        problem = _shape_disagreement(declared, dims)
-        warnings = [] if not problem else [
-            f"declared input shape {_fmt(declared)} disagrees with the shape derived "
-            f"from the graph inputs {_fmt(dims)} ({problem}); using the derived one"]
-        return dims, warnings, self._elem(x) or declared_elem
+        return dims, input_warnings(declared, dims), self._elem(x) or declared_elem
 
-    def _plan(self, g: _Graph, k: int, node, out: str, inputs, sig: tuple, about: tuple, lowerings: dict) -> _Plan:
+    def _plan(self, g: _Graph, k: int, node, out: str, inputs, sig, about: tuple) -> _Plan:
         x = inputs[0] if inputs else None
         dims, warnings, elem = about
-        base = lowerings.get((id(sig), dims))
-        if base is None:  # the record's fields shared by every node of this signature and shape
-            base = lowerings[(id(sig), dims)] = self._base(sig, dims, lowerings)
-        rec = RewriteRecord.__new__(RewriteRecord)
-        fields = rec.__dict__
-        fields.update(base)
-        fields["node"] = node.name or out
-        fields["warnings"] = list(warnings) if base["spec"] is not None else []
-        fields["renamed"] = {}
-        if base["lowering"] is None:
-            fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
-            if base["spec"] is not None:
-                fields["input_shape"] = dims
+        out_elem, declared_output, _ = g.declared(out) if sig.error is None else (None, None, False)
+        rec = self._core.decide(sig, node=node.name or out, graph="main", dims=dims, warnings=warnings,
+                                data_name=x, output_name=out, data_elem=elem, output_elem=out_elem,
+                                declared_output=declared_output, runtime_names=sig.runtime,
+                                is_graph_output=out in g.outputs)
+        if rec.lowering is None:
             return _Plan(k, rec, None, {})
-        fields["input_shape"] = dims
-        out_elem, fields["declared_output"], _ = g.declared(out)
-        fields["elem_type"] = elem or out_elem or None
-        fields["data_name"] = x
-        fields["output_name"] = out
-        runtime = sig[2]
-        fields["index_names"] = dict(runtime)
-        fields["index_types"] = dict(base["index_types"])
-        fields["replaced"] = [(out,)]
-        if base["lowering"].is_identity and out not in g.outputs:
-            fields["output_name"] = x
-            fields["renamed"] = {out: x}
-        return _Plan(k, rec, base["lowering"], runtime, inputs)
-
-    def _base(self, sig: tuple, dims, lowerings: dict) -> dict:
-        """A record's fields (every field: a fresh record's defaults, then what the signature and
-        the input's dims decide) for the nodes that share them; per-node fields are set after."""
-        flavor, spec, runtime, index_types, error, error_kind = sig
-        fields = dict(RewriteRecord(node="", graph="main").__dict__, flavor=flavor, spec=spec, error=error,
-                      error_kind=error_kind)
-        if error is not None:
-            return fields
-        key = (spec, dims, tuple(sorted(index_types.items())) if index_types else ())
-        hit = lowerings.get(key)
-        if hit is None:
-            try:
-                plan = make_plan(spec, dims)
-                lowering = lower(plan, self.opset, index_types, target=self.target)
-            except StridedSliceError as exc:
-                hit = (exc, None)
-            else:
-                hit = (plan.output_shape, lowering)
-            lowerings[key] = hit
-        if hit[1] is None:
-            fields["error"] = str(hit[0])
-            fields["error_kind"] = "unsupported" if "not supported" in hit[0].reason else "invalid"
-            return fields
-        fields["output_shape"], fields["lowering"] = hit
-        fields["index_types"] = index_types
-        return fields
+        return _Plan(k, rec, rec.lowering, sig.runtime, inputs)
 
     # ------------------------------------------------------------------ splicing
 
@@ -450,7 +390,9 @@ class ProtoStridedSliceRewritePass:
             uses[out] = 0
         freed = {name for p in replaced for name in p.inputs[1:] if name}
         removed = {"nodes": [], "initializers": []}
-        dead_nodes = _remove_if_unused(g, sorted(freed), uses, removed)
+        facts = _ProtoFacts(g, uses)
+        remove_if_unused(sorted(freed), facts, removed)
+        dead_nodes = facts.dead
         removed_domains = collections.Counter(everything[p.index].domain for p in replaced)
         removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
@@ -469,28 +411,21 @@ class ProtoStridedSliceRewritePass:
             graph.value_info.extend(keep_vi)
         drop_unused_domains(proto, g.domains, removed_domains)
         records = [p.record for p in plans]
-        result = RewriteResult(proto, True, records)
-        result.changes = RewriteChanges(
-            removed_nodes={t for r in records if r.lowering is not None for t in r.replaced} | set(removed["nodes"]),
-            removed_initializers=set(removed["initializers"]),
-            added_nodes={(o,) for o in added},
-            added_initializers={t.name for t in pool.tensors},
-            renamed=renamed)
+        changes = changes_of(records, removed, ((o,) for o in added), (t.name for t in pool.tensors))
+        changes.renamed = renamed
+        result = RewriteResult(proto, True, records, changes)
         return result
 
-    def _declare_output(self, g: _Graph, rec: RewriteRecord, out: str) -> None:
-        """What the original output did not declare, as the onnx-ir pass fills it in: the data's
-        type, and the plan's shape."""
+    def _declare_output(self, g: _Graph, rec, out: str) -> None:
+        """What the original output did not declare (:func:`core.output_fill`)."""
         elem, dims, typed = g.declared(out)
-        if typed and (dims is not None or elem is None):  # all declared, or not a tensor
-            return
-        x_elem = g.declared(rec.data_name)[0]
-        if not typed and x_elem is None:
-            return
-        key = (typed, x_elem, rec.output_shape)
-        fill = g.filled_types.get(key)
+        fill = output_fill(typed, elem, dims, g.declared(rec.data_name)[0], rec.output_shape)
         if fill is None:
-            fill = g.filled_types[key] = _filled_type(None if typed else x_elem, rec.output_shape)
+            return
+        key = (typed,) + fill
+        made = g.filled_types.get(key)
+        if made is None:
+            made = g.filled_types[key] = _filled_type(*fill)
         k = g.outputs.get(out)
         if k is not None:
             vi = g.graph.output[k]
@@ -500,7 +435,7 @@ class ProtoStridedSliceRewritePass:
                 vi = g.graph.value_info.add()
                 vi.name = out
                 g.value_info[out] = vi
-        vi.type.MergeFrom(fill)
+        vi.type.MergeFrom(made)
 
 
 def _filled_type(elem, shape):
@@ -592,46 +527,58 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     return out
 
 
-def _index_type(elem) -> str | None:
-    return {6: "int32", 7: "int64"}.get(elem)
-
-
 def _attribute(key: str, value):
     from onnx import helper
     return helper.make_attribute(key, list(value) if isinstance(value, tuple) else value)
 
 
-def _remove_if_unused(g: _Graph, freed: list, uses, removed: dict) -> set:
-    """rewrite._remove_if_unused on the proto: initializers, Constant nodes and the standard
-    nodes that fed only the replaced nodes, recursively.  Returns the indices of the dead nodes."""
-    dead: set = set()
-    done: set = set()
-    todo = list(freed)
-    graph = g.graph
-    while todo:
-        name = todo.pop()
-        if name in done or uses[name] > 0 or name in g.outputs or name in g.inputs:
-            continue
-        done.add(name)
-        if name in g.initializers:  # (SSA: an initializer is no node's output; no node index needed)
-            removed["initializers"].append(name)
-            continue
-        k = g.producers.get(name)
-        if k is not None:
-            producer = graph.node[k]
-            if k in dead:
-                continue
-            if producer.domain not in ("", "ai.onnx") or any(uses[o] > 0 or o in g.outputs for o in producer.output if o):
-                continue
-            if any(a.type in (5, 10) for a in producer.attribute):  # a GRAPH/GRAPHS attribute, even empty
-                continue  # If/Loop/Scan: leave control flow alone
-            removed["nodes"].append(tuple(producer.output))
-            dead.add(k)
-            inputs = [i for i in producer.input if i]
-            for i in inputs:
-                uses[i] -= 1
-            todo.extend(inputs)
-    return dead
+class _ProtoFacts(GraphFacts):
+    """:class:`core.GraphFacts` of the main graph's names: ``uses`` counts the reads after the
+    rewrite (kept up to date as nodes die); ``dead``: indices of the nodes removed (the caller
+    leaves them out of the new node list)."""
+
+    def __init__(self, g: _Graph, uses):
+        self.g, self.uses, self.dead = g, uses, set()
+
+    def key(self, v):
+        return v
+
+    def used(self, v) -> bool:
+        return self.uses[v] > 0
+
+    def is_boundary(self, v) -> bool:
+        return v in self.g.outputs or v in self.g.inputs
+
+    def producer(self, v):
+        if v in self.g.initializers:  # (SSA: an initializer is no node's output)
+            return None
+        k = self.g.producers.get(v)
+        return None if k is None or k in self.dead else k
+
+    def is_initializer(self, v) -> bool:
+        return v in self.g.initializers
+
+    def domain(self, node) -> str:
+        return self.g.graph.node[node].domain
+
+    def outputs(self, node) -> list:
+        return [o for o in self.g.graph.node[node].output if o]
+
+    def has_subgraph(self, node) -> bool:
+        return any(a.type in (5, 10) for a in self.g.graph.node[node].attribute)  # GRAPH/GRAPHS, even empty
+
+    def output_names(self, node) -> tuple:
+        return tuple(self.g.graph.node[node].output)
+
+    def remove_node(self, node) -> list:
+        self.dead.add(node)
+        inputs = [i for i in self.g.graph.node[node].input if i]
+        for i in inputs:
+            self.uses[i] -= 1
+        return inputs
+
+    def remove_initializer(self, v) -> str:
+        return v  # dropped from the graph's list by the caller, with everything else removed
 
 
 def _rename_uses(graph, renamed: dict) -> None:
@@ -644,33 +591,33 @@ def _rename_uses(graph, renamed: dict) -> None:
 
 
 def drop_unused_domains(proto, counts: collections.Counter, removed: collections.Counter) -> None:
-    """Opset imports of custom domains no node uses after the rewrite (as onnx-ir's pass: also
-    those no node used before).  ``counts``: nodes per domain in the main graph and its
-    subgraphs before, ``removed``: the nodes the rewrite removed, per domain."""
+    """Opset imports of custom domains no node uses after the rewrite (:func:`core.unused_domains`).
+    ``counts``: nodes per domain in the main graph and its subgraphs before, ``removed``: the
+    nodes the rewrite removed, per domain."""
     used = {d for d, n in counts.items() if n > removed.get(d, 0)}
-    for f in proto.functions:
-        used.add(f.domain)
+    used.update(f.domain for f in proto.functions)
     used.update(n.domain for g, label, _ in proto_graphs(proto) if label.startswith("function ")
                 for n in g.node)
-    keep = [o for o in proto.opset_import if o.domain in ("", "ai.onnx") or o.domain in used]
-    if len(keep) != len(proto.opset_import):
+    drop = set(unused_domains([o.domain for o in proto.opset_import], used))
+    if drop:
+        keep = [o for o in proto.opset_import if o.domain not in drop]
         del proto.opset_import[:]
         proto.opset_import.extend(keep)
 
 
+def _imports(proto) -> dict:
+    return {o.domain: o.version for o in proto.opset_import}
+
+
 def proto_default_opset(proto) -> int | None:
-    """The default-domain opset a ModelProto imports (as rewrite.default_opset)."""
-    for d in ("", "ai.onnx"):
-        for o in proto.opset_import:
-            if o.domain == d:
-                return o.version
-    return None
+    """The default-domain opset a ModelProto imports (:func:`core.default_opset_of`)."""
+    return default_opset_of(_imports(proto))
 
 
 def set_proto_opset(proto, opset: int) -> None:
-    """The default domain imported as ``""`` at ``opset`` (as rewrite.set_default_opset)."""
-    keep = [o for o in proto.opset_import if o.domain not in ("", "ai.onnx")]
+    """The default domain imported as ``""`` at ``opset`` (:func:`core.with_default_opset`)."""
+    imports = with_default_opset(_imports(proto), opset)
     del proto.opset_import[:]
-    entry = proto.opset_import.add()
-    entry.domain, entry.version = "", opset
-    proto.opset_import.extend(keep)
+    for domain, version in imports.items():
+        entry = proto.opset_import.add()
+        entry.domain, entry.version = domain, version

@@ -20,8 +20,8 @@ with a negative stride, an ``offset`` whose clamped range disagrees with the
 raw end, ``end_mask`` under ``offset``), or it reads past the shape or the
 begin/end tensors -- :func:`tflite_as_tf` raises :class:`StridedSliceError`.
 ``INT32_MIN`` strides are rejected as LiteRT does (TF 2.21's interpreter
-still returns an empty slice).  More than 5 effective dims are rejected as the
-TF 2.21 interpreter does.
+still returns an empty slice).  Any number of effective dims is accepted, as LiteRT
+does (TF 2.21's deprecated ``tf.lite.Interpreter`` stops at 5).
 
 :func:`tflite_as_tf` returns a TensorFlow spec with no ellipsis, one item per
 effective dim, that TensorFlow evaluates exactly as TFLite does; the plan, the
@@ -36,7 +36,6 @@ from typing import Sequence
 from ..errors import StridedSliceError
 from .spec import SliceSpec, from_tf
 
-MAX_DIMS = 5          # TF 2.21 interpreter: "up to 5D output including added axis"
 MAX_INDICES = 31      # LiteRT: "StridedSlice op only supports up to 31 indices"
 _INT32_MIN = -(2 ** 31)
 
@@ -172,9 +171,6 @@ def tflite_as_tf(spec: SliceSpec, shape: Sequence | None) -> tuple[SliceSpec, li
     if n > MAX_INDICES:
         raise StridedSliceError(f"TFLite allows at most {MAX_INDICES} indices, got {n}", field="begin")
     entries = dense_entries(spec, rank)
-    if len(entries) > MAX_DIMS:
-        raise StridedSliceError(f"TFLite supports at most {MAX_DIMS} dims including new axes, "
-                                f"this spec needs {len(entries)}", field="new_axis_mask")
     notes: list[str] = []
     for k, entry in enumerate(entries):
         if entry.axis is not None and entry.axis >= rank:

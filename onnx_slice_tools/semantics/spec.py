@@ -69,6 +69,9 @@ class SliceSpec:
     runtime_length: int | None = None
     #: TFLite only: STRIDED_SLICE's ``offset`` option (op version 8), end is relative to begin.
     offset: bool = False
+    #: Runtime fields whose length is not known before run time (``n`` comes from another
+    #: field): the frameworks raise when it differs, so the lowering checks it.
+    unsized: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:

@@ -1,9 +1,12 @@
 """Model checks of a converted model and the one status vocabulary of every check.
 
-Every check -- per rewrite and whole model -- ends as ``"passed"``, ``"failed: <why>"`` or
-``"skipped: <reason>"``.  :func:`kind` reads any status (older words included) as one of
-the three, and :func:`verdict` turns a list of named statuses into the one answer that
-``convert``, ``batch``, ``verify`` and report.json all print.
+Every check -- per rewrite and whole model -- ends as a :class:`Status` (made by
+:func:`passed`, :func:`failed` or :func:`skipped`): a ``str`` whose text is ``"passed"``,
+``"failed: <why>"`` or ``"skipped: <reason>"`` (what report.json and the CLI print) and which
+carries its ``kind`` and ``detail``, so no caller reads a status by its prefix.  :func:`kind`
+and :func:`detail` also read a plain string status (older words included), and
+:func:`verdict` turns a list of named statuses into the one answer that ``convert``,
+``batch``, ``verify`` and report.json all print.
 """
 
 from __future__ import annotations
@@ -12,16 +15,74 @@ import os
 
 from ..errors import first_line as _first_line
 
-PASSED = "passed"
+class Status(str):
+    """One check's status: its kind (``"passed"``, ``"failed"`` or ``"skipped"``), its detail
+    (the why or the reason), and as a ``str`` its exact text -- ``"passed"``,
+    ``"passed (<detail>)"``, ``"failed: <why>"``, ``"skipped: <reason>"`` -- which is what
+    report.json and every printed line show.  Build one with :func:`passed`, :func:`failed`
+    or :func:`skipped`; read it by ``.kind``, never by the text's prefix."""
+
+    __slots__ = ("kind", "detail")
+    kind: str
+    detail: str
+
+    def __new__(cls, kind: str, detail: str = "", text: str | None = None):
+        if text is None:
+            text = (kind if not detail else f"{kind} ({detail})" if kind == "passed"
+                    else f"{kind}: {detail}")
+        self = super().__new__(cls, text)
+        self.kind = kind
+        self.detail = detail
+        return self
+
+    def __reduce__(self):  # (pickles across the helper processes as itself)
+        return (Status, (self.kind, self.detail, str(self)))
+
+
+def passed(detail: str = "") -> Status:
+    """``"passed"``, or ``"passed (<detail>)"``."""
+    return Status("passed", detail)
+
+
+def failed(why: str) -> Status:
+    """``"failed: <why>"``."""
+    return Status("failed", why)
+
+
+def skipped(reason: str = "") -> Status:
+    """``"skipped: <reason>"`` (``"skipped"`` without one)."""
+    return Status("skipped", reason)
+
+
+PASSED = passed()
+NOT_RUN = Status("skipped", "not run", "not run")  # a check that never ran reads as skipped
 
 
 def kind(status: str | None) -> str:
-    """``"passed"``, ``"failed"`` or ``"skipped"`` for any status string."""
+    """``"passed"``, ``"failed"`` or ``"skipped"`` for any status: a :class:`Status` says
+    its own; a plain string (a caller's, or an older word such as ``"ok"``) is read by
+    its text."""
+    if isinstance(status, Status):
+        return status.kind
     if status is None or status == "not run" or status.startswith("skipped"):
         return "skipped"
-    if status in (PASSED, "ok") or status.startswith(("ok (", "passed (")):
+    if status in ("passed", "ok") or status.startswith(("ok (", "passed (")):
         return "passed"
     return "failed"
+
+
+def detail(status: str | None) -> str:
+    """The why of a failed status, the reason of a skipped one ("" for a plain pass)."""
+    if isinstance(status, Status):
+        return status.detail
+    if status is None:
+        return "not run"
+    for prefix in ("failed: ", "skipped: ", "skipped", "failed"):
+        if status.startswith(prefix):
+            return status[len(prefix):]
+    if status.startswith("passed (") and status.endswith(")"):
+        return status[len("passed ("):-1]
+    return "" if status == "passed" else status
 
 
 def verdict(statuses: list[tuple[str, str | None]], *, strict: bool = False) -> str:
@@ -37,7 +98,7 @@ def verdict(statuses: list[tuple[str, str | None]], *, strict: bool = False) -> 
         return "failed"
     reasons = []
     for name, s in skipped[:3]:
-        why = (s or "not run").removeprefix("skipped: ").removeprefix("skipped")
+        why = detail(s)
         reasons.append(f"{name} skipped ({why})" if why else f"{name} skipped")
     more = f"; {len(skipped) - 3} more" if len(skipped) > 3 else ""
     return f"unverified ({'; '.join(reasons)}{more})"
@@ -67,14 +128,14 @@ def static_checks(proto, original=None) -> dict:
             checks[name] = PASSED
         except Exception as exc:
             problem = _first_line(exc)
-            checks[name] = f"failed: {problem}"
+            checks[name] = failed(problem)
             if original is None:
                 continue
             try:
                 fn(original_bytes())
             except Exception as orig_exc:
                 if _first_line(orig_exc) == problem:
-                    checks[name] = f"skipped: the original fails it too: {problem}"
+                    checks[name] = skipped(f"the original fails it too: {problem}")
     return checks
 
 
@@ -99,5 +160,5 @@ def check_model(proto, original=None) -> dict:
         make_session(proto.SerializeToString())
         checks["onnxruntime_load"] = PASSED
     except Exception as exc:
-        checks["onnxruntime_load"] = f"failed: {_first_line(exc)}"
+        checks["onnxruntime_load"] = failed(_first_line(exc))
     return checks

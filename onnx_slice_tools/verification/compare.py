@@ -5,10 +5,13 @@ StridedSlice implementation for its flavour (our numpy reference, so the
 frameworks' exact rules) and a ``Loop`` that stacks its scan outputs as the ONNX
 spec says (onnx's own concatenates them); the *converted* model runs in
 onnxruntime, every input fed through ``OrtValue`` with its element type
-(bfloat16, float8, int4 ...).  Every graph output must match: shape and dtype
-exactly; values bitwise, or -- only for floating outputs computed by float
-arithmetic (an op other than data movement on their path), where two engines may
-round differently -- within a small tolerance, which the result then states.
+(bfloat16, float8, int4 ...).  Every graph output must agree under the one
+float-comparison rule (:func:`.tolerance.agree`): shape and dtype exactly; values
+bitwise, or -- only for floating outputs computed by float arithmetic (an op other
+than data movement on their path), where two engines may round differently --
+within the tolerance relative to the output's largest magnitude, which the result
+then states with its figures.  The two models' inputs must line up (names, element
+types, ranks); otherwise nothing can be compared and :class:`ModelError` says why.
 
 Random inputs stay within one memory budget: symbolic dims get small sizes, and
 when a StridedSlice rejects them (a shrink index beyond a small dim) only the dims
@@ -26,11 +29,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import StridedSliceError
+from ..errors import ModelError, StridedSliceError
 from ..errors import first_line as _line
+from .checks import PASSED, failed, kind, skipped
 from ..semantics.plan import make_plan
 from ..semantics.reference import apply_plan
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, from_openvino, from_tf, from_tflite
+from .tolerance import agree, check_rtol
 
 #: Models whose weights exceed this are not run by the (pure numpy) reference evaluator.
 DEFAULT_MAX_WEIGHT_BYTES = 256 * 2 ** 20
@@ -50,22 +55,22 @@ _INDEX_VALUES = (-3, -2, -1, 0, 1, 2, 3)
 @dataclass
 class ModelComparison:
     status: str                                   # "ok" | "mismatch" | "skipped: ..." | "failed: ..."
-    outputs: dict = field(default_factory=dict)   # output name -> "ok" | "ok (max abs diff ...)" | problem
+    outputs: dict = field(default_factory=dict)   # output name -> "ok (bitwise)" | "ok (within tolerance: ...)" | problem
     tried: list = field(default_factory=list)     # the input shapes of each trial, {name: shape}
     warnings: list = field(default_factory=list)  # numpy warnings of the reference evaluator (distinct)
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok" or self.status.startswith("skipped")
+        return kind(self.status) != "failed"  # ("ok", or skipped; "mismatch" reads as failed)
 
     @property
     def verdict(self) -> str:
         """The status in the checks' vocabulary: "passed" | "failed: <why>" | "skipped: <reason>"."""
         if self.status == "ok":
-            return "passed"
+            return PASSED
         if self.status == "mismatch":
             bad = next(((k, v) for k, v in self.outputs.items() if not v.startswith("ok")), None)
-            return "failed: " + (f"output {bad[0]!r}: {bad[1]}" if bad else "mismatch")
+            return failed(f"output {bad[0]!r}: {bad[1]}" if bad else "mismatch")
         return self.status
 
     def to_json(self) -> dict:
@@ -74,6 +79,11 @@ class ModelComparison:
         if self.warnings:
             out["reference_warnings"] = self.warnings
         return out
+
+
+class InputShapesError(ModelError):
+    """The input shapes given for a comparison do not fit the model (unknown input, rank, a
+    fixed dim)."""
 
 
 # --------------------------------------------------------------------------- StridedSlice for the reference
@@ -261,9 +271,10 @@ _DEFAULT_SIZES = (3, 2, 5, 4)
 class Sizes:
     """Sizes for symbolic dims: a default per trial, and dims grown by name after a rejection."""
 
-    def __init__(self):
+    def __init__(self, given: dict | None = None):
         self.grown: dict = {}       # dim name -> size
         self.floor = 0              # every symbolic dim at least this (when no name was traced)
+        self.given = dict(given or {})  # input name -> the user's concrete shape (never grown)
 
     def size(self, key: str, trial: int) -> int:
         return max(self.grown.get(key, _DEFAULT_SIZES[trial % len(_DEFAULT_SIZES)]), self.floor)
@@ -295,8 +306,11 @@ def input_shapes(proto, sizes: Sizes, trial: int) -> dict:
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
             raise ValueError(f"input {vi.name!r} is not a tensor")
+        if vi.name in sizes.given:
+            shapes[vi.name] = tuple(sizes.given[vi.name])
+            continue
         if not tt.HasField("shape"):
-            raise ValueError(f"input {vi.name!r} has an unknown rank")
+            raise ValueError(f"input {vi.name!r} has an unknown rank (give its shape: --input-shapes)")
         shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else sizes.size(d.dim_param or f"{vi.name}:{k}", trial)
                                 for k, d in enumerate(tt.shape.dim))
     return shapes
@@ -319,23 +333,15 @@ def feed_bytes(proto, shapes: dict) -> int:
 def random_feeds(proto, rng: np.random.Generator, shapes: dict) -> dict:
     """Random values of the given shapes: integers small (they are often indices), floats
     standard normals, strings distinct; every ONNX element type (``ml_dtypes`` types too)."""
+    from .inputs import random_values
     from .lowerings import np_dtype
     elem = _elem_types(proto.graph.input)
     feeds = {}
     for name, shape in shapes.items():
         dtype = np_dtype(elem[name])
-        if dtype.kind == "O":
-            feeds[name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
-        elif dtype == np.bool_:
-            feeds[name] = rng.integers(0, 2, shape).astype(bool)
-        elif dtype.kind in "iu" or dtype.name in ("int4", "uint4", "int2", "uint2"):
-            low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
-            high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
-            feeds[name] = rng.integers(low, high + 1, shape).astype(dtype)
-        elif dtype.kind == "c":
-            feeds[name] = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-        else:
-            feeds[name] = rng.standard_normal(shape).astype(np.float32).astype(dtype)
+        low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
+        high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
+        feeds[name] = random_values(rng, shape, dtype, ints=(low, high))
     return feeds
 
 
@@ -363,34 +369,119 @@ class _Warnings:
         return False
 
 
+def graph_inputs(proto) -> list:
+    """The graph inputs that are not initializers (what a caller feeds)."""
+    inits = {t.name for t in proto.graph.initializer}
+    return [vi for vi in proto.graph.input if vi.name not in inits]
+
+
+def _rank(vi) -> int | None:
+    tt = vi.type.tensor_type
+    return len(tt.shape.dim) if vi.type.HasField("tensor_type") and tt.HasField("shape") else None
+
+
+def inputs_mismatch(original, converted) -> str | None:
+    """Why the two models cannot be fed the same inputs (names, element types, ranks), or None."""
+    from onnx import TensorProto
+    a = {vi.name: vi for vi in graph_inputs(original)}
+    b = {vi.name: vi for vi in graph_inputs(converted)}
+    if set(a) != set(b):
+        only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+        return "inputs do not line up: " + "; ".join(
+            part for part in (f"only the original has {only_a}" if only_a else "",
+                              f"only the converted model has {only_b}" if only_b else "") if part)
+    for name, va in a.items():
+        vb = b[name]
+        ta, tb = va.type.tensor_type.elem_type, vb.type.tensor_type.elem_type
+        if ta != tb:
+            return (f"input {name!r}: element type {TensorProto.DataType.Name(ta)} in the original, "
+                    f"{TensorProto.DataType.Name(tb)} in the converted model")
+        ra, rb = _rank(va), _rank(vb)
+        if ra is not None and rb is not None and ra != rb:
+            return f"input {name!r}: rank {ra} in the original, {rb} in the converted model"
+    return None
+
+
+def checked_input_shapes(proto, shapes: dict | None) -> dict:
+    """``shapes`` ({input name: concrete dims}) checked against ``proto``'s inputs: a known
+    input, its rank, its fixed dims; ValueError naming what is wrong."""
+    inputs = {vi.name: vi for vi in graph_inputs(proto)}
+    out = {}
+    for name, dims in (shapes or {}).items():
+        if name not in inputs:
+            raise ValueError(f"no input {name!r} (inputs: {', '.join(inputs) or 'none'})")
+        dims = tuple(dims)
+        if any(not isinstance(d, int) or d < 0 for d in dims):
+            raise ValueError(f"input {name!r}: sizes must be integers >= 0, got {list(dims)}")
+        rank = _rank(inputs[name])
+        if rank is not None:
+            if rank != len(dims):
+                raise ValueError(f"input {name!r} has rank {rank}, got {len(dims)} sizes")
+            for k, (d, decl) in enumerate(zip(dims, inputs[name].type.tensor_type.shape.dim)):
+                if decl.HasField("dim_value") and decl.dim_value != d:
+                    raise ValueError(f"input {name!r}: dim {k} is fixed at {decl.dim_value}, got {d}")
+        out[name] = dims
+    return out
+
+
+def _load(model, label: str):
+    """A ModelProto as is; a path loaded (validated, external data read in)."""
+    if isinstance(model, (str, os.PathLike)):
+        from ..io.files import load_model_proto
+        return load_model_proto(model), str(model)
+    return model, label
+
+
 def compare_models(original, converted, *, session=None, trials: int = 3, seed: int = 0,
                    flavor: str | None = None, max_weight_bytes: int = DEFAULT_MAX_WEIGHT_BYTES,
-                   base_dir: str | None = None, memory_budget: int = DEFAULT_INPUT_BUDGET) -> ModelComparison:
-    """Run ``original`` (ModelProto with its StridedSlice nodes) in the reference evaluator and
-    ``converted`` (ModelProto) in onnxruntime on the same random inputs; compare every output.
+                   base_dir: str | None = None, memory_budget: int = DEFAULT_INPUT_BUDGET,
+                   rtol: float | None = None, input_shapes: dict | None = None) -> ModelComparison:
+    """Run ``original`` (with its StridedSlice nodes) in the reference evaluator and ``converted``
+    in onnxruntime on the same random inputs; compare every output with :func:`.tolerance.agree`.
 
-    ``session``: an onnxruntime session of ``converted``, or a callable returning one (or None
-    when it cannot be built), asked for only after the reference runs.  ``memory_budget``:
-    bytes of random inputs of one trial."""
+    ``original``, ``converted``: ModelProtos or model file paths.  ``session``: an onnxruntime
+    session of ``converted``, or a callable returning one (or None when it cannot be built),
+    asked for only after the reference runs.  ``memory_budget``: bytes of random inputs of one
+    trial.  ``rtol``: the float tolerance (default: per dtype, ``tolerance.default_rtol``).
+    ``input_shapes``: {input name: concrete dims} used instead of random sizes for symbolic dims.
+
+    Raises :class:`ModelError` when the models' inputs do not line up (names, element types,
+    ranks) or ``input_shapes``/``rtol`` do not fit: nothing could be compared."""
     from .lowerings import make_session
+    if isinstance(original, (str, os.PathLike)) and base_dir is None:
+        base_dir = os.path.dirname(os.path.abspath(original))
+    original, orig_label = _load(original, "the original")
+    converted, conv_label = _load(converted, "the converted model")
+    try:
+        rtol = None if rtol is None else check_rtol(rtol)
+    except ValueError as exc:
+        raise ModelError(str(exc)) from None
+    problem = inputs_mismatch(original, converted)
+    if problem:
+        raise ModelError(f"cannot be compared with {orig_label}: {problem}",
+                         path=conv_label if conv_label != "the converted model" else None)
+    try:
+        given = checked_input_shapes(original, input_shapes)
+    except ValueError as exc:
+        raise InputShapesError(str(exc), path=orig_label if orig_label != "the original" else None) from None
     if weight_bytes(original, base_dir) > max_weight_bytes or weight_bytes(converted, base_dir) > max_weight_bytes:
-        return ModelComparison(f"skipped: weights above {max_weight_bytes // 2 ** 20} MiB are not run "
-                               "by the reference evaluator")
+        return ModelComparison(skipped(f"weights above {max_weight_bytes // 2 ** 20} MiB are not run "
+                                       "by the reference evaluator"))
     out_names = [o.name for o in original.graph.output]
     conv_names = [o.name for o in converted.graph.output]
     if out_names != conv_names:
-        return ModelComparison(f"failed: outputs differ: {out_names} vs {conv_names}")
+        return ModelComparison(failed(f"outputs differ: {out_names} vs {conv_names}"))
     caught: list = []
     try:
         with _Warnings(caught):
             ref = _reference_evaluator(original, flavor)
     except Exception as exc:
-        return ModelComparison(f"skipped: onnx's reference evaluator cannot run the original: {_line(exc)}",
+        return ModelComparison(skipped(f"onnx's reference evaluator cannot run the original: {_line(exc)}"),
                                warnings=caught)
     rng = np.random.default_rng(seed)
-    runs, problem = _reference_runs(original, ref, rng, trials, memory_budget, caught)
+    runs, problem = _reference_runs(original, ref, rng, trials, memory_budget, caught, given)
     if not runs:
-        return ModelComparison(f"skipped: {problem}", warnings=caught)
+        return ModelComparison(skipped(problem), warnings=caught)
 
     if callable(session):
         session = session()
@@ -402,11 +493,11 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
             problem = _line(exc)
     if session is None:
         if problem and ("NOT_IMPLEMENTED" in problem or "is not currently registered" in problem):
-            return ModelComparison(f"skipped: onnxruntime has no kernel for the converted model: {problem}",
+            return ModelComparison(skipped(f"onnxruntime has no kernel for the converted model: {problem}"),
                                    warnings=caught)
-        return ModelComparison("failed: onnxruntime cannot load the converted model"
-                               + (f": {problem}" if problem else ""), warnings=caught)
-    result = ModelComparison("ok", {name: "ok" for name in out_names}, warnings=caught)
+        return ModelComparison(failed("onnxruntime cannot load the converted model"
+                                      + (f": {problem}" if problem else "")), warnings=caught)
+    result = ModelComparison("ok", {name: "ok (bitwise)" for name in out_names}, warnings=caught)
     input_names = [i.name for i in session.get_inputs()]
     elem = _elem_types(converted.graph.input)
     out_types = _elem_types(converted.graph.output)
@@ -424,21 +515,22 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
         for name, g, e in zip(out_names, got, expected):
             if not result.outputs[name].startswith("ok"):
                 continue  # the first mismatch of an output is the one reported
-            problem, note = _compare(np.asarray(g), np.asarray(e), name in arithmetic)
-            if problem:
-                result.outputs[name] = f"inputs {_shapes(feeds)}: {problem}"
+            verdict = agree(np.asarray(e), np.asarray(g), exact=name not in arithmetic, rtol=rtol)
+            if not verdict.ok:
+                result.outputs[name] = f"inputs {_shapes(feeds)}: {verdict.detail} (reference vs onnxruntime)"
                 result.status = "mismatch"
-            elif note:
-                result.outputs[name] = f"ok ({note})"
+            elif not verdict.bitwise:
+                result.outputs[name] = f"ok ({verdict.detail}: float arithmetic in two engines)"
     return result
 
 
-def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list):
+def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list, given: dict | None = None):
     """(feeds, expected outputs) of up to ``trials`` random input sets the original accepts,
-    and the last problem.  A StridedSlice that rejects a dim as too small grows only that dim."""
+    and the last problem.  A StridedSlice that rejects a dim as too small grows only that dim
+    (never the shapes in ``given``, the user's)."""
     shapes_of: dict | None = None
     input_dims: set = set()
-    sizes = Sizes()
+    sizes = Sizes(given)
     runs: list = []
     problem = None
     failures = attempts = 0
@@ -466,7 +558,7 @@ def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list):
                 shapes_of = value_shapes(original)
                 input_dims = {d.dim_param for vi in original.graph.input
                               for d in vi.type.tensor_type.shape.dim if d.dim_param}
-            if sizes.grow(exc, shapes_of, input_dims):
+            if not sizes.given and sizes.grow(exc, shapes_of, input_dims):
                 continue  # not a failure: the dims it points at are larger now
             trial += 1
         except StridedSliceError as exc:
@@ -512,24 +604,6 @@ def float_arithmetic_outputs(proto) -> set[str]:
         return memo[name]
 
     return {o.name for o in proto.graph.output if computes(o.name)}
-
-
-def _compare(got: np.ndarray, exp: np.ndarray, arithmetic: bool = True) -> tuple[str | None, str | None]:
-    if got.shape != exp.shape:
-        return f"shape {got.shape} != expected {exp.shape}", None
-    if exp.dtype.kind in "OUS" or got.dtype.kind in "OUS":
-        same = got.astype(object).tolist() == exp.astype(object).tolist()
-        return (None if same else "string values differ"), None
-    if got.dtype != exp.dtype:
-        return f"dtype {got.dtype} != expected {exp.dtype}", None
-    if got.tobytes() == exp.tobytes():
-        return None, None
-    if arithmetic and exp.dtype.kind == "f" and np.allclose(got, exp, rtol=1e-4, atol=1e-5, equal_nan=True):
-        diff = float(np.nanmax(np.abs(got.astype(np.float64) - exp.astype(np.float64)))) if got.size else 0.0
-        return None, f"max abs diff {diff:.3g}, within tolerance: float arithmetic in two engines"
-    bad = np.flatnonzero(got.ravel() != exp.ravel())
-    kind = "" if arithmetic else " (data movement only: compared bitwise)"
-    return f"{bad.size} of {exp.size} values differ{kind} (first at flat index {bad[0] if bad.size else '?'})", None
 
 
 def _shapes(feeds: dict) -> str:

@@ -22,7 +22,7 @@ import functools
 
 import numpy as np
 
-from .checks import PASSED
+from .checks import PASSED, detail, failed, kind, passed, skipped
 from ..errors import StridedSliceError
 from ..errors import first_line as _line
 
@@ -327,9 +327,12 @@ def choose_sizes(sk) -> tuple[dict, dict]:
     return sizes, shapes
 
 
-def estimate_bytes(proto, shapes: dict, keep: set) -> int:
+def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
     """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
-    (a tensor lives from its producer to its last consumer; graph outputs and ``keep`` to the end)."""
+    (a tensor lives from its producer to its last consumer; graph outputs, values nothing
+    consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
+    ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when made
+    (what a run of a pruned copy fetching none of them would hold)."""
     size, per_elem = {}, {}
     for name, (elem, dims) in shapes.items():
         if dims is not None and None not in dims:
@@ -339,24 +342,25 @@ def estimate_bytes(proto, shapes: dict, keep: set) -> int:
             if elem not in per_elem:
                 per_elem[elem] = _elem_size(elem)
             size[name] = count * per_elem[elem]
+    transient = not outputs
     ios = [(tuple(n.input), tuple(n.output)) for n in proto.graph.node]  # each field read once
     last = {}
     for k, (inputs, _) in enumerate(ios):
         for i in inputs:
             last[i] = k
     end = len(ios)
-    for o in proto.graph.output:
+    for o in proto.graph.output if outputs else ():
         last[o.name] = end
     for name in keep:
         last[name] = end
     live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
     peak = live
-    for k, (inputs, outputs) in enumerate(ios):
-        for o in outputs:
+    for k, (inputs, produced) in enumerate(ios):
+        for o in produced:
             live += size.get(o, 0)
         peak = max(peak, live)
-        for name in set(inputs + outputs):
-            if last.get(name, -1) == k:
+        for name in set(inputs + produced):
+            if last.get(name, -1) == k or transient and name in produced and name not in last:
                 live -= size.get(name, 0)
     return peak
 
@@ -388,6 +392,7 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
     """Random values for every fed input: floats standard normal, integer indices in range,
     other integers in [0, 3], distinct strings."""
     from onnx import helper
+    from .inputs import SMALL_INTS, random_values
     bounds = _index_bounds(proto, shapes)
     feeds = {}
     for vi in _fed_inputs(proto):
@@ -395,58 +400,85 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
         shape = tuple(d.dim_value if d.HasField("dim_value") else sizes[_dim_key(vi, k, d)]
                       for k, d in enumerate(tt.shape.dim))
         elem = tt.elem_type
-        if elem == 8:
-            feeds[vi.name] = np.array([f"s{v}" for v in range(int(np.prod(shape)))], dtype=object).reshape(shape)
-            continue
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
-        if dtype == np.bool_:
-            feeds[vi.name] = np.asarray(rng.integers(0, 2, shape)).astype(bool)
-        elif dtype.kind in "iu":
-            high = bounds.get(vi.name) or 4
-            feeds[vi.name] = np.asarray(rng.integers(0, high, shape)).astype(dtype)
-        elif elem in _SUB_BYTE:
+        dtype = np.dtype(object) if elem == 8 else np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        if elem in _SUB_BYTE and dtype.kind not in "iu":
             raise Skip(f"input {vi.name!r}: random values of element type {helper.tensor_dtype_to_string(elem)} "
                        "are not generated")
-        else:
-            feeds[vi.name] = np.asarray(rng.standard_normal(shape)).astype(np.float32).astype(dtype)
+        high = bounds.get(vi.name)
+        feeds[vi.name] = random_values(rng, shape, dtype, ints=(0, high - 1) if high else SMALL_INTS)
     return feeds
-
-
-def _ort_value(arr, elem: int):
-    import onnxruntime as ort
-    arr = np.asarray(arr)
-    arr = arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
-    dtype = arr.dtype
-    if dtype.kind in "biuf" and dtype.name == np.dtype(dtype.str).name:  # numpy-native
-        return ort.OrtValue.ortvalue_from_numpy(arr)
-    bits = arr.view(f"uint{8 * dtype.itemsize}")
-    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, elem)
-
-
-def _to_numpy(value, elem: int):
-    """An OrtValue as numpy, also for types numpy cannot hold natively (bfloat16, float8...)."""
-    import ctypes
-
-    from onnx import helper
-    try:
-        return value.numpy()
-    except Exception:  # noqa: BLE001 - e.g. bfloat16: read the bytes
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
-        n = value.tensor_size_in_bytes()
-        raw = bytes((ctypes.c_uint8 * n).from_address(value.data_ptr())) if n else b""
-        return np.frombuffer(raw, dtype=dtype).reshape(value.shape()).copy()
 
 
 def run_taps(session, feeds: dict, names: list[str], elems: dict) -> dict:
     """One run; ``names`` -> numpy arrays."""
     if any(a.dtype.kind in "OUS" for a in feeds.values()):
         return dict(zip(names, session.run(names, feeds)))
-    ort_feeds = {k: _ort_value(v, elems[k]) for k, v in feeds.items()}
+    from .lowerings import fetch, ort_value  # the one OrtValue codec
+    ort_feeds = {k: ort_value(v, elems[k]) for k, v in feeds.items()}
     outs = session.run_with_ort_values(names, ort_feeds)
-    return {n: _to_numpy(v, elems.get(n, 0)) for n, v in zip(names, outs)}
+    return {n: fetch(v, elems[n]) if elems.get(n) else v.numpy() for n, v in zip(names, outs)}
 
 
 # --------------------------------------------------------------------------- the run
+
+
+def _status(checked: list, pending: list, taps, runs: int | None = None) -> str:
+    """The in-place status over ``checked`` records, ``pending`` ones not reached (their
+    record.inplace set here)."""
+    runs = _RUNS + _BRANCH_RUNS if runs is None else runs
+    for r in pending:
+        r.inplace = (skipped(f"its If branch was not taken in {runs} runs on random inputs")
+                     if id(r) in taps.branch else skipped("its Loop ran no iteration on random inputs")
+                     if id(r) in taps.loop else skipped("not run"))
+    problems = [f"node {r.node!r}: {detail(r.inplace)}" for r in checked
+                if r.inplace is not None and kind(r.inplace) == "failed"]
+    if problems:
+        return failed(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
+    if pending:
+        return skipped(f"{len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)")
+    return PASSED
+
+
+def _tensor_bytes(shape_entry) -> int:
+    elem, dims = shape_entry
+    count = 1
+    for d in dims:
+        count *= d
+    return count * _elem_size(elem)
+
+
+def _feeds_key(feeds: dict) -> tuple:
+    return tuple((k, v.shape, v.dtype.str, v.tobytes() if v.dtype.kind not in "OUS" else repr(v.tolist()))
+                 for k, v in sorted(feeds.items()))
+
+
+@dataclasses.dataclass(frozen=True)
+class Digest:
+    """An output kept as shape, dtype and a hash of its bytes: enough to compare an output of
+    pure data movement bitwise, without holding it."""
+
+    shape: tuple
+    dtype: np.dtype
+    sha256: str
+
+    @staticmethod
+    def of(arr) -> Digest:
+        import hashlib
+        arr = np.ascontiguousarray(arr)
+        data = arr.tobytes() if arr.dtype.kind not in "OUS" else repr(arr.tolist()).encode()
+        return Digest(tuple(arr.shape), arr.dtype, hashlib.sha256(data).hexdigest())
+
+
+@dataclasses.dataclass
+class CheckedRun:
+    """A checked run of a model: the inputs it was fed and its graph outputs, the baseline the
+    as-shipped run (verification/shipped.py) and the opset conversion's run are compared with."""
+
+    feeds: dict                  # fed input name -> array
+    outputs: dict                # graph output name -> array, or a Digest (pure data movement)
+    elems: dict                  # fed input / output name -> ONNX element type
+    shapes: dict                 # value name -> (elem, dims) at the run's sizes (shape inference)
+    exact: frozenset = frozenset()  # graph outputs that are pure data movement (compared bitwise)
 
 
 @dataclasses.dataclass
@@ -454,6 +486,9 @@ class InplaceResult:
     status: str                                  # passed | failed: .. | skipped: ..
     sizes: dict = dataclasses.field(default_factory=dict)
     estimate_bytes: int = 0
+    checked: CheckedRun | None = None            # the first run that ran (its inputs and graph outputs)
+    pending: list = dataclasses.field(default_factory=list, repr=False)  # records not reached
+    pieces: int = 1                              # runs in pieces (each a subset of the taps and outputs)
 
 
 def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
@@ -483,12 +518,13 @@ class InplaceRun:
         changes shape between iterations: then the check runs again without them."""
         result = self.attempt.result()
         in_loops = [r for r in self.records if r.lowering is not None and " > Loop " in r.graph]
-        if result.status.startswith("skipped: onnxruntime") and in_loops:
+        if kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops:
             first = result.status
             self.attempt = _Attempt(self.proto, self.records, loops=False, **self.kw)
             result = self.attempt.result()
             for r in in_loops:
-                r.inplace = f"skipped: taps through the Loop could not run ({first.removeprefix('skipped: ')})"
+                r.inplace = skipped(f"taps through the Loop could not run ({detail(first)})")
+        self.last = result
         return result
 
     def run_outputs(self):
@@ -507,6 +543,12 @@ class InplaceRun:
 
     def release(self) -> None:
         self.attempt.session = None
+
+    @property
+    def checked(self) -> CheckedRun | None:
+        """After :meth:`result`: the first run that ran (inputs and graph outputs), or None."""
+        last = getattr(self, "last", None)
+        return None if last is None else last.checked
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
@@ -533,10 +575,10 @@ class _Attempt:
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
         for r in rewritten:
             if id(r) not in self.taps.views:
-                r.inplace = f"skipped: inside {r.graph} (only the per-rewrite check covers it)"
+                r.inplace = skipped(f"inside {r.graph} (only the per-rewrite check covers it)")
         if not self.checked:
-            self.skip = InplaceResult("skipped: no rewrite in the main graph, its If branches, Loop bodies or the "
-                                      "functions it calls" if rewritten else PASSED)
+            self.skip = InplaceResult(skipped("no rewrite in the main graph, its If branches, Loop bodies or the "
+                                              "functions it calls") if rewritten else PASSED)
             return
         self._prepare(load_weights)
 
@@ -545,69 +587,182 @@ class _Attempt:
 
         from ..rewrite.ir_pass import skeleton
         self.sk = skeleton(self.proto)
+        self.load_weights = load_weights
         try:
             self.sizes, self.shapes = choose_sizes(self.sk)
         except Skip as exc:
             self.skip = self._skip_all(str(exc))
             return
         self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+        self.pieces = [None]  # None: one run fetching every tap and graph output
         if self.need > self.budget:
-            self.skip = self._skip_all(_over_budget(self.need, self.budget, self.sizes))
-            return
+            problem = self._in_pieces()
+            if problem is not None:
+                self.skip = self._skip_all(problem)
+                return
 
         def build():
             try:
-                self.session = _make_session(load_weights(self.tapped))
+                self.session = self._session(0)
             except Exception as exc:  # noqa: BLE001 - reported by result()
                 self.error = exc
         self.thread = threading.Thread(target=build, name="onnx-slice-tools in-place session", daemon=True)
         self.thread.start()
 
+    def _in_pieces(self) -> str | None:
+        """Split the run into pieces that each fit the budget: each piece a copy of the tapped
+        model whose graph outputs are some of the taps (all of a rewrite's together) and of the
+        model's own outputs.  When the model's own outputs at the chosen sizes do not fit
+        (the as-shipped run computes them all at once), symbolic dims at 3 go down to 1 where
+        shapes stay valid.  Returns the reason it cannot, or None (``self.pieces`` set)."""
+        outputs = self.graph_outputs()
+        own = estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
+        if own > self.budget:
+            smaller = dict(self.sizes)
+            for k, v in self.sizes.items():
+                if v == _BASE:
+                    trial = dict(smaller, **{k: 1})
+                    got, bad = _infer(self.sk, trial)
+                    if bad is None:
+                        smaller, self.shapes = trial, got
+            self.sizes = smaller
+            self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+            if self.need <= self.budget:
+                return None
+        base = estimate_bytes(self.proto, self.shapes, set(), outputs=False) + 2 * self.weight_bytes
+        room = self.budget - base
+        units = [[*self.taps.views[id(r)].values(), *([self.taps.branch[id(r)][0]] if id(r) in self.taps.branch else []),
+                  *(n for view in self.taps.calls.get(id(r), ()) for n in view.values())] for r in self.checked]
+        placed = {n for unit in units for n in unit}
+        units += [[o] for o in outputs if o not in placed]
+        pieces, current, used, seen = [], [], 0, set()
+        for unit in units:
+            new = [n for n in dict.fromkeys(unit) if n not in seen]
+            if any(self.shapes.get(n, (0, None))[1] is None or None in self.shapes[n][1] for n in new):
+                return f"{_over_budget(self.need, self.budget, self.sizes)}; a tap of unknown size prevents a run in pieces"
+            size = sum(_tensor_bytes(self.shapes[n]) for n in new)
+            if current and used + size > room:
+                pieces.append(current)
+                current, used, seen = [], 0, set()
+                new = list(dict.fromkeys(unit))
+                size = sum(_tensor_bytes(self.shapes[n]) for n in new)
+            if size > room:
+                return f"{_over_budget(base + size, self.budget, self.sizes)} (one rewrite's tensors)"
+            current += new
+            seen.update(new)
+            used += size
+        pieces.append(current)
+        self.pieces = pieces
+        self.need = base + max(sum(_tensor_bytes(self.shapes[n]) for n in piece) for piece in pieces)
+        return None
+
+    def _session(self, k: int):
+        """The FAST session of piece ``k`` (the whole tapped model when not in pieces)."""
+        piece = self.pieces[k]
+        model = self.tapped
+        if piece is not None:
+            import onnx
+            model = onnx.ModelProto()
+            model.CopyFrom(self.tapped)
+            keep = set(piece)
+            outs = [vi for vi in self.tapped.graph.output if vi.name in keep]
+            del model.graph.output[:]
+            model.graph.output.extend(outs)
+            _prune(model.graph)
+        return _make_session(self.load_weights(model))
+
     def _skip_all(self, why: str) -> InplaceResult:
         for r in self.checked:
-            r.inplace = f"skipped: {why}"
-        return InplaceResult(f"skipped: {why}")
+            r.inplace = skipped(why)
+        return InplaceResult(skipped(why))
 
     def result(self) -> InplaceResult:
         if self.thread is not None:
             self.thread.join()
             self.thread = None
-        self.tapped = None
         if self.skip is not None:
+            self.tapped = None
             return self.skip
         if self.error is not None:
+            self.tapped = None
             return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(self.error)}")
         taps, proto = self.taps, self.proto
         elems = {vi.name: vi.type.tensor_type.elem_type for vi in _fed_inputs(proto)}
-        elems.update({name: self.shapes[name][0] for name in taps.names if name in self.shapes})
+        elems.update({name: self.shapes[name][0] for name in [*taps.names, *self.graph_outputs()]
+                      if name in self.shapes})
         elems.update(taps.elems)
-        result = self._runs(elems)
-        if not self.keep_session or taps.loop:
+        if self.pieces == [None]:
+            self.tapped = None
+            result = self._runs(elems, self.checked, None)
+        else:
+            result = self._runs_in_pieces(elems)
+        if not self.keep_session or taps.loop or self.pieces != [None]:
             self.session = None  # (Loop taps stack per iteration: they can fail where the model runs)
         return result
 
-    def _runs(self, elems: dict) -> InplaceResult:
-        """Runs on fresh random inputs until every checked rewrite was reached (or the runs are spent)."""
+    def _runs_in_pieces(self, elems: dict) -> InplaceResult:
+        """:meth:`_runs` per piece (the same seed: the same random inputs), each piece's session
+        built when the previous one is released; one status over every rewrite."""
+        results = []
+        try:
+            for k, piece in enumerate(self.pieces):
+                if k:
+                    self.session = None
+                    try:
+                        self.session = self._session(k)
+                    except Exception as exc:  # noqa: BLE001
+                        return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(exc)}")
+                names = set(piece)
+                records = [r for r in self.checked if set(self.taps.views[id(r)].values()) <= names
+                           and (id(r) not in self.taps.calls or all(set(v.values()) <= names
+                                                                   for v in self.taps.calls[id(r)]))]
+                result = self._runs(elems, records, piece)
+                if kind(result.status) == "skipped":  # (skip_all: every rewrite says why)
+                    return result
+                results.append(result)
+        finally:
+            self.tapped = None
+        checked = [x.checked for x in results]
+        first = checked[0]
+        if any(c is None or _feeds_key(c.feeds) != _feeds_key(first.feeds) for c in checked):
+            first = None
+        else:
+            for c in checked[1:]:
+                first.outputs.update(c.outputs)
+        status = _status(self.checked, [r for x in results for r in x.pending], self.taps)
+        if status == PASSED:
+            status = passed(f"in {len(self.pieces)} pieces within the memory budget")
+        return InplaceResult(status, results[-1].sizes, self.need, first, pieces=len(self.pieces))
+
+    def _runs(self, elems: dict, checked: list, piece: list | None) -> InplaceResult:
+        """Runs on fresh random inputs until every one of ``checked`` was reached (or the runs
+        are spent), fetching ``piece`` (None: every tap and graph output)."""
         proto, taps, memory_budget, weight_bytes, seed = self.proto, self.taps, self.budget, self.weight_bytes, self.seed
-        session, checked, sk, sizes, shapes, need, skip_all = (self.session, self.checked, self.sk, self.sizes,
-                                                               self.shapes, self.need, self._skip_all)
+        session, sk, sizes, shapes, need, skip_all = (self.session, self.sk, self.sizes,
+                                                      self.shapes, self.need, self._skip_all)
         rng = np.random.default_rng(seed)
-        pending, runs = list(checked), 0
-        while pending and runs < _RUNS + _BRANCH_RUNS:
+        pending, runs, first = list(checked), 0, None
+        if piece is None:  # graph outputs live to the end anyway
+            fetch = [*taps.names, *(o for o in self.graph_outputs() if o not in taps.seen)]
+        else:
+            fetch = list(piece)
+        fetched = set(fetch)
+        outputs = [o for o in self.graph_outputs() if o in fetched]
+        while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
                 feeds = random_feeds(proto, sizes, shapes, rng)
             except Skip as exc:
                 return skip_all(str(exc))
             try:
-                got = run_taps(session, feeds, taps.names, elems)
+                got = run_taps(session, feeds, fetch, elems)
             except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
                 if len(pending) < len(checked):
                     break  # an earlier run checked some: the rest stay "not reached"
                 shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
                 failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
                 grow = _dims_reaching(proto, _failing_node(str(exc)))
-                if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow):
+                if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
                 shapes, bad = _infer(sk, sizes)
@@ -617,31 +772,66 @@ class _Attempt:
                 if need > memory_budget:
                     return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
                 continue
+            if first is None:
+                exact = frozenset(self.exact_outputs(shapes))
+                held = sum(got[o].nbytes for o in outputs if isinstance(got[o], np.ndarray))
+                digest = piece is not None or need + held > memory_budget  # else kept: no hashing
+                first = CheckedRun(feeds, {o: Digest.of(got[o]) if digest and o in exact else got[o] for o in outputs},
+                                   {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes, exact)
             pending = [r for r in pending if not _check_if_reached(r, got, taps)]
-        for r in pending:
-            r.inplace = (f"skipped: its If branch was not taken in {runs} runs on random inputs"
-                         if id(r) in taps.branch else "skipped: its Loop ran no iteration on random inputs"
-                         if id(r) in taps.loop else "skipped: not run")
-        problems = [f"node {r.node!r}: {r.inplace.removeprefix('failed: ')}" for r in checked
-                    if r.inplace.startswith("failed")]
-        if problems:
-            status = f"failed: {problems[0]}" + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
-        elif pending:
-            status = f"skipped: {len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)"
-        else:
-            status = PASSED
-        return InplaceResult(status, sizes, need)
+            del got
+        self.sizes, self.shapes = sizes, shapes  # (grown, for later pieces)
+        if piece is not None:
+            return InplaceResult(PASSED, sizes, need, first, pending=pending)
+        return InplaceResult(_status(checked, pending, taps, runs), sizes, need, first, pending=pending)
+
+    def exact_outputs(self, shapes: dict) -> set:
+        """The model's graph outputs that are pure data movement (shipped.exact_outputs): kept as digests."""
+        from .shipped import exact_outputs
+        return exact_outputs(self.proto, shapes)
+
+    def graph_outputs(self) -> list:
+        """The names of the model's own graph outputs (each once)."""
+        return list(dict.fromkeys(o.name for o in self.proto.graph.output))
+
+
+def _prune(g) -> None:
+    """Drop the main-graph nodes no graph output of ``g`` depends on (onnxruntime computes
+    every node and holds what nothing consumes to the end of the run)."""
+    needed = {o.name for o in g.output}
+    kept = []
+    for n in reversed(g.node):
+        if any(o in needed for o in n.output):
+            kept.append(n)
+            needed.update(n.input)
+            needed.update(_outer_names(n))
+    if len(kept) == len(g.node):
+        return
+    kept.reverse()
+    del g.node[:]
+    g.node.extend(kept)
+
+
+def _outer_names(node) -> set:
+    """Every value name read inside ``node``'s subgraphs (a superset of the outer ones it needs)."""
+    names: set = set()
+    stack = [a.g for a in node.attribute if a.type == a.GRAPH] + \
+        [g for a in node.attribute if a.type == a.GRAPHS for g in a.graphs]
+    while stack:
+        g = stack.pop()
+        for n in g.node:
+            names.update(n.input)
+            stack.extend([a.g for a in n.attribute if a.type == a.GRAPH])
+            stack.extend(sg for a in n.attribute if a.type == a.GRAPHS for sg in a.graphs)
+        names.update(o.name for o in g.output)
+    return names
 
 
 def _make_session(model):
     """A session that logs nothing: a failing run (random inputs a model rejects) is an
     expected outcome here, reported in the status, never on stderr."""
-    import onnxruntime as ort
-
-    from .lowerings import session_options
-    so = session_options()
-    so.log_severity_level = 4
-    return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    from .runtimes import onnxruntime_session
+    return onnxruntime_session(model)
 
 
 def _check_if_reached(r, got: dict, taps) -> bool:
@@ -665,7 +855,7 @@ def _check_if_reached(r, got: dict, taps) -> bool:
         for k in range(iterations):
             r.inplace = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
             if r.inplace != PASSED:
-                r.inplace = f"failed: iteration {k}: {r.inplace.removeprefix('failed: ')}"
+                r.inplace = failed(f"iteration {k}: {detail(r.inplace)}")
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
@@ -877,7 +1067,7 @@ def _dims_reaching(proto, node_name: str | None) -> list:
 def _check_one(r, got: dict, make_plan, apply_plan) -> str:
     missing = [name for name in (r.data_name, r.output_name) if name not in got]
     if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
-        return f"skipped: the in-place run could not expose {', '.join(repr(m) for m in missing)}"
+        return skipped(f"the in-place run could not expose {', '.join(repr(m) for m in missing)}")
     x = got[r.data_name]
     n = r.spec.n
     # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
@@ -891,18 +1081,18 @@ def _check_one(r, got: dict, make_plan, apply_plan) -> str:
         expected = apply_plan(make_plan(spec, tuple(x.shape)), x)
     except StridedSliceError as exc:
         if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
-            return f"skipped: {where()}: the original's result is undefined ({_line(exc)})"
-        return f"failed: {where()}: the original raises ({_line(exc)}), the converted model ran"
+            return skipped(f"{where()}: the original's result is undefined ({_line(exc)})")
+        return failed(f"{where()}: the original raises ({_line(exc)}), the converted model ran")
     y = got[r.output_name]
     if y.shape != expected.shape:
-        return f"failed: {where()}: shape {list(y.shape)} != expected {list(expected.shape)}"
+        return failed(f"{where()}: shape {list(y.shape)} != expected {list(expected.shape)}")
     if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
         same = y.astype(object).tolist() == expected.astype(object).tolist()
-        return PASSED if same else f"failed: {where()}: string values differ"
+        return PASSED if same else failed(f"{where()}: string values differ")
     if y.dtype != expected.dtype:
-        return f"failed: {where()}: dtype {y.dtype} != expected {expected.dtype}"
+        return failed(f"{where()}: dtype {y.dtype} != expected {expected.dtype}")
     if y.tobytes() != expected.tobytes():
-        return f"failed: {where()}: values differ"
+        return failed(f"{where()}: values differ")
     return PASSED
 
 

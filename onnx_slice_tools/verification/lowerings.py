@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import StridedSliceError
 from ..errors import first_line
+from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
 from ..semantics.reference import apply_plan
@@ -103,8 +104,6 @@ def ir_version_for(opset: int) -> int:
 # --------------------------------------------------------------------------- element types and OrtValues
 
 STRING = 8
-#: ONNX element types stored two (4-bit) or four (2-bit) to a byte by onnxruntime.
-_PACKED_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2}
 
 
 def np_dtype(elem_type: int) -> np.dtype:
@@ -131,7 +130,7 @@ def ort_value(array: np.ndarray, elem_type: int):
     if elem_type in (14, 15):
         raise ValueError(f"onnxruntime has no {type_name(elem_type)} tensors")
     array = np.require(array, requirements="C")  # (ascontiguousarray makes a scalar 1-D)
-    bits = _PACKED_BITS.get(elem_type)
+    bits = PACKED_BITS.get(elem_type)
     if bits:
         per = 8 // bits
         codes = array.view(np.uint8).ravel() & ((1 << bits) - 1)
@@ -161,7 +160,7 @@ def fetch(value, elem_type: int) -> np.ndarray:
     count = int(np.prod(shape)) if shape else 1
     nbytes = value.tensor_size_in_bytes()
     raw = np.frombuffer(ctypes.string_at(value.data_ptr(), nbytes) if nbytes else b"", np.uint8)
-    bits = _PACKED_BITS.get(elem_type)
+    bits = PACKED_BITS.get(elem_type)
     if bits:
         per = 8 // bits
         codes = np.stack([(raw >> (bits * k)) & ((1 << bits) - 1) for k in range(per)], axis=1).ravel()[:count]
@@ -373,12 +372,7 @@ def random_input(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generat
 
 # --------------------------------------------------------------------------- checks
 
-PASSED = "passed"
-NOT_RUN = "not run"
-
-
-def failed(why: str) -> str:
-    return f"failed: {why}"
+from .checks import NOT_RUN, PASSED, detail, failed, kind, skipped  # noqa: E402,F401 - the one status vocabulary
 
 
 @dataclass
@@ -402,11 +396,11 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         """Nothing failed (a skipped or not-run check is not a failure)."""
-        return not any(s.startswith("failed") for s in self.statuses)
+        return not any(kind(s) == "failed" for s in self.statuses)
 
     @property
     def skipped(self) -> list[str]:
-        return [s[len("skipped: "):] for s in self.statuses if s.startswith("skipped")]
+        return [detail(s) for s in self.statuses if kind(s) == "skipped" and s != NOT_RUN]
 
 
 @dataclass
@@ -645,7 +639,7 @@ def _kernel_gap(p: _CaseRun, opset: int) -> bool:
     case = p.case
     missing = [op for op in dict.fromkeys(data_ops(case.lowering)) if ort_kernel_missing(op, case.elem_type, opset)]
     if missing:
-        case.result.onnxruntime = (f"skipped: onnxruntime has no {'/'.join(missing)} kernel for "
+        case.result.onnxruntime = skipped(f"onnxruntime has no {'/'.join(missing)} kernel for "
                                    f"{type_name(case.elem_type)}")
     return bool(missing)
 
@@ -654,14 +648,14 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     lowering = case.lowering
     shapes = concrete_shapes(lowering.plan, relaxed=relaxed_axes(lowering))
     if not shapes:
-        case.result.onnxruntime = "skipped: no input size small enough to test (indices beyond 4096)"
+        case.result.onnxruntime = skipped("no input size small enough to test (indices beyond 4096)")
         return None
     n_ops = len(data_ops(lowering))
     sizes = {s: run_bytes(s, case.dtype, n_ops) for s in shapes}
     fitting = [s for s in shapes if sizes[s] <= budget]
     if not fitting:
         need = min(sizes.values())
-        case.result.onnxruntime = f"skipped: needs {_mib(need)} MiB, budget {_mib(budget)} MiB"
+        case.result.onnxruntime = skipped(f"needs {_mib(need)} MiB, budget {_mib(budget)} MiB")
         return None
     return _CaseRun(i, case, fitting, sizes)
 
@@ -674,7 +668,7 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
             return p.baseline
     if p.case.runtime_fields:
-        p.case.result.onnxruntime = "skipped: the framework rejects every runtime index value tried"
+        p.case.result.onnxruntime = skipped("the framework rejects every runtime index value tried")
     return None
 
 
@@ -746,7 +740,7 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
         feeds.update(p.baseline)
     compared = {}
     for p, shape in batch:
-        if p.case.result.onnxruntime.startswith("failed"):
+        if kind(p.case.result.onnxruntime) == "failed":
             continue
         drawn = _draw(p, shape, rng)
         if drawn is None:
@@ -800,8 +794,8 @@ def _run(session, feeds: dict, names: list[str], elem: dict, out_elem: dict) -> 
 #: construction raises there -- out-of-range Gather indices read zeros or stale memory, Reshape,
 #: Squeeze, Expand, Concat and Add of mismatching shapes return data, its own StridedSlice
 #: returns data for an out-of-range shrink, and a step of 0 (Range, StridedSlice) kills the process.
-OPENVINO_NO_ERRORS = ("skipped: openvino: OpenVINO raises no run-time error (out-of-range indices read zeros or "
-                      "stale memory; a step of 0 kills the process)")
+OPENVINO_NO_ERRORS = skipped("openvino: OpenVINO raises no run-time error (out-of-range indices read zeros or "
+                            "stale memory; a step of 0 kills the process)")
 
 
 def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None, session=None) -> None:
@@ -809,14 +803,14 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     group's session with every other case fed its baseline (known to run) when no case of the
     group failed -- a failure is then this case's; else in a session of this case alone."""
     res = p.case.result
-    if not p.must_fail or res.onnxruntime.startswith("failed"):
+    if not p.must_fail or kind(res.onnxruntime) == "failed":
         return
     if _RUNTIME.get() == "openvino":
         res.run_time_errors = OPENVINO_NO_ERRORS
         return
     if _RUNTIME.get() != "onnxruntime" and p.case.lowering.target == "onnxruntime":
         return  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
-    if session is None or group is None or any(q.case.result.onnxruntime.startswith("failed") for q in group):
+    if session is None or group is None or any(kind(q.case.result.onnxruntime) == "failed" for q in group):
         group = [p]
         session = _check_session(_any_shape(_build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
@@ -844,7 +838,7 @@ def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
     try:
         ev = ReferenceEvaluator(proto)
     except Exception as exc:
-        res.reference_evaluator = f"skipped: onnx's reference evaluator cannot load the check: {first_line(exc)}"
+        res.reference_evaluator = skipped(f"onnx's reference evaluator cannot load the check: {first_line(exc)}")
         return
     for shape in p.shapes:
         drawn = _draw(p, shape, rng)
@@ -854,7 +848,7 @@ def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
         try:
             got = np.asarray(ev.run(None, feed)[0])
         except Exception as exc:
-            res.reference_evaluator = f"skipped: onnx's reference evaluator failed: {first_line(exc)}"
+            res.reference_evaluator = skipped(f"onnx's reference evaluator failed: {first_line(exc)}")
             return
         res.tried_shapes.append(shape)
         problem = _compare_arrays(got, exp, shape)
@@ -968,7 +962,7 @@ def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: in
         for case, copy in zip(cases, copies):
             case.result.runtimes[name] = copy.result.onnxruntime
             _add_run_time_errors(case.result, name, copy.result.run_time_errors)
-            if case.result.shape_inference == "not run":
+            if case.result.shape_inference == NOT_RUN:
                 case.result.shape_inference = copy.result.shape_inference
                 case.result.inferred_shape = copy.result.inferred_shape
                 case.result.tried_shapes = copy.result.tried_shapes
@@ -982,16 +976,16 @@ def _add_run_time_errors(result, runtime: str, status: str) -> None:
     """File one runtime's must-fail status in ``result.run_time_errors_on`` and set
     ``result.run_time_errors`` to their summary: a skip on any runtime names it (and where they
     passed); else "passed"."""
-    if status == "not run":
+    if status is NOT_RUN or status == NOT_RUN:
         return
     result.run_time_errors_on[runtime] = status
     runs = result.run_time_errors_on
-    skipped = [v.removeprefix("skipped: ") for v in runs.values() if v.startswith("skipped")]
-    passed = [k for k, v in runs.items() if v == "passed"]
-    if not skipped:
-        result.run_time_errors = "passed"
+    reasons = [detail(v) for v in runs.values() if kind(v) == "skipped"]
+    passed_on = [k for k, v in runs.items() if kind(v) == "passed"]
+    if not reasons:
+        result.run_time_errors = PASSED
         return
-    result.run_time_errors = f"skipped: {'; '.join(skipped)}" + (f" (passed on {', '.join(passed)})" if passed else "")
+    result.run_time_errors = skipped("; ".join(reasons) + (f" (passed on {', '.join(passed_on)})" if passed_on else ""))
 
 
 def _batches(cases: list, runtime: str) -> list:

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..frontends.interpreters import tflite_interpreter  # noqa: F401 - also the oracles' interpreter
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
@@ -236,25 +237,8 @@ def _int32(m: int) -> int:
     return m - 2 ** 32 if m >= 2 ** 31 else m
 
 
-def tflite_interpreter(model: bytes):
-    """TFLite's interpreter with the builtin kernels only (no XNNPACK delegate): TensorFlow's
-    ``tf.lite.Interpreter`` (deprecated but present in TF 2.21), else the ``ai-edge-litert`` package."""
-    import warnings
-    tf = _tensorflow()
-    lite = getattr(tf, "lite", None)
-    if lite is not None and hasattr(lite, "Interpreter"):
-        interpreter, resolver = lite.Interpreter, lite.experimental.OpResolverType
-    else:  # pragma: no cover - TF releases without tf.lite
-        from ai_edge_litert.interpreter import Interpreter as interpreter  # noqa: PLC0415, N813
-        from ai_edge_litert.interpreter import OpResolverType as resolver  # noqa: PLC0415
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the deprecation notice of tf.lite.Interpreter
-        return interpreter(model_content=model,
-                           experimental_op_resolver_type=resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-
-
 def tflite_strided_slice(x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
-    """TFLite's STRIDED_SLICE kernel (TF's ``tf.lite.Interpreter``) on x.
+    """TFLite's STRIDED_SLICE kernel (LiteRT's interpreter, builtin kernels) on x.
 
     The model is built in the flatbuffer (begin/end/strides constant, or graph inputs fed
     with the spec's values for the fields in ``runtime``); errors are the interpreter's

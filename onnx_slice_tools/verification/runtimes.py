@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OnnxSliceToolsError
+from .checks import skipped
 
 ONNXRUNTIME, OPENVINO, REFERENCE = "onnxruntime", "openvino", "reference"
 #: onnxruntime's status when ``--verify-on`` leaves it out (the other runtimes' statuses then count)
-NOT_ASKED = "skipped: not asked for (--verify-on)"
+NOT_ASKED = skipped("not asked for (--verify-on)")
 RUNTIMES = (ONNXRUNTIME, OPENVINO, REFERENCE)
 
 
@@ -33,24 +34,43 @@ def parse_runtimes(text) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def session_options():
-    """Cheap onnxruntime sessions: no graph optimisation, one thread, no spinning."""
+#: named onnxruntime configurations: FAST for the many small checks, SHIPPED for the run that
+#: decides the verdict (the configuration a user gets from ``InferenceSession(path)``)
+FAST, SHIPPED = "fast", "shipped"
+
+
+def session_options(config: str = FAST):
+    """onnxruntime SessionOptions of a named configuration.
+
+    FAST: cheap sessions -- no graph optimisation, one thread, no spinning.  SHIPPED: onnxruntime's
+    defaults (all graph optimisations, default threads), only logging turned off (a failing run
+    is a status, never stderr; logging does not change what runs)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if config == FAST:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    elif config != SHIPPED:
+        raise ValueError(f"unknown session configuration {config!r}")
     so.log_severity_level = 4  # failing runs are expected (must-fail checks): nothing on stderr
     return so
 
 
-def onnxruntime_session(model_bytes: bytes):
+def onnxruntime_session(model, config: str = FAST):
+    """The one way the package builds an onnxruntime session: ``model`` (bytes, a path or a
+    ModelProto) in a named configuration.  FAST pins the CPU provider; SHIPPED leaves the
+    providers to onnxruntime, as ``InferenceSession(path)`` does."""
     import onnxruntime as ort
-    return ort.InferenceSession(model_bytes, sess_options=session_options(), providers=["CPUExecutionProvider"])
-
-
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    elif not isinstance(model, (bytes, bytearray)):
+        model = str(model)
+    if config == SHIPPED:
+        return ort.InferenceSession(model, sess_options=session_options(SHIPPED))
+    return ort.InferenceSession(model, sess_options=session_options(config), providers=["CPUExecutionProvider"])
 
 
 class _OpenVINOSession:
@@ -59,8 +79,9 @@ class _OpenVINOSession:
     The CPU plugin refuses inputs of unknown rank: such inputs get the fed rank with every dim
     still dynamic (one compiled model per combination of ranks)."""
 
-    def __init__(self, model_bytes: bytes):
+    def __init__(self, model_bytes: bytes, config: str = FAST):
         ov = _import_openvino()
+        self.config = {"INFERENCE_NUM_THREADS": 1} if config == FAST else {}  # SHIPPED: a default CPU compile
         self.core = ov.Core()
         with _one_line("OpenVINO could not read the model"):
             self.model = self.core.read_model(model_bytes, b"")
@@ -77,8 +98,23 @@ class _OpenVINOSession:
                 model = self.model.clone()
                 model.reshape({name: ov.PartialShape.dynamic(r) for name, r in zip(self.unranked, ranks)})
             with _one_line("OpenVINO could not compile the model"):
-                self.compiled[ranks] = self.core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1})
+                self.compiled[ranks] = self.core.compile_model(model, "CPU", self.config)
         return self.compiled[ranks]
+
+    def arithmetic_dtype(self):
+        """The float type the CPU plugin computes in (its INFERENCE_PRECISION_HINT; a default
+        compile picks bfloat16 on CPUs that have it), or None when it is not narrower than float32."""
+        compiled = next(iter(self.compiled.values()), None)
+        try:
+            hint = str(compiled.get_property("INFERENCE_PRECISION_HINT")) if compiled is not None else ""
+        except Exception:  # noqa: BLE001 - a plugin without the property: full precision
+            return None
+        from onnx import helper
+        if "bf16" in hint or "bfloat16" in hint:
+            return np.dtype(helper.tensor_dtype_to_np_dtype(16))
+        if "f16" in hint or "float16" in hint:
+            return np.dtype(np.float16)
+        return None
 
     def run(self, output_names, feeds: dict) -> list:
         compiled = self._compiled(tuple(np.ndim(feeds[n]) for n in self.unranked))
@@ -144,6 +180,9 @@ def require(name: str) -> None:
 _FACTORIES = {ONNXRUNTIME: onnxruntime_session, OPENVINO: _OpenVINOSession, REFERENCE: _ReferenceSession}
 
 
-def make_session(name: str, model_bytes: bytes):
-    """A session of ``model_bytes`` on runtime ``name`` (one of :data:`RUNTIMES`)."""
-    return _FACTORIES[name](model_bytes)
+def make_session(name: str, model_bytes: bytes, config: str = FAST):
+    """A session of ``model_bytes`` on runtime ``name`` (one of :data:`RUNTIMES`) in a named
+    configuration (FAST or SHIPPED; the reference evaluator has one)."""
+    if name == REFERENCE:
+        return _ReferenceSession(model_bytes)
+    return _FACTORIES[name](model_bytes, config)

@@ -40,15 +40,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Default rtol per float dtype name.  float32 and float16 come from measured kernel-to-kernel
-#: drift (docs/benchmarks.md, "Float tolerance"); the narrow types are a multiple of their
-#: machine epsilon (an output rounded to them differs by a few units in the last place when the
-#: wide intermediate differs at all).
+#: Default rtol per float dtype name, set with a margin above the largest drift measured between
+#: the frameworks' own kernel sets (docs/benchmarks.md, "Float tolerance"; rebuilt by
+#: scripts/calibrate_tolerance.py).  float16 and bfloat16 stay above float32 (fewer bits, the
+#: same kernels); other narrow float types get ``NARROW_EPS_UNITS`` times their epsilon.
 DEFAULT_RTOL = {
-    "float64": 1e-9,
-    "float32": 1e-3,
-    "float16": 1e-2,
-    "bfloat16": 6.25e-2,        # 8 * eps (eps 2^-7)
+    "float64": 1e-12,
+    "float32": 1e-2,
+    "float16": 5e-2,
+    "bfloat16": 1e-1,
 }
 #: rtol of narrow float types not listed in DEFAULT_RTOL, in units of the type's epsilon.
 NARROW_EPS_UNITS = 8

@@ -203,6 +203,14 @@ def _merge_slices():
                  [c("b0", [1]), c("e0", [3]), c("a0", [0]), c("b1", [0]), c("e1", [2]), c("a1", [1])])
 
 
+def _transpose_pair():
+    """A channel slice between NHWC/NCHW Transposes (tf2onnx around a kept StridedSlice)."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Slice", ["t", "b", "e", "a"], ["s"]),
+             helper.make_node("Transpose", ["s"], ["u"], perm=[0, 3, 1, 2]), helper.make_node("Relu", ["u"], ["y"])]
+    return model(nodes, [x_input([1, 4, 2, 3])], [out("y")], [c("b", [1]), c("e", [3]), c("a", [-1])])
+
+
 def _cse():
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"]),
              helper.make_node("Add", ["a", "b"], ["y"])]
@@ -238,6 +246,7 @@ TRIGGERS = {
     "lift squeeze": (_lift_squeeze, "LiftScalarsPass", "LiftScalarsPass"),
     "lift scalar": (_lift_scalar, "LiftScalarsPass", "LiftScalarsPass"),
     "merge slices": (_merge_slices, "MergeSlicesPass", "MergeSlicesPass"),
+    "transposes around a slice": (_transpose_pair, "TransposeSliceTransposePass", "TransposeSliceTransposePass"),
     "cse": (_cse, "CommonSubexpressionPass", "CommonSubexpressionPass"),
     "cse constants by value": (_cse_constants_by_value, "CommonSubexpressionPass", "CommonSubexpressionPass"),
     "cse in a subgraph": (_cse_in_subgraph, "CommonSubexpressionPass", "CommonSubexpressionPass"),

@@ -462,9 +462,10 @@ def test_the_lock_file_is_removed_when_the_batch_ends(tmp_path):
 # --------------------------------------------------------------------------- options, pipelines
 
 @pytest.mark.parametrize("flags, needle", [
-    (["--no-verify", "--strict"], "--no-verify contradicts --strict"),
-    (["--no-verify", "--verify-on", "openvino"], "--no-verify contradicts --verify-on"),
-    (["--no-verify", "--verify-memory", "10"], "--no-verify contradicts --verify-memory"),
+    (["--no-verify", "--strict"], "--strict and --no-verify contradict each other"),
+    (["--no-verify", "--verify-on", "openvino"], "--verify-on and --no-verify contradict each other"),
+    (["--no-verify", "--verify-memory", "10"], "--verify-memory and --no-verify contradict each other"),
+    (["--fix-slices"], "--fix-slices: target onnxruntime has no constraint for it to fix"),
     (["--report", "-", "--jsonl"], "both write to stdout"),
     (["--report", "out.json"], "--report"),
 ])

@@ -65,3 +65,29 @@ def test_report_to_dict_is_a_dict_and_to_json_its_json_text():
     assert isinstance(data, dict) and data["verdict"] == rep.verdict
     text = rep.to_json()
     assert isinstance(text, str) and json.loads(text) == json.loads(json.dumps(data))
+
+
+def test_readme_verify_example_is_what_verify_prints(tmp_path):
+    """The README's ``verify`` example is the tool's output, line for line (trailing blanks aside)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    readme = (MODELS.parent / "README.md").read_text()
+    start = readme.index("$ onnx-slice-tools verify converted/tf_yolo_focus.onnx\n")
+    block = readme[start:readme.index("```", start)].rstrip("\n").splitlines()
+    (tmp_path / "models").mkdir()
+    shutil.copy(MODELS / "tf_yolo_focus.onnx", tmp_path / "models")
+    assert cli_main(["convert", str(tmp_path / "models" / "tf_yolo_focus.onnx"), "-o",
+                     str(tmp_path / "converted" / "tf_yolo_focus.onnx")]) == 0
+    env = {**os.environ, "COLUMNS": "100"}
+    printed = []
+    for line in block:
+        if line.startswith("$ onnx-slice-tools "):
+            printed.append(line)
+            argv = line.removeprefix("$ onnx-slice-tools ").split()
+            proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", *argv], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, check=False)
+            assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+            printed += proc.stdout.rstrip("\n").splitlines()
+    assert [x.rstrip() for x in printed] == [x.rstrip() for x in block]

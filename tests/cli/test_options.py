@@ -26,6 +26,9 @@ CONTRADICTIONS = [
     (["convert", MISSING, "-o", "o.onnx", "--no-verify", "--strict"], ["--strict", "--no-verify"]),
     (["convert", MISSING, "-o", "o.onnx", "--no-verify", "--verify-memory", "64"], ["--verify-memory", "--no-verify"]),
     (["convert", MISSING, "-o", "o.onnx", "--no-verify", "--verify-on", "onnxruntime"], ["--verify-on", "--no-verify"]),
+    (["convert", MISSING, "-o", "o.onnx", "--no-verify", "--input-range", "ids:0,9"], ["--input-range", "--no-verify"]),
+    (["convert", MISSING, "-o", "o.onnx", "--input-range", "ids:0,9", "ids:0,5"], ["--input-range", "'ids'"]),
+    (["convert", MISSING, "-o", "o.onnx", "--inputs", "x:1,2", "x:1,3"], ["--inputs", "'x'"]),
     (["convert", MISSING, "-o", "o.onnx", "--fix-slices"], ["--fix-slices", "onnxruntime"]),
     (["convert", MISSING, "-o", "o.onnx", "--fix-slices", "--target", "onnxruntime"], ["--fix-slices"]),
     (["convert", MISSING, "-o", "o.onnx", "--outputs", "a", "b", "a"], ["--outputs", "'a'"]),
@@ -85,7 +88,7 @@ def test_contradictory_or_malformed_options_are_one_line_exit_2_before_any_work(
     ["explain", "--begin", "[1]", "--end", "(3)"],
 ])
 def test_well_formed_options_are_accepted(argv, capfd):
-    code, out, err = _run(argv, capfd)
+    code, _, err = _run(argv, capfd)
     assert code == 0 and not err, err
 
 
@@ -97,7 +100,7 @@ def test_the_help_examples_of_begin_end_strides_are_accepted(capfd):
     examples = {f: re.search(rf"--{f} {f.upper()} {f} as comma-separated integers, e\.g\. ([-0-9,]+)", text).group(1)
                 for f in ("begin", "end", "strides")}
     assert "0" not in examples["strides"].split(",")
-    code, out, err = _run(["explain", *(x for f, v in examples.items() for x in (f"--{f}", v)), "--shape", "4,4"],
+    code, _, err = _run(["explain", *(x for f, v in examples.items() for x in (f"--{f}", v)), "--shape", "4,4"],
                           capfd)
     assert code == 0 and not err, err
 

@@ -139,23 +139,26 @@ def test_source_options_refused_where_they_do_not_apply(tmp_path, capfd, src, ar
 
 
 def test_framework_compare_bitwise_close_or_differs():
-    """The framework check's float tolerance is relative to the output's largest magnitude (a
-    MatMul's rounding grows with its sums), NaN/inf must sit at the same places."""
-    from onnx_slice_tools.frontends.sources import _compare
+    """The framework check uses the one float rule: relative to the output's largest magnitude (a
+    MatMul's rounding grows with its sums), NaN/inf at the same places, bitwise for data movement."""
+    from onnx_slice_tools.frontends.sources import compare_output
+    from onnx_slice_tools.verification.tolerance import default_rtol
+    rtol = default_rtol(np.float32)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((4, 1000)).astype(np.float32) @ rng.standard_normal((1000, 8)).astype(np.float32)
     near = a.copy()
-    near[0, 0] += np.float32(1e-5) * np.abs(a).max() * 0.5  # an entry near 0 moved by a rounding-size step
-    assert _compare(a, a.copy()) == "bitwise"
-    assert _compare(a, near).startswith("close (max abs diff")
+    near[0, 0] += np.float32(rtol * 0.5) * np.abs(a).max()  # an entry near 0 moved by half the tolerance
+    assert compare_output(a, a.copy()) == "bitwise"
+    assert compare_output(a, near).startswith("within tolerance: max |diff|")
+    assert "values differ" in compare_output(a, near, exact=True)
     far = a.copy()
-    far[0, 0] += np.float32(1e-3) * np.abs(a).max()
-    assert _compare(a, far).startswith("values differ (max abs diff")
+    far[0, 0] += np.float32(rtol * 2) * np.abs(a).max()
+    assert compare_output(a, far).startswith("1 of 32 values differ by up to")
     nan = a.copy()
     nan[1, 1] = np.nan
-    assert "NaN" in _compare(a, nan)
-    assert _compare(a.astype(np.int32), a.astype(np.int32) + 1) == "values differ"
-    assert _compare(a, a[:2]).startswith("shape")
+    assert "NaN" in compare_output(a, nan)
+    assert compare_output(a.astype(np.int32), a.astype(np.int32) + 1) == "32 of 32 values differ"
+    assert compare_output(a, a[:2]).startswith("shape")
 
 
 def test_framework_status_says_why_it_did_not_run(tmp_path):
@@ -429,10 +432,11 @@ def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
     assert len(external) == 1 and len(head.graph.input) == 1
     (got,) = [onnx.numpy_helper.to_array(t) for t in onnx.load(str(file)).graph.initializer
               if t.name == external[0].name]
+    assert not any(n.op_type == "Transpose" for n in head.graph.node)  # folded into the weight (fold.py)
     from onnx_slice_tools.verification.oracles import tflite_interpreter
     interp = tflite_interpreter(path.read_bytes())
-    (detail,) = [d for d in interp.get_tensor_details() if d["name"] == external[0].name]
-    want = interp.get_tensor(detail["index"])
+    (detail,) = [d for d in interp.get_tensor_details() if list(d["shape"]) == [40, 64]]  # FULLY_CONNECTED's [out, in]
+    want = interp.get_tensor(detail["index"]).T  # tf2onnx's MatMul takes [in, out]
     assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
     result = sources.convert_source(path)
     assert result.ok and result.report.rewritten == 1
@@ -521,6 +525,61 @@ def test_a_damaged_tflite_is_one_line_naming_the_file(tmp_path, capfd, cut):
     assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: not a ")
     assert ("valid or complete .tflite" if cut == 300 else "not a .tflite file") in err
     assert not (tmp_path / "o.onnx").exists()
+
+
+def _conv_net(fp16: bool):
+    """x[1, 8, 8, 4] NHWC -> Conv(4->16) -> Relu -> channels 2:10 (a STRIDED_SLICE kept as our
+    custom node) -> Conv(8->8) -> Relu: kernels of 2.3 kB and 2.3 kB, a Dense-like MatMul on the
+    side (a 4 kB weight tf2onnx transposes); ``fp16``: weights stored as float16 (TFLite's
+    DEQUANTIZE to float32 at run time)."""
+    import tensorflow as tf
+    rng = np.random.default_rng(3)
+    k1 = tf.constant(rng.standard_normal((3, 3, 4, 16)).astype(np.float32) * 0.2)
+    k2 = tf.constant(rng.standard_normal((3, 3, 8, 8)).astype(np.float32) * 0.2)
+    w = tf.constant(rng.standard_normal((32, 32)).astype(np.float32) * 0.2)
+
+    def fn(x, v):
+        y = tf.nn.relu(tf.nn.conv2d(x, k1, 1, "SAME"))
+        return tf.nn.relu(tf.nn.conv2d(y[:, :, :, 2:10], k2, 1, "SAME")), tf.nn.relu(tf.matmul(v, w))
+
+    concrete = tf.function(fn).get_concrete_function(tf.TensorSpec([1, 8, 8, 4], tf.float32),
+                                                     tf.TensorSpec([2, 32], tf.float32))
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([concrete])
+    if fp16:
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        conv.target_spec.supported_types = [tf.float16]
+    with quiet_frameworks():
+        return conv.convert()
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["float32", "float16"])
+def test_weights_moved_out_fold_like_tf2onnx_and_land_in_one_file(tmp_path, capfd, monkeypatch, fp16):
+    """Weights of LARGE_VARIABLE_BYTES or more leave the .tflite before tf2onnx reads it (here
+    1000 B: every kernel); the result has no more nodes and no more Transposes than tf2onnx's own
+    conversion, no Cast of a float16 weight, matches the interpreter, and is one file."""
+    import collections
+
+    import tf2onnx
+
+    from onnx_slice_tools.frontends import sources
+    src = tmp_path / "net.tflite"
+    src.write_bytes(_conv_net(fp16))
+    with quiet_frameworks():
+        native, _ = tf2onnx.convert.from_tflite(str(src), opset=17)
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1000)
+    (tmp_path / "out").mkdir()
+    head = onnx.load(str(sources.export_source(src, tmp_path / "out")), load_external_data=False)
+    assert any(t.data_location == onnx.TensorProto.EXTERNAL for t in head.graph.initializer), "nothing moved out"
+    dst = tmp_path / "net.onnx"
+    assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and "verified" in out and "NOT" not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.onnx", "net.tflite", "out"]
+    ours = onnx.load(str(dst))
+    count = lambda m: collections.Counter(n.op_type for n in m.graph.node)  # noqa: E731
+    assert len(ours.graph.node) <= len(native.graph.node), (count(ours), count(native))
+    assert count(ours)["Transpose"] <= count(native)["Transpose"] and count(ours)["Cast"] == 0, count(ours)
+
 
 # --------------------------------------------------------------------------- Keras 3 models as users have them
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 import tensorflow as tf
 from onnx import TensorProto, helper
@@ -265,3 +268,77 @@ def test_unknown_rank_inputs_match_tensorflow(expr):
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), (expr, shape)
         tried += 1
     assert tried >= 3
+
+
+# --------------------------------------------------------------------------- lengths known at run time
+
+def _unknown_length_model(begin_from_input: bool, shrink: bool):
+    """tf2onnx-style ``x[b0:, b1]`` (``x[b0:, b1:3]`` without ``shrink``) on x[4, 5]: end and
+    strides constants of length 2; begin of a
+    length not known before run time -- a graph input ``b`` of shape ["L"], or ``[i] * len(end)``
+    computed in the graph (ConstantOfShape of Shape(end): onnx's shape inference does not tell its
+    length, at run time it is 2)."""
+    if begin_from_input:
+        nodes, inputs = [], [helper.make_tensor_value_info("b", TensorProto.INT64, ["L"])]
+    else:
+        nodes = [helper.make_node("Shape", ["e"], ["n"]),
+                 helper.make_node("ConstantOfShape", ["n"], ["ones"],
+                                  value=helper.make_tensor("one", TensorProto.INT64, [1], [1])),
+                 helper.make_node("Mul", ["ones", "i"], ["b"])]
+        inputs = [helper.make_tensor_value_info("i", TensorProto.INT64, [])]
+    nodes.append(helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN,
+                                  end_mask=1, shrink_axis_mask=2 if shrink else 0))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 5])] + inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("e", TensorProto.INT64, [2], [0, 3]),
+                               helper.make_tensor("s", TensorProto.INT64, [2], [1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    return model
+
+
+def test_runtime_begin_of_unknown_length_converts_and_verifies(tmp_path):
+    """Its length checked in the graph (a Reshape to the length of end/strides), the rewrite
+    converts and is verified, in place too, for every target; the command line exits 0."""
+    src = tmp_path / "len.onnx"
+    onnx.save(_unknown_length_model(begin_from_input=False, shrink=False), str(src))
+    for target in ("onnxruntime", "portable", "openvino"):
+        result = convert(src, target=target)
+        assert result.report.verdict == "verified", (target, result.report.model_checks)
+        reshapes = [n for n in result.model.graph.node if n.op_type == "Reshape" and n.input[0] == "b"]
+        assert len(reshapes) == 1, target
+    dst = tmp_path / "out.onnx"
+    out = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "convert", str(src), "-o", str(dst)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "" and "verified" in out.stdout and "NOT" not in out.stdout, out
+    assert dst.exists()
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", "portable", "openvino"])
+def test_runtime_vector_of_another_length_fails_like_the_framework(target, tmp_path):
+    """begin a graph input of unknown length: TensorFlow raises when its length is not that of
+    end and strides; the converted graph fails in onnxruntime (default options and the checks')
+    exactly then, and equals TensorFlow otherwise.  (Before, it ran on, and the in-place check
+    failed the conversion.)"""
+    src = tmp_path / "len.onnx"
+    onnx.save(_unknown_length_model(begin_from_input=True, shrink=True), str(src))
+    result = convert(src, target=target)
+    assert result.ok, (target, result.report.model_checks)
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    model = result.model.SerializeToString()
+    sessions = [make_session(model), ort.InferenceSession(model, providers=["CPUExecutionProvider"])]
+    rejected = 0
+    for begin in ([1, 2], [1], [1, 2, 0], [3, -1]):
+        b = np.array(begin, dtype=np.int64)
+        try:
+            expected = tf.strided_slice(x, b, [0, 3], [1, 1], end_mask=1, shrink_axis_mask=2).numpy()
+        except (tf.errors.InvalidArgumentError, ValueError):
+            expected, rejected = None, rejected + 1
+        for session in sessions:
+            if expected is None:
+                with pytest.raises(Exception, match="Reshape|reshape"):
+                    session.run(["y"], {"x": x, "b": b})
+            else:
+                got = session.run(["y"], {"x": x, "b": b})[0]
+                assert got.shape == expected.shape and got.tobytes() == expected.tobytes(), (target, begin)
+    assert rejected == 2  # TensorFlow rejects the lengths 1 and 3

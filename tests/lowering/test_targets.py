@@ -22,11 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
+from onnxruntime import InferenceSession
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.errors import StridedSliceError
 from onnx_slice_tools.lowering.lower import lower
-from onnx_slice_tools.verification.oracles import random_lowering_input, target_against_framework
+from onnx_slice_tools.verification.oracles import random_case, random_lowering_input, target_against_framework
 from onnx_slice_tools.semantics.plan import make_plan
 from onnx_slice_tools.verification.runtimes import RUNTIMES, make_session
 from onnx_slice_tools.semantics.spec import from_index_expr
@@ -114,6 +115,65 @@ def test_runtime_shrink_default_uses_scalar_gather_portable_does_not():
     assert case.result.tried_values  # runtime index values were drawn and compared
 
 
+def _runtime_strides_case(src):
+    """A random spec with runtime strides (begin/end sometimes too), or None when the framework
+    rejects the spec."""
+    x, spec = random_case(src, src.choice(["tf", "openvino"]), max_rank=4)
+    if not spec.n:
+        return None
+    fields = ["strides"] + [f for f in ("begin", "end") if src.chance(0.3)]
+    shape = src.choice([x.shape, tuple(f"d{i}" for i in range(x.ndim)), None])
+    try:
+        make_plan(spec, x.shape)
+        plan = make_plan(replace(spec, runtime_length=spec.n, **{f: None for f in fields}), shape)
+    except StridedSliceError:
+        return None
+    dtype = src.choice(["int32", "int64"])
+    return CheckCase(lower(plan, 17, {f: dtype for f in fields}, target="portable"), np.dtype(np.float32), 1,
+                     index_types={f: dtype for f in fields})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_portable_holds_no_sentinel_with_runtime_strides(data):
+    """No INT32/INT64 MIN/MAX anywhere the audit looks (Slice bounds, Where values), also for
+    runtime strides and for sentinels or values beyond int32 written in the spec itself."""
+    case = _runtime_strides_case(HypothesisSource(data))
+    if case is not None:
+        found = find_violations(_build_model([case], 17), "portable")
+        assert found == [], (case.lowering.plan.spec, [(v.op_type, v.detail) for v in found])
+
+
+@pytest.mark.parametrize("expr, flavor, shape, fields", [
+    ("x[1:, 2]", "tf", ("N", "M"), ("strides",)),                   # TF: a shrink's stride must be > 0
+    ("x[1:, 2]", "tf", ("N", 4), ("begin", "strides")),
+    ("x[-1, 1099511627776:]", "tf", (3, "M"), ("strides",)),       # beyond int32: "to the end"
+    ("x[-9223372036854775808::-1]", "tf", ("N",), ("strides",)),   # INT64_MIN written in the spec
+    ("x[:-2147483648:-1, 2147483647::-2]", "openvino", ("N", "M"), ("strides",)),
+    ("x[-2147483649:9223372036854775807]", "openvino", ("N",), ("begin", "strides")),
+])
+def test_portable_keeps_no_sentinel_and_stays_exact(expr, flavor, shape, fields):
+    base = from_index_expr(expr, flavor=flavor)
+    spec = replace(base, runtime_length=base.n, **{f: None for f in fields})
+    for dtype in ("int32", "int64"):
+        types = {f: dtype for f in fields}
+        case = CheckCase(lower(make_plan(spec, shape), 17, types, target="portable"), np.dtype(np.float32), 1,
+                         index_types=types)
+        _assert_exact_everywhere(case, "portable")  # the audit (no sentinel), every runtime, must-fail runs
+        assert case.result.tried_values
+
+
+def test_the_audit_sees_a_sentinel_chosen_by_a_where():
+    """The default target's guard of TF's runtime shrink strides picks INT64_MAX in a Where (and
+    its masked ends INT64_MIN/MAX): the portable audit names them."""
+    spec = replace(from_index_expr("x[1:, 2]"), strides=None, runtime_length=2)
+    proto = _build_model([CheckCase(lower(make_plan(spec, ("N", "M")), 17, {"strides": "int64"}),
+                                    np.dtype(np.float32), 1, index_types={"strides": "int64"})], 17)
+    found = [v for v in find_violations(proto, "portable") if v.constraint == SENTINEL]
+    assert found and {v.op_type for v in found} == {"Where"}
+    assert any(str(2 ** 63 - 1) in v.detail for v in found), [v.detail for v in found]
+
+
 # Runtime values TensorFlow / OpenVINO reject, each on an input where a Slice of it would be
 # empty anyway (a 0 dim elsewhere), so only a construction that fails by itself can keep the error.
 _REJECTED = [
@@ -146,8 +206,12 @@ def test_lowerings_fail_at_run_time_where_the_framework_does(target, expr, flavo
     assert find_violations(proto, target) == []
     feed = {"x0": np.zeros(shape, np.float32), **{f"{f[0]}0": np.array(v, np.int64) for f, v in values.items()}}
     # (the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference)
-    for name in ("onnxruntime",) + (("reference",) if target != "onnxruntime" else ()):
-        session = make_session(name, proto.SerializeToString())
+    sessions = {name: make_session(name, proto.SerializeToString())
+                for name in ("onnxruntime",) + (("reference",) if target != "onnxruntime" else ())}
+    # and onnxruntime as users load it (default options: its optimiser keeps the error)
+    sessions["onnxruntime, default options"] = InferenceSession(proto.SerializeToString(),
+                                                                providers=["CPUExecutionProvider"])
+    for name, session in sessions.items():
         with pytest.raises(Exception):
             got = session.run(["y0"], feed)
             pytest.fail(f"{name} returned {np.asarray(got[0]).shape} for {expr} with {values}")

@@ -387,23 +387,25 @@ def test_bfloat16_whole_model_comparison():
 
 
 def test_tolerance_only_where_floats_are_computed():
-    from onnx_slice_tools.verification.compare import _compare, float_arithmetic_outputs
+    from onnx_slice_tools.verification.compare import float_arithmetic_outputs
+    from onnx_slice_tools.verification.tolerance import agree
     model, _ = slice_model("x[:, 1:]", ["N", 6])
     model.graph.node.append(helper.make_node("Exp", ["y"], ["z"]))
     model.graph.output.append(helper.make_tensor_value_info("z", T.FLOAT, None))
-    assert float_arithmetic_outputs(model) == {"z"}
+    arithmetic = float_arithmetic_outputs(model)
+    assert arithmetic == {"z"}
     a = np.array([1.0, 2.0], np.float32)
     b = np.nextafter(a, np.float32(3))
-    assert _compare(b, a, arithmetic=False)[0] is not None
-    problem, note = _compare(b, a, arithmetic=True)
-    assert problem is None and "float arithmetic" in note
+    # compare_models passes exact=(output not in float_arithmetic_outputs) to the one rule
+    assert not agree(a, b, exact="y" not in arithmetic).ok
+    assert agree(a, b, exact="z" not in arithmetic).ok
 
 
 def test_comparison_verdict_and_input_budget():
     from onnx_slice_tools.verification.compare import ModelComparison
     assert ModelComparison("ok").verdict == "passed"
-    bad = ModelComparison("mismatch", {"a": "ok", "b": "inputs x[2]: shape (1,) != expected (2,)"})
-    assert bad.verdict == "failed: output 'b': inputs x[2]: shape (1,) != expected (2,)" and not bad.ok
+    bad = ModelComparison("mismatch", {"a": "ok (bitwise)", "b": "inputs x[2]: shape (2,) vs (1,)"})
+    assert bad.verdict == "failed: output 'b': inputs x[2]: shape (2,) vs (1,)" and not bad.ok
     model, _ = slice_model("x[:, 1:]", ["N", 2 ** 20])
     result = convert(model, verify=False)
     cmp = compare_models(model, result.model, memory_budget=2 ** 20)  # 3 x 2^20 float32 do not fit

@@ -161,3 +161,14 @@ def test_bad_rtol_is_a_value_error(bad):
     if bad is not None:
         with pytest.raises(ValueError, match="rtol must be"):
             agree(np.array([1.0], F32), np.array([2.0], F32), rtol=bad)
+
+
+def test_defaults_hold_the_measured_kernel_drift_with_a_margin():
+    """The largest drifts measured between the frameworks' own kernel sets (docs/benchmarks.md
+    section 11, scripts/calibrate_tolerance.py): MediaPipe pose_landmark_full's segmentation
+    logits, LiteRT XNNPACK vs builtin kernels (float32); a 1024x1024 MatMul, TensorFlow vs
+    onnxruntime (float16, float64).  A default below twice the drift would fail real models."""
+    for dtype, drift in ((np.float32, 2.34e-3), (np.float16, 7.63e-4), (np.float64, 1.14e-15)):
+        assert default_rtol(dtype) >= 2 * drift, dtype
+        exp = np.array([1.0, 0.5], dtype)
+        assert agree(exp, exp + np.array([0.0, drift], dtype)).ok, dtype

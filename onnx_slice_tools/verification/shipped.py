@@ -1,0 +1,234 @@
+"""The as-shipped run: the model that will be written, in each runtime's default configuration.
+
+Every other check runs onnxruntime in the FAST configuration (runtimes.session_options: graph
+optimisations off) and the in-place run taps intermediate values, which changes what an
+optimiser does.  A user runs neither.  So after everything that changes the model (rewrite,
+opset conversion, cleanup), the serialization :meth:`api.ConvertResult.save` writes is loaded,
+untapped, in each verification runtime's default configuration (onnxruntime:
+``InferenceSession(bytes)`` with default SessionOptions -- logging aside -- and default
+providers; OpenVINO, when it is one of the report's runtimes: a default CPU compile), run on the
+inputs of the checked run (:class:`inplace.CheckedRun`), and every graph output must agree with
+that run: shape and dtype exactly, non-float values bitwise, float values under
+``tolerance.agree`` (bitwise where the output is pure data movement, see :func:`exact_outputs`).
+
+What runs is ``proto.SerializeToString()`` -- byte for byte what ``save`` writes when the model
+keeps its weights inline.  A model whose weights stay in (or move to) external data is run with
+those weights read in inline (``load_weights``): the same graph and the same tensor bytes, only
+the tensors' storage differs from the written ``.onnx`` + ``.data`` pair.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import first_line as _line
+from .checks import PASSED, failed, skipped
+from .inplace import (
+    CheckedRun,
+    Digest,
+    Skip,
+    choose_sizes,
+    estimate_bytes,
+    random_feeds,
+    run_taps,
+)
+from .runtimes import (
+    FAST,
+    ONNXRUNTIME,
+    OPENVINO,
+    SHIPPED,
+    make_session,
+    onnxruntime_session,
+)
+from .tolerance import agree, default_rtol
+
+#: ops that only move, select or reshape data (or make constants and shapes): an output computed
+#: by these alone (arithmetic only on non-float values) is compared bitwise
+MOVEMENT = frozenset({
+    "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather", "GatherElements",
+    "GatherND", "Concat", "Split", "Expand", "Tile", "Constant", "Shape", "Size", "ReverseSequence",
+    "DepthToSpace", "SpaceToDepth", "Where", "Compress", "ConstantOfShape", "Pad", "SplitToSequence",
+    "SequenceAt", "ConcatFromSequence", "Trilu",
+    # exact in every implementation: a selection or sign change, no rounding
+    "Relu", "Neg", "Abs", "Max", "Min", "Clip", "Floor", "Ceil", "Round", "Sign",
+})
+#: ONNX element types holding floats (complex included)
+FLOAT_ELEMS = frozenset({1, 10, 11, 14, 15, 16, 17, 18, 19, 20, 23})
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2 ** 20:.0f}" if n >= 10 * 2 ** 20 else f"{n / 2 ** 20:.2g}"
+
+
+def serialized(proto, load_weights) -> bytes:
+    """The bytes the shipped run loads: ``proto`` serialized, external weights (in any graph
+    or function) read in by ``load_weights`` (the identity for a model without them)."""
+    return load_weights(proto).SerializeToString()
+
+
+def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, seed: int = 0
+                 ) -> CheckedRun | str:
+    """A checked run where there is no in-place run (nothing was rewritten, yet the model
+    changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs.
+    Returns the run, or a ``skipped: ...`` status."""
+    from ..rewrite.ir_pass import skeleton
+    try:
+        sizes, shapes = choose_sizes(skeleton(proto))
+    except Skip as exc:
+        return skipped(str(exc))
+    need = estimate_bytes(proto, shapes, set()) + 2 * weight_bytes
+    if need > memory_budget:
+        return skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
+    try:
+        feeds = random_feeds(proto, sizes, shapes, np.random.default_rng(seed))
+    except Skip as exc:
+        return skipped(str(exc))
+    outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
+    elems = {vi.name: vi.type.tensor_type.elem_type for vi in proto.graph.input}
+    elems.update({o: shapes[o][0] for o in outputs if o in shapes})
+    try:
+        session = onnxruntime_session(serialized(proto, load_weights), FAST)
+        got = run_taps(session, feeds, outputs, elems)
+    except Exception as exc:  # noqa: BLE001 - a model onnxruntime cannot run: reported, not raised
+        foreign = foreign_ops(proto)
+        return skipped(f"onnxruntime cannot run the model: {_line(exc)}"
+                       + (f" (custom ops {', '.join(foreign[:3])})" if foreign else ""))
+    return CheckedRun(feeds, got, {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes,
+                      frozenset(exact_outputs(proto, shapes)))
+
+
+def exact_outputs(proto, shapes: dict) -> set:
+    """Graph outputs of ``proto`` that are pure data movement: every node they depend on (main
+    graph) is a :data:`MOVEMENT` op, or gives only non-float values (by ``shapes``' element
+    types).  Those are compared bitwise; an unknown type or a subgraph makes an output float
+    arithmetic (compared under the tolerance)."""
+    producer = {o: n for n in proto.graph.node for o in n.output if o}
+    verdict: dict = {}
+    known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
+
+    def pure(name: str) -> bool:
+        stack, order = [name], []
+        while stack:  # iterative: a chain of 100,000 nodes must not hit the recursion limit
+            v = stack.pop()
+            if v in verdict or v not in producer:
+                continue
+            n = producer[v]
+            verdict[v] = None  # in progress
+            order.append(v)
+            stack.extend(i for i in n.input if i)
+        for v in reversed(order):
+            n = producer[v]
+            ok = not any(a.type in (a.GRAPH, a.GRAPHS) for a in n.attribute) and (
+                n.domain in ("", "ai.onnx") and n.op_type in MOVEMENT
+                or all(o and shapes.get(o, (1,))[0] not in FLOAT_ELEMS and o in shapes for o in n.output))
+            ok = ok and all(verdict.get(i, i in known) is not False for i in n.input if i)
+            for o in n.output:
+                if o:
+                    verdict[o] = ok
+        return verdict.get(name, name in known) is not False
+    return {o.name for o in proto.graph.output if pure(o.name)}
+
+
+def compare_outputs(checked: CheckedRun, got: dict, exact: set, computes_in=None) -> str | None:
+    """The first graph output of ``got`` that does not agree with the checked run, or None.
+    ``computes_in``: a narrower float type the runtime computes in (OpenVINO's CPU plugin
+    defaults to bfloat16 where the CPU has it): float outputs then get that type's tolerance."""
+    for name, actual in got.items():
+        if name not in checked.outputs:
+            return f"output {name!r} was not produced by the checked run"
+        expected = checked.outputs[name]
+        if isinstance(expected, Digest):  # pure data movement, kept as a hash: bitwise
+            got = Digest.of(actual)
+            if got.shape != expected.shape:
+                return f"output {name!r}: shape {expected.shape} vs {got.shape}"
+            if got.dtype != expected.dtype:
+                return f"output {name!r}: dtype {expected.dtype} vs {got.dtype}"
+            if got != expected:
+                return f"output {name!r}: values differ (compared bitwise: pure data movement)"
+            continue
+        actual = np.asarray(actual)
+        if name in exact and expected.shape == actual.shape and expected.dtype == actual.dtype \
+                and expected.dtype.kind not in "OUS" and expected.tobytes() == actual.tobytes():
+            continue  # bitwise equal: nothing more to ask
+        if expected.dtype.kind in "OUS" or np.asarray(actual).dtype.kind in "OUS":
+            if np.asarray(actual).shape != expected.shape or \
+                    np.asarray(actual).astype(object).tolist() != expected.astype(object).tolist():
+                return f"output {name!r}: strings differ"
+            continue
+        rtol = None
+        if computes_in is not None and expected.dtype.kind in "fc":
+            rtol = max(default_rtol(expected.dtype), default_rtol(computes_in))
+        result = agree(expected, np.asarray(actual), exact=name in exact, rtol=rtol)
+        if not result.ok:
+            return f"output {name!r}: {result.detail}"
+    return None
+
+
+def foreign_ops(proto) -> list:
+    """``domain::op`` of nodes outside the domains onnxruntime implements (main graph, functions)."""
+    known = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "ai.onnx.preview.training"}
+    local = {(f.domain, f.name) for f in proto.functions}
+    found = []
+    for n in [*proto.graph.node, *(n for f in proto.functions for n in f.node)]:
+        if n.domain not in known and (n.domain, n.op_type) not in local:
+            found.append(f"{n.domain}::{n.op_type}")
+    return list(dict.fromkeys(found))
+
+
+def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), memory_budget: int,
+                   weight_bytes: int, load_weights, why_none: str | None = None) -> dict:
+    """check name -> status of the as-shipped run of ``proto`` (see the module doc): ``shipped``
+    (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``).
+    ``checked``: the run to agree with; None -> skipped with ``why_none``."""
+    names = [ONNXRUNTIME] + [r for r in runtimes if r == OPENVINO]
+    label = {ONNXRUNTIME: "shipped", OPENVINO: "shipped_openvino"}
+    if checked is None:
+        return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
+    outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
+    held = sum(v.nbytes for v in checked.outputs.values() if not isinstance(v, Digest))
+    need = estimate_bytes(proto, checked.shapes, set()) + held + 2 * weight_bytes
+    if need > memory_budget:
+        why = skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
+        return {label[r]: why for r in names}
+    data = serialized(proto, load_weights)
+    exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
+    return {label[r]: _run_one(r, data, proto, checked, outputs, exact) for r in names}
+
+
+def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: set) -> str:
+    where = f"{runtime} (default configuration)"
+    try:
+        session = onnxruntime_session(data, SHIPPED) if runtime == ONNXRUNTIME else make_session(runtime, data, SHIPPED)
+    except Exception as exc:  # noqa: BLE001 - the loader's first line is the answer
+        foreign = foreign_ops(proto)
+        text = f"{where} cannot load the model: {_line(exc)}"
+        if foreign:  # ops the runtime does not implement: not something the conversion can prove
+            return skipped(f"{text} (custom ops {', '.join(foreign[:3])})")
+        return failed(text)
+    try:
+        if runtime == ONNXRUNTIME:
+            got = run_taps(session, checked.feeds, outputs, checked.elems)
+        else:
+            got = dict(zip(outputs, session.run(outputs, checked.feeds)))
+    except Exception as exc:  # noqa: BLE001
+        return failed(f"{where} fails on the checked run's inputs: {_line(exc)}")
+    narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
+    problem = compare_outputs(checked, got, exact, narrow)
+    if problem is not None:
+        return failed(f"{where} disagrees with the checked run: {problem}")
+    return PASSED
+
+
+def converted_check(proto, checked: CheckedRun | None, *, load_weights, why_none: str | None = None) -> str:
+    """The opset conversion's own check: ``proto`` (after onnx's version converter) in a FAST
+    onnxruntime session on the checked run's inputs, its graph outputs agreeing with that run."""
+    if checked is None:
+        return skipped(why_none or "no checked run to compare with")
+    outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
+    try:
+        session = onnxruntime_session(serialized(proto, load_weights), FAST)
+        got = run_taps(session, checked.feeds, outputs, checked.elems)
+    except Exception as exc:  # noqa: BLE001
+        return failed(f"onnxruntime cannot run the converted model: {_line(exc)}")
+    problem = compare_outputs(checked, got, checked.exact)
+    return PASSED if problem is None else failed(f"the converted model disagrees with the checked run: {problem}")

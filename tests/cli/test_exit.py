@@ -1,0 +1,45 @@
+"""The end of the program: with TensorFlow loaded, the process ends without tearing its
+modules down, yet every exit handler runs and every line printed arrives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROGRAM = """
+import atexit, sys, types
+if {tf}:
+    sys.modules["tensorflow"] = types.ModuleType("tensorflow")  # as after a framework input
+atexit.register(lambda: open({marker!r}, "w").write("ran"))
+sys.argv = ["onnx-slice-tools", *{argv!r}]
+from onnx_slice_tools.cli.main import run
+run()
+print("after run", flush=True)  # never reached: run() ends the process
+"""
+
+
+@pytest.mark.parametrize("tf", [True, False])
+@pytest.mark.parametrize("argv, code", [(["explain", "x[1:, ::-1]", "--shape", "4,5"], 0),
+                                        (["explain", "x[1:", "--shape", "4"], 2)])
+def test_run_ends_with_the_exit_code_after_the_exit_handlers_and_all_output(tmp_path, tf, argv, code):
+    marker = tmp_path / "atexit_ran"
+    proc = subprocess.run([sys.executable, "-c", PROGRAM.format(tf=tf, marker=str(marker), argv=argv)],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
+    assert proc.returncode == code, proc.stderr
+    assert marker.read_text() == "ran"
+    assert "after run" not in proc.stdout
+    if code == 0:
+        assert proc.stdout.rstrip().splitlines()[-1].startswith("output shape: [3, 5]"), proc.stdout
+    else:
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_the_module_entry_point_is_run():
+    assert (REPO / "onnx_slice_tools" / "__main__.py").read_text().strip().endswith("run()")
+    assert 'onnx-slice-tools = "onnx_slice_tools.cli.main:run"' in (REPO / "pyproject.toml").read_text()

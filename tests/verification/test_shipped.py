@@ -1,0 +1,283 @@
+"""The as-shipped run decides the verdict: the bytes that are saved, in each runtime's default
+configuration, agree with the checked run; degenerate outputs never get a green light; opset
+conversions are run, not skipped."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper
+
+from onnx_slice_tools import api
+from onnx_slice_tools.cli.main import main as cli_main
+from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
+from onnx_slice_tools.verification import runtimes, shipped
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17, tf=True):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(TF_DOMAIN, 1)] if tf else [])
+    m = helper.make_model(g, opset_imports=imports)
+    m.ir_version = 8
+    return m
+
+
+def _slice_then(after=(), out="y", out_shape=("N", 2), x_shape=("N", 5), end=3):
+    """x -> StridedSlice x[:, 1:end] -> y, then the ``after`` nodes; graph output ``out``."""
+    inits = [helper.make_tensor("b", T.INT32, [2], [0, 1]), helper.make_tensor("e", T.INT32, [2], [0, end]),
+             helper.make_tensor("s", T.INT32, [2], [1, 1]),
+             helper.make_tensor("zero", T.INT64, [], [0]), helper.make_tensor("one", T.INT64, [], [1]),
+             helper.make_tensor("m1", T.INT64, [], [-1]), helper.make_tensor("m2", T.INT64, [], [-2])]
+    ss = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], domain=TF_DOMAIN, name="ss",
+                          begin_mask=1, end_mask=1, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)
+    return _model([ss, *after], [helper.make_tensor_value_info("x", T.FLOAT, list(x_shape))],
+                  [helper.make_tensor_value_info(out, T.FLOAT, list(out_shape))], inits)
+
+
+def _optimiser_bug_model():
+    """A StridedSlice whose rewrite is right, then foreign nodes ``Gather(y, Range(n - 1, -1, -2))``
+    that onnxruntime's default graph optimisations turn into an empty Slice (facts.md, 2026-11-25)."""
+    after = [helper.make_node("Shape", ["y"], ["sh"]), helper.make_node("Gather", ["sh", "zero"], ["n"]),
+             helper.make_node("Sub", ["n", "one"], ["start"]), helper.make_node("Range", ["start", "m1", "m2"], ["r"]),
+             helper.make_node("Gather", ["y", "r"], ["z"], axis=0)]
+    return _slice_then(after, out="z", out_shape=["M", 2])
+
+
+def _run_cli(argv, capfd):
+    code = cli_main([str(a) for a in argv])
+    out, err = capfd.readouterr()
+    return code, out, [line for line in err.splitlines() if line.strip()]
+
+
+def test_the_optimiser_bug_is_real_in_default_sessions():
+    """The premise of the next test: the same model, optimisations off vs onnxruntime's defaults."""
+    converted = api.convert(_optimiser_bug_model(), verify=False).model.SerializeToString()
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    fast = runtimes.onnxruntime_session(converted, runtimes.FAST).run(None, {"x": x})[0]
+    default = ort.InferenceSession(converted).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(fast, x[[2, 0], 1:3])
+    assert default.shape == (0, 2), "onnxruntime's optimiser no longer breaks Gather(Range(s, -1, -2))"
+
+
+def test_a_model_wrong_in_default_sessions_is_not_verified(tmp_path, capfd):
+    rep = api.convert(_optimiser_bug_model()).report
+    assert rep.model_checks["model_run"] == "passed"  # the tapped, unoptimised run sees nothing wrong
+    assert rep.model_checks["shipped"].startswith("failed: onnxruntime (default configuration) disagrees")
+    assert "'z'" in rep.model_checks["shipped"] and "(0, 2)" in rep.model_checks["shipped"]
+    assert rep.verdict == "failed" and not rep.verified
+    src = tmp_path / "m.onnx"
+    onnx.save(_optimiser_bug_model(), src)
+    code, _out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
+    assert code == 1 and len(err) == 1 and "shipped" in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize("path", ["proto", "onnx-ir"])
+def test_the_shipped_run_loads_the_bytes_that_are_saved(tmp_path, monkeypatch, path):
+    loaded = []
+    real = shipped.onnxruntime_session
+
+    def spy(model, config=runtimes.FAST):
+        if config == runtimes.SHIPPED:
+            loaded.append(bytes(model))
+        return real(model, config)
+    monkeypatch.setattr(shipped, "onnxruntime_session", spy)
+    after = [helper.make_node("Relu", ["y"], ["z"])]
+    result = api.convert(_slice_then(after, out="z"), fix_slices=path == "onnx-ir")  # fix_slices: the onnx-ir path
+    assert (result.ir_model is None) == (path == "proto")
+    assert result.report.verified and result.report.model_checks["shipped"] == "passed"
+    result.save(tmp_path / "out.onnx")
+    assert loaded == [(tmp_path / "out.onnx").read_bytes()]
+
+
+def test_verified_requires_the_shipped_run(monkeypatch):
+    """A shipped run that cannot run (here: its memory estimate) leaves the verdict unverified, with why."""
+    real = shipped.estimate_bytes
+    monkeypatch.setattr(shipped, "estimate_bytes", lambda *a: real(*a) + 2 ** 40)
+    rep = api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z")).report
+    assert rep.model_checks["model_run"] == "passed"
+    assert rep.model_checks["shipped"].startswith("skipped: needs ~")
+    assert rep.verdict.startswith("unverified (shipped skipped (needs ~") and not rep.verified
+    assert api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z"), strict=True).report.verdict \
+        == "failed"
+
+
+def test_shipped_on_openvino_when_it_is_a_verification_runtime():
+    rep = api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z"),
+                      verify_on="onnxruntime,openvino").report
+    assert rep.model_checks["shipped"] == "passed" and rep.model_checks["shipped_openvino"] == "passed"
+    assert "shipped_openvino" not in api.convert(_slice_then()).report.model_checks
+
+
+def test_outputs_of_pure_data_movement_are_compared_bitwise():
+    m = _slice_then([helper.make_node("Exp", ["y"], ["r"]), helper.make_node("Transpose", ["y"], ["t"])],
+                    out="t", out_shape=(2, "N"))
+    m.graph.output.append(helper.make_tensor_value_info("r", T.FLOAT, ["N", 2]))
+    m = api.convert(m, verify=False).model
+    shapes = {"y": (1, (3, 2)), "r": (1, (3, 2)), "t": (1, (2, 3))}
+    for o in m.graph.output:
+        shapes.setdefault(o.name, (1, None))
+    assert shipped.exact_outputs(m, shapes) == {"t"}
+    x = np.ones((3, 2), np.float32)
+    run = shipped.CheckedRun({}, {"t": x, "r": x}, {}, shapes)
+    near = x + np.float32(1e-7)
+    assert shipped.compare_outputs(run, {"t": x, "r": near}, {"t"}) is None      # arithmetic: the tolerance
+    assert "'t'" in shipped.compare_outputs(run, {"t": near, "r": x}, {"t"})     # data movement: bitwise
+
+
+# --------------------------------------------------------------------------- degenerate outputs
+
+
+def test_a_graph_without_outputs_is_unusable_input(tmp_path, capfd):
+    m = _slice_then()
+    del m.graph.output[:]
+    src = tmp_path / "m.onnx"
+    onnx.save(m, src)
+    code, _out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
+    assert code == 2 and len(err) == 1 and str(src) in err[0] and "no outputs" in err[0], err
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_a_conversion_that_rewrote_nothing_says_so(tmp_path, capfd):
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+               [helper.make_tensor_value_info("y", T.FLOAT, [2, 3])], tf=False)
+    rep = api.convert(m).report
+    assert rep.verdict == "nothing to rewrite" and not rep.verified and rep.ok
+    assert rep.model_checks["shipped"] == "passed"
+    src = tmp_path / "m.onnx"
+    onnx.save(m, src)
+    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx", "--report", tmp_path / "r.json"], capfd)
+    assert code == 0 and not err and "nothing to rewrite" in out and " verified" not in out
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "nothing to rewrite"
+
+
+def test_an_output_onnxruntime_cannot_load_is_never_verified(tmp_path, capfd):
+    """A damaged op name (not a StridedSlice): nothing rewritten, the loader's first line reported."""
+    damaged = helper.make_node("StridedSlise", ["x"], ["y"], domain=TF_DOMAIN)
+    m = _model([damaged], [helper.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+               [helper.make_tensor_value_info("y", T.FLOAT, [2, 3])])
+    rep = api.convert(m).report
+    assert rep.model_checks["shipped"].startswith("skipped: onnxruntime cannot run the model: ")
+    assert "StridedSlise" in rep.model_checks["shipped"] and not rep.verified
+    src = tmp_path / "m.onnx"
+    onnx.save(m, src)
+    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx"], capfd)
+    assert code == 0 and not err and "NOT fully verified" in out and "StridedSlise" in out
+    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "strict.onnx", "--strict"], capfd)
+    assert code == 1 and len(err) == 1 and "StridedSlise" in err[0] and "--strict" in err[0]
+
+
+def test_a_rewritten_output_the_runtime_cannot_load_fails(monkeypatch):
+    """The conversion's own output must load as shipped: a loader error is a failure, its first line shown."""
+    real = shipped.onnxruntime_session
+
+    def refuse(model, config=runtimes.FAST):
+        if config == runtimes.SHIPPED:
+            raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Load model failed\nsecond line")
+        return real(model, config)
+    monkeypatch.setattr(shipped, "onnxruntime_session", refuse)
+    rep = api.convert(_slice_then()).report
+    assert rep.model_checks["shipped"] == ("failed: onnxruntime (default configuration) cannot load the model: "
+                                           "[ONNXRuntimeError] : 1 : FAIL : Load model failed")
+    assert rep.verdict == "failed"
+
+
+# --------------------------------------------------------------------------- opset conversions
+
+
+def test_opset_conversions_are_run_and_strict_accepts_them(tmp_path, capfd):
+    src = tmp_path / "m.onnx"
+    onnx.save(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z"), src)
+    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx", "--opset", "18", "--strict",
+                               "--report", tmp_path / "r.json"], capfd)
+    assert code == 0 and not err and " verified" in out, (out, err)
+    checks = json.loads((tmp_path / "r.json").read_text())["model_checks"]
+    assert checks["opset_conversion"] == "passed" and checks["shipped"] == "passed"
+    assert onnx.load(tmp_path / "out.onnx").opset_import[0].version == 18
+
+
+def test_a_wrong_opset_conversion_fails(monkeypatch):
+    """onnx's version converter returning a model that computes something else: the run catches it."""
+    real = api._convert_version
+
+    def wrong(proto, target, label):
+        out = real(proto, target, label)
+        for n in out.graph.node:
+            if n.op_type == "Relu":
+                n.op_type = "Neg"
+        return out
+    monkeypatch.setattr(api, "_convert_version", wrong)
+    rep = api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z"), opset=18).report
+    assert rep.model_checks["opset_conversion"].startswith("failed: the converted model disagrees")
+    assert rep.verdict == "failed"
+
+
+# --------------------------------------------------------------------------- in pieces
+
+
+def _many_slices(n: int):
+    """x[N, 64, 8] -> Relu chain; every 4 nodes a StridedSlice x[:, 0:1] (small) that is a graph
+    output: the taps (each slice's input, 2 KiB per N) weigh far more than the model's outputs."""
+    inits = [helper.make_tensor("b", T.INT32, [2], [0, 0]), helper.make_tensor("e", T.INT32, [2], [0, 1]),
+             helper.make_tensor("s", T.INT32, [2], [1, 1])]
+    nodes, outputs, h = [], [], "x"
+    for i in range(n):
+        if i and i % 4 == 0:
+            nodes.append(helper.make_node("Relu", [h], [f"h{i}"]))
+            h = f"h{i}"
+        nodes.append(helper.make_node("StridedSlice", [h, "b", "e", "s"], [f"y{i}"], domain=TF_DOMAIN, name=f"ss{i}",
+                                      begin_mask=1, end_mask=1, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", T.FLOAT, ["N", 1, 8]))
+    return _model(nodes, [helper.make_tensor_value_info("x", T.FLOAT, ["N", 64, 8])], outputs, inits)
+
+
+def test_an_in_place_run_over_the_budget_runs_in_pieces_and_is_verified(tmp_path, capfd):
+    """40 slices at N=3: the tapped run holds 10 slice inputs of 6 KiB to the end (~65 KiB); a
+    40 KiB budget forces several pieces, each rewrite still checked on the tensors that reached it."""
+    model = _many_slices(40)
+    whole = api.convert(model).report
+    assert whole.model_checks["model_run"] == "passed" and whole.verified
+    rep = api.convert(model, verify_memory=40 * 1024).report
+    status = rep.model_checks["model_run"]
+    assert status.startswith("passed (in ") and "pieces within the memory budget" in status, rep.model_checks
+    assert int(status.split()[2]) >= 3
+    assert all(r.inplace == "passed" for r in rep.records) and rep.inplace_sizes == {"N": 3}
+    assert rep.model_checks["shipped"] == "passed" and rep.verdict == "verified"
+    src = tmp_path / "m.onnx"
+    onnx.save(model, src)
+    code, out, err = _run_cli(["convert", src, "-o", tmp_path / "out.onnx", "--verify-memory", str(40 / 1024)], capfd)
+    assert code == 0 and not err and "40/40 StridedSlice rewritten, verified" in out, (out, err)
+
+
+def test_model_outputs_over_the_budget_run_at_size_1():
+    """The as-shipped run holds every model output at once: when they do not fit at N=3, the
+    symbolic dims go down to 1 (where shapes stay valid) for the in-place and the as-shipped runs."""
+    rep = api.convert(_slice_then(x_shape=("N", 4096), end=4095, out_shape=("N", 4094)), verify_memory=60 * 1024).report
+    assert rep.inplace_sizes == {"N": 1} and rep.verified, rep.model_checks
+
+
+def test_a_wrong_rewrite_is_caught_in_its_piece(monkeypatch):
+    """The pieces check like the whole run does: a rewrite whose output is wrong fails in its piece."""
+    from onnx_slice_tools.verification import inplace
+    real = inplace._check_one
+
+    def wrong_for_ss33(r, got, make_plan, apply_plan):
+        if r.node == "ss33":
+            got = dict(got, **{r.output_name: got[r.output_name] + 1})
+        return real(r, got, make_plan, apply_plan)
+    monkeypatch.setattr(inplace, "_check_one", wrong_for_ss33)
+    rep = api.convert(_many_slices(40), verify_memory=40 * 1024).report
+    assert rep.model_checks["model_run"].startswith("failed: node 'ss33'"), rep.model_checks
+    assert rep.verdict == "failed"
+
+
+def test_too_small_a_budget_for_one_rewrite_is_skipped_with_the_reason():
+    rep = api.convert(_many_slices(8), verify_memory=4 * 1024).report
+    assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
+    assert rep.model_checks["shipped"].startswith("skipped: "), rep.model_checks
+    assert rep.verdict.startswith("unverified (model_run skipped (needs ~") and not rep.verified
