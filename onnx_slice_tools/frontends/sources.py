@@ -35,7 +35,7 @@ from ..errors import ConversionError, ModelError
 from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .fold import fold_weight_subgraphs
-from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external
+from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external, require_converted
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
 
@@ -166,6 +166,7 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
             fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
+            require_converted(model, path)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
         # what tf2onnx folds on constants, left on the weights moved out before it converted

@@ -177,11 +177,17 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
             model = None
     if model is None:
         model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+    require_converted(model, path)
+    return model
+
+
+def require_converted(model, path) -> None:
+    """Raise a one-line :class:`ConversionError` naming the ops tf2onnx left unconverted in
+    ``model`` (converted from the file at ``path``), if any."""
     left = unconverted_ops(model)
     if left:
         raise ConversionError(f"tf2onnx has no ONNX conversion for {', '.join(left)}: the model cannot be "
                               "converted to ONNX (nothing written)", path=str(path))
-    return model
 
 
 def unconverted_ops(model) -> list[str]:

@@ -483,6 +483,27 @@ def test_an_op_tf2onnx_cannot_convert_fails_naming_it_and_writes_nothing(tmp_pat
         convert_source(src)
 
 
+def test_a_saved_model_op_tf2onnx_cannot_convert_fails_naming_it_and_writes_nothing(tmp_path, capfd):
+    """The same for a SavedModel: tf2onnx's ``from_function`` leaves RFFT2D in the graph; the
+    conversion fails (exit 1) in one line naming it, and nothing is written."""
+    import tensorflow as tf
+
+    class M(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([4, 8], tf.float32, name="x")])
+        def serve(self, x):
+            spectrum = tf.signal.rfft2d(x)
+            return {"y": tf.math.real(spectrum) + tf.math.imag(spectrum)}
+    m = M()
+    src = tmp_path / "sm"
+    tf.saved_model.save(m, str(src), signatures={"serving_default": m.serve})
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out_dir / "fft.onnx")]) == 1
+    out, err = capfd.readouterr()
+    assert out == "" and err.count("\n") == 1 and "RFFT2D (node " in err and "nothing written" in err
+    assert list(out_dir.iterdir()) == []
+
+
 def test_framework_files_in_inspect_verify_and_the_python_convert(tmp_path, capfd):
     """``inspect FILE.tflite`` lists the StridedSlices tf2onnx's model of it has; ``verify
     FILE.tflite OUT.onnx`` compares with the interpreter (and fails on a tampered model); the
