@@ -932,8 +932,15 @@ def run() -> None:
     then."""
     import atexit
     import gc
+    import signal
     gc.disable()
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # outside the command (start-up, the last flush): nothing to clean up
+        code = 130
+    # the command is over and its files are in place or removed: a Ctrl-C during the teardown
+    # would only print "Exception ignored" noise
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()
     if "tensorflow" not in sys.modules:
         sys.exit(code)
