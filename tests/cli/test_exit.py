@@ -40,6 +40,17 @@ def test_run_ends_with_the_exit_code_after_the_exit_handlers_and_all_output(tmp_
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def test_the_module_entry_point_is_run():
-    assert (REPO / "onnx_slice_tools" / "__main__.py").read_text().strip().endswith("run()")
-    assert 'onnx-slice-tools = "onnx_slice_tools.cli.main:run"' in (REPO / "pyproject.toml").read_text()
+def test_the_entry_points_run_the_program():
+    """The console script's target and ``python -m`` both reach :func:`cli.entry` (which keeps a
+    Ctrl-C during start-up to exit 130) and through it ``run`` (the fast exit)."""
+    import importlib
+    import re
+
+    from onnx_slice_tools.cli import entry
+    target = re.search(r'^onnx-slice-tools = "([\w.]+):(\w+)"$', (REPO / "pyproject.toml").read_text(), re.M)
+    assert target and getattr(importlib.import_module(target.group(1)), target.group(2)) is entry
+    proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "--version"], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("onnx-slice-tools ") and proc.stderr == ""
+
+
