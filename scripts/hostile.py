@@ -994,6 +994,44 @@ def batch_case(folder: Path, good: int = 50, bad: int = 50, verify: bool = False
     return problems
 
 
+def batch_shared_output_case(folder: Path) -> list[str]:
+    """Two ``batch`` runs with different inputs into one output folder (the second run's
+    report must still record the first run's outputs), then a user's own file where a third
+    run's output would go (refused before any work, exit 2, the file untouched)."""
+    import json
+    problems = []
+    for name, count in (("a", 3), ("b", 2)):
+        (folder / name).mkdir()
+        for k in range(count):
+            (folder / name / f"{name}{k}.onnx").write_bytes(base_tf().SerializeToString())
+    out = folder / "out"
+    for name in ("a", "b"):
+        code, err = run_cli(["batch", str(folder / name), "-o", str(out), "-j", "1", "--no-verify", "--quiet"])
+        if code != 0 or err.strip():
+            problems.append(f"batch {name}: exit {code}, stderr {err[-300:]!r}")
+    report = json.loads((out / "report.json").read_text())
+    recorded = {e["output"] for key in ("models", "earlier_models") for e in report.get(key, [])}
+    present = {str(p) for p in out.rglob("*.onnx")}
+    if present != recorded:
+        problems.append(f"report records {sorted(recorded)[:5]}, on disk {sorted(present)[:5]}")
+    (folder / "c").mkdir()
+    (folder / "c" / "mine.onnx").write_bytes(base_tf().SerializeToString())
+    users = out / "mine.onnx"
+    users.write_bytes(b"the user's own file")
+    code, err = run_cli(["batch", str(folder / "c"), "-o", str(out), "-j", "1", "--no-verify"])
+    if code != 2 or err.count("\n") != 1 or users.read_bytes() != b"the user's own file":
+        problems.append(f"user's file in the output folder: exit {code}, stderr {err[-300:]!r}")
+    return problems
+
+
+def run_batch_shared_output_case() -> str:
+    def one():
+        with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
+            problems = batch_shared_output_case(Path(tmp))
+            return "BAD batch: " + "; ".join(problems)[:3000] if problems else "ok"
+    return forked(one, timeout=600)
+
+
 def run_batch_case(verify: bool) -> str:
     def one():
         with tempfile.TemporaryDirectory(prefix="hostile-") as tmp:
@@ -1016,6 +1054,8 @@ def corpus(only: set, commands: str):
         for name, setup in arg_cases().items():
             yield "args", name, (lambda s=setup: [("", run_arg_case(s))])
     if "batch" in only:
+        yield "batch", "two runs into one output folder, then a user's file there", (
+            lambda: [("", run_batch_shared_output_case())])
         for verify in (False, True):
             yield "batch", f"100 models{' verified' if verify else ''}", (lambda v=verify: [("", run_batch_case(v))])
 
