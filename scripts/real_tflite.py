@@ -166,7 +166,8 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         o, n = r.get("ours", {}), r.get("tf2onnx", {})
         name = "/".join(Path(r["file"]).parts[-2:])
-        verdict = f"{o.get('exit', '?')}, {o.get('verdict', o.get('error', r.get('crash', '?')))[:90]}"
+        what = o.get("verdict") or o.get("error") or r.get("crash", "?")
+        verdict = f"{o.get('exit', '?')}, {what.replace(r['file'] + ': ', '')[:90]}"
         eq = lambda s: "-" if "equal" not in s else ("yes" if s["equal"] else "**no**")  # noqa: E731
         lines.append(f"| {name} | {r['mb']:.1f} | {r.get('strided_slices', '-')} | {verdict} | {eq(o)} | {eq(n)} "
                      f"| {_cell(o, 'nodes')} / {_cell(n, 'nodes')} | {_cell(o, 'ms', '{:.2f}')} / "

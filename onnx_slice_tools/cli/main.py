@@ -923,13 +923,16 @@ def main(argv=None) -> int:
 
 def run() -> None:
     """The program (``onnx-slice-tools`` and ``python -m onnx_slice_tools``): :func:`main`, then
-    the end of the process.  The collector's last pass need not scan what the command built
-    (``gc.freeze``).  When TensorFlow was imported (a framework input), the exit handlers run
-    (autograph's temporary files, the shape-inference helper, logging) and the process ends
-    without tearing down TensorFlow's modules, which takes seconds; every file of ours is
-    closed by then."""
+    the end of the process.  The cyclic collector stays off for the whole process (main
+    pauses it for the command; turned back on at its end, it would scan everything the
+    command built -- all of TensorFlow after a framework input) and its last pass skips it
+    all (``gc.freeze``).  When TensorFlow was imported, the exit handlers run (autograph's
+    temporary files, the shape-inference helper, logging) and the process ends without
+    tearing down TensorFlow's modules, which takes seconds; every file of ours is closed by
+    then."""
     import atexit
     import gc
+    gc.disable()
     code = main()
     gc.freeze()
     if "tensorflow" not in sys.modules:
