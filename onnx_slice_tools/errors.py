@@ -19,13 +19,17 @@ class StridedSliceError(OnnxSliceToolsError, ValueError):
     (``"strides"``, ``"shrink_axis_mask"`` ...), ``reason`` a short sentence.
     ``node`` and ``path`` are filled in when the spec came from a model.  ``undefined``: the
     framework has no defined result for the spec (TFLite's kernel: plan_tflite), rather than
-    rejecting it.
+    rejecting it.  ``unsupported``: the framework has a result, but not one this tool expresses
+    (TFLite's ``offset`` sizing an output apart from the input: plan_tflite).  Either way there
+    is no result to check a rewrite against.
     """
 
     def __init__(self, reason: str, *, index: int | None = None, field: str | None = None,
-                 node: str | None = None, path: str | None = None, undefined: bool = False):
+                 node: str | None = None, path: str | None = None, undefined: bool = False,
+                 unsupported: bool = False):
         self.reason = reason
         self.undefined = undefined
+        self.unsupported = unsupported
         self.index = index
         self.field = field
         self.node = node
@@ -48,7 +52,8 @@ class StridedSliceError(OnnxSliceToolsError, ValueError):
         """A copy of this error that also names the node and/or file."""
         return StridedSliceError(self.reason, index=self.index, field=self.field,
                                  node=node if node is not None else self.node,
-                                 path=path if path is not None else self.path, undefined=self.undefined)
+                                 path=path if path is not None else self.path, undefined=self.undefined,
+                                 unsupported=self.unsupported)
 
 
 class ModelError(OnnxSliceToolsError, ValueError):

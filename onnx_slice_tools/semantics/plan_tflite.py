@@ -16,9 +16,13 @@ TensorFlow's:
 
 Where the kernel's behaviour is undefined -- it writes fewer or more elements
 than the output shape it allocated (a shrink index at or past ``dim``, a shrink
-with a negative stride, an ``offset`` whose clamped range disagrees with the
-raw end, ``end_mask`` under ``offset``), or it reads past the shape or the
-begin/end tensors -- :func:`tflite_as_tf` raises :class:`StridedSliceError`.
+with a negative stride, an ``offset`` whose loop visits another number of
+elements than the output, sized from the raw end, holds), or it reads past the
+shape or the begin/end tensors -- :func:`tflite_as_tf` raises
+:class:`StridedSliceError` (``undefined``).  Where an ``offset`` loop visits as
+many elements as the output holds but in another shape (both empty, e.g. an
+ellipsis dim sized from ``end``), TFLite's result is defined but is no slice of
+the input: refused as ``unsupported``.
 ``INT32_MIN`` strides are rejected as LiteRT does (TF 2.21's interpreter
 still returns an empty slice).  Any number of effective dims is accepted, as LiteRT
 does (TF 2.21's deprecated ``tf.lite.Interpreter`` stops at 5).
@@ -233,9 +237,17 @@ def _item(spec: SliceSpec, entry: DenseEntry, shape, b: _Builder, notes: list[st
 
 def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec:
     """``offset``: the loop runs from the resolved begin to ``begin + end``; the output
-    shape is the raw end at the *effective* position (the kernel indexes end_data by it)."""
+    shape is the raw end at the *effective* position (the kernel indexes end_data by it,
+    with the effective stride: 1 on a whole or new dim).  The kernel writes the loop's
+    elements in order into that output: where the loop visits more or fewer elements than
+    the output holds the result is undefined; where it visits as many but in another shape
+    (both empty, e.g. an ellipsis dim sized from ``end``, or the same count laid out
+    differently) the result is defined but is not a slice of the input: refused as
+    ``unsupported`` (no result to check a rewrite against).
+    """
     b = _Builder()
     n = spec.n
+    counts, sizes, items = [], [], []
     for k, entry in enumerate(entries):
         dim = 1 if entry.kind == NEW else shape[entry.axis]
         if not isinstance(dim, int):
@@ -256,18 +268,38 @@ def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec
         if k >= n:
             raise _undefined(f"offset: the output size of effective dim {k} is read from end[{k}], "
                              f"past its {n} entries", None, "end")
-        shape_count = _count(0, spec.end[k], stride)
-        if count != shape_count:
-            raise _undefined(f"offset: the slice visits {count} elements but the output size from end[{k}]="
-                             f"{spec.end[k]} is {shape_count}", i, "end")
+        size = _count(0, spec.end[k], stride)
+        counts.append(count)
+        sizes.append(size)
+        items.append((entry, i, k, start, count, stride))
+        b.add(None, None, None, False, False, "pending")  # filled in below, once all dims are known
+    pending = [j for j, item in enumerate(b.items) if item[5] == "pending"]
+    if counts != sizes:
+        loop_total, out_total = _product(counts), _product(sizes)
+        if loop_total != out_total:
+            k, i = next((it[2], it[1]) for it, c, s in zip(items, counts, sizes) if c != s)
+            raise _undefined(f"offset: the slice visits {loop_total} elements but the output, sized "
+                             f"{tuple(sizes)} from end (end[{k}]={spec.end[k]}), holds {out_total}", i, "end")
+        what = "an empty output" if not loop_total else f"its {loop_total} visited elements"
+        raise StridedSliceError(f"offset: TFLite's result here is {what} in shape {tuple(sizes)} (sized from "
+                                f"end) while its loop visits {tuple(counts)}: defined, but not expressible as "
+                                "a slice of the input", field="end", unsupported=True)
+    for j, (entry, i, k, start, count, stride) in zip(pending, items):
         if entry.kind == NEW:
-            b.new()
+            b.items[j] = (0, 0, 1, False, False, "new")
         elif count == 0:
-            b.add(0, 0, 1, False, False)
+            b.items[j] = (0, 0, 1, False, False, "range")
         else:
             stop = start + count * stride
-            b.add(start, stop, stride, False, stop < 0)
+            b.items[j] = (start, stop, stride, False, stop < 0, "range")
     return b.spec()
+
+
+def _product(values) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
 
 
 def runtime_prelude(spec: SliceSpec, rank: int) -> bool:

@@ -616,3 +616,73 @@ def test_chained_strided_slices_get_their_input_rank_from_the_planned_shapes():
     assert got.tobytes() == np.maximum(x[:, 1:], 0)[..., :2].tobytes()
     records = StridedSliceRewritePass(opset=17)(ir.from_proto(_chained_tflite_onnx_model())).records  # onnx-ir
     assert [r.error for r in records] == [None, None] and records[1].input_shape == (2, 7, 6)
+
+
+def test_offset_ellipsis_negative_stride_empty_output_sized_from_end(isolated):
+    """A drawn case: ``[..., 1:+1:-2]`` (begin_mask 6, end_mask 8, ellipsis at 0) with offset and
+    end [3, 1].  TFLite sizes the ellipsis dim from end[0] = 3 (stride 1) and dim 1 to 0, so
+    its output is empty, (3, 0), on any (d, 1) input.  On (3, 1) that is a slice: ours equals
+    LiteRT, and the converted node is checked on (3, 1) only (the ellipsis dim's size comes
+    from end, so it is not checked at other sizes).  On (2, 1) LiteRT's (3, 0) is defined but
+    no slice of the input: refused as unsupported, not as undefined."""
+    spec = from_tflite([1, 1], [3, 1], [-3, -2], begin_mask=6, end_mask=8, ellipsis_mask=1, offset=True)
+    x3, x2 = _seq(3, 0), _seq(2, 0)
+    x3 = np.array(x3, np.float32).reshape(3, 1)
+    x2 = np.array(x2, np.float32).reshape(2, 1)
+    theirs3, theirs2 = isolated.many([(x3, spec, ()), (x2, spec, ())])
+    assert theirs3.ok and theirs3.shape == (3, 0) and theirs2.ok and theirs2.shape == (3, 0)
+    assert compare_tflite(our_outcome(x3, spec), theirs3) is None
+    assert our_outcome(x3, spec).shape == (3, 0)
+    with pytest.raises(StridedSliceError, match="not expressible") as info:
+        slice_array(spec, x2)
+    assert info.value.unsupported and not info.value.undefined
+    result = convert(_tflite_onnx_model((3, 1), spec))
+    assert result.ok, result.report.to_dict()["rewrites"]
+    check = result.report.records[0].check
+    assert check.onnxruntime == "passed" and check.tried_shapes == [(3, 1)], check
+
+
+def test_offset_ellipsis_negative_strides_family(isolated):
+    """offset + ellipsis + negative strides on ranks 1-3 (begin/end small, masks random, one
+    ellipsis bit anywhere in the spec): where ours accepts, it equals LiteRT exactly and the
+    converted node gives the same bytes; where ours refuses as unsupported, LiteRT has a
+    result; where ours says undefined, nothing is compared."""
+    import random
+
+    rng = random.Random("tflite-offset-ellipsis-negative")
+    cases = []
+    while len(cases) < 300:
+        rank = rng.randint(1, 3)
+        shape = tuple(rng.randint(0, 3) if rng.random() < 0.1 else rng.randint(1, 3) for _ in range(rank))
+        n = rng.randint(1, rank + 1)
+        strides = [rng.choice([-1, -2, -3]) if rng.random() < 0.8 else rng.choice([1, 2]) for _ in range(n)]
+        masks = {m: rng.randrange(1 << (n + 1)) if rng.random() < p else 0
+                 for m, p in (("begin_mask", 0.4), ("end_mask", 0.1), ("new_axis_mask", 0.2),
+                              ("shrink_axis_mask", 0.2))}
+        # offset: end is a length, so mostly of the stride's sign (the others leave the loop off range)
+        ends = [rng.randint(0, 3) * (-1 if (s < 0) == (rng.random() < 0.85) else 1) for s in strides]
+        spec = from_tflite([rng.randint(-4, 4) for _ in range(n)], ends, strides,
+                           ellipsis_mask=1 << rng.randrange(n), offset=True, **masks)
+        x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        cases.append((x, spec, our_outcome(x, spec)))
+    theirs = isolated.many([(x, spec, ()) for x, spec, ours in cases if "undefined" not in (ours.error or "")])
+    seen = {"equal": 0, "unsupported": 0, "undefined": 0, "both reject": 0}
+    it = iter(theirs)
+    for x, spec, ours in cases:
+        if "undefined" in (ours.error or ""):
+            seen["undefined"] += 1
+            continue
+        out = next(it)
+        where = f"shape={x.shape} {spec}"
+        if ours.ok:
+            assert compare_tflite(ours, out) is None, where
+            got = _run_onnx(x, spec)
+            assert got.shape == ours.values.shape and got.tobytes() == ours.values.tobytes(), where
+            seen["equal"] += 1
+        elif "not expressible" in ours.error:
+            assert out.ok, (where, out.error)
+            seen["unsupported"] += 1
+        else:
+            assert compare_tflite(ours, out) is None, where
+            seen["both reject"] += 1
+    assert seen["equal"] >= 20 and seen["unsupported"] >= 20 and seen["undefined"] >= 50, seen
