@@ -25,12 +25,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from onnx_slice_tools.lowering.lower import lower  # noqa: E402
-from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input, target_against_framework  # noqa: E402
-from onnx_slice_tools.verification.runtimes import parse_runtimes  # noqa: E402
-from onnx_slice_tools.verification.lowerings import check_on_runtimes  # noqa: E402
-from onnx_slice_tools.lowering.targets import find_violations, get_target  # noqa: E402
-from onnx_slice_tools.verification.lowerings import CheckCase, _build_model  # noqa: E402
+from onnx_slice_tools.lowering.lower import lower
+from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input, target_against_framework
+from onnx_slice_tools.verification.runtimes import parse_runtimes
+from onnx_slice_tools.verification.lowerings import check_on_runtimes
+from onnx_slice_tools.lowering.targets import find_violations, get_target
+from onnx_slice_tools.verification.lowerings import CheckCase, _build_model
 
 FLAVORS = ("tf", "openvino", "tflite")
 #: Compared with the framework itself: TFLite's interpreter reads outside the input (and can crash

@@ -19,7 +19,8 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
 
 ``cleanup_scan.may_change`` tells on the proto, soundly and cheaply, when none of these passes can
-change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer data movement and integer
+change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer
+data movement and integer
 ``Add``/``Sub``/``Mul``/``Neg`` whose results fit the type; lifting and merging keep every op's
 elementwise computation.  Graph outputs keep their names, types and shapes (a node producing
 a graph output is never replaced).
@@ -888,7 +889,7 @@ def infer_shapes(model, proto=None) -> list:
             proto, given = onnx.ModelProto(), proto
             proto.CopyFrom(given)
         inferred = infer_isolated(weightless(proto, max_bytes=1024))  # a forked child: onnx aborts on some models
-    except Exception:  # noqa: BLE001 - shapes only let the passes do more
+    except Exception:  # shapes only let the passes do more
         return undo
     found = {}
     for g, _, _ in proto_graphs(inferred.graph):

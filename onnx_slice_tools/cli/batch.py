@@ -192,7 +192,7 @@ def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
         entry["status"], entry["error"] = INVALID, _line(exc)
     except ConversionError as exc:  # a readable input the tool cannot convert
         entry["status"], entry["error"] = FAILED, _line(exc)
-    except Exception as exc:  # noqa: BLE001 - one bad model never stops the batch
+    except Exception as exc:  # one bad model never stops the batch
         entry["status"], entry["error"] = ERROR, f"{type(exc).__name__}: {_line(exc)}"
     entry["seconds"] = round(time.perf_counter() - t0, 4)
     return entry

@@ -41,7 +41,7 @@ class _Helper:
             code = 0
             try:
                 _serve(to_child, from_child)
-            except BaseException:  # noqa: BLE001
+            except BaseException:
                 code = 1
             finally:
                 os._exit(code)
@@ -93,7 +93,7 @@ def _serve(inp: int, out: int) -> None:  # pragma: no cover - runs in the helper
             return
         try:  # bytes in, bytes out: onnx's C++ entry point (its Python wrapper parses and serializes twice more)
             blob = b"O" + infer(data, bool(strict), bool(strict), False)
-        except Exception as exc:  # noqa: BLE001 - onnx's message goes back to the parent
+        except Exception as exc:  # onnx's message goes back to the parent
             blob = b"E" + str(exc).encode("utf-8", "replace")
         _write(out, _ANSWER.pack(len(blob)) + blob)
         if len(data) > _RECYCLE_BYTES or len(blob) > _RECYCLE_BYTES:

@@ -73,10 +73,10 @@ def seed_indices(b: _Builder, plan: Plan) -> None:
     def tf_reading(v: tuple) -> tuple:  # -1 ("before element 0") -> -1 - dim
         return _where(b, _less(b, v, _const([0])), _add(b, v, _neg(b, dims)), v)
 
-    b._inputs["begin"] = _full(tf_reading(start), len(entries))  # noqa: SLF001 - the builder's cache
-    b._inputs["end"] = _full(tf_reading(end), len(entries))  # noqa: SLF001
+    b._inputs["begin"] = _full(tf_reading(start), len(entries))  # the builder's cache
+    b._inputs["end"] = _full(tf_reading(end), len(entries))
     if src.strides is None:
-        b._inputs["strides"] = steps  # noqa: SLF001
+        b._inputs["strides"] = steps
 
 
 def _neg(b: _Builder, v: tuple) -> tuple:

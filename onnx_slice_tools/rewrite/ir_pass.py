@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import onnx_ir as ir
 
 from ..graphs.names import NameAllocator
-from ..graphs.walk import all_graphs as _all_graphs  # noqa: F401 - also imported from here
+from ..graphs.walk import all_graphs as _all_graphs
 from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, emit, steps
@@ -380,7 +380,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
         inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
-    except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
+    except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
 

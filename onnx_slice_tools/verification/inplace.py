@@ -245,7 +245,7 @@ def _elem_size(elem: int) -> int:
     from onnx import helper
     try:
         return max(1, np.dtype(helper.tensor_dtype_to_np_dtype(elem)).itemsize)
-    except Exception:  # noqa: BLE001 - strings and unknown types: a guess
+    except Exception:  # strings and unknown types: a guess
         return 8
 
 
@@ -278,7 +278,7 @@ def _infer(sk, sizes):
     from ..rewrite.ir_pass import infer_isolated
     try:
         inferred = infer_isolated(_with_sizes(sk, sizes))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
     shapes, bad = {}, None
     for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
@@ -604,7 +604,7 @@ class _Attempt:
         def build():
             try:
                 self.session = self._session(0)
-            except Exception as exc:  # noqa: BLE001 - reported by result()
+            except Exception as exc:  # reported by result()
                 self.error = exc
         self.thread = threading.Thread(target=build, name="onnx-slice-tools in-place session", daemon=True)
         self.thread.start()
@@ -710,7 +710,7 @@ class _Attempt:
                     self.session = None
                     try:
                         self.session = self._session(k)
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(exc)}")
                 names = set(piece)
                 records = [r for r in self.checked if set(self.taps.views[id(r)].values()) <= names
@@ -756,7 +756,7 @@ class _Attempt:
                 return skip_all(str(exc))
             try:
                 got = run_taps(session, feeds, fetch, elems)
-            except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
+            except Exception as exc:  # grow the dims that reach the failing node
                 if len(pending) < len(checked):
                     break  # an earlier run checked some: the rest stay "not reached"
                 shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())

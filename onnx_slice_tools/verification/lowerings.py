@@ -376,7 +376,7 @@ def random_input(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generat
 
 # --------------------------------------------------------------------------- checks
 
-from .checks import NOT_RUN, PASSED, detail, failed, kind, skipped  # noqa: E402,F401 - the one status vocabulary
+from .checks import NOT_RUN, PASSED, detail, failed, kind, skipped  # noqa: E402 - the one status vocabulary
 
 
 @dataclass

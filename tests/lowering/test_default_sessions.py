@@ -79,7 +79,7 @@ def test_every_target_is_exact_in_onnxruntime_with_default_session_options(targe
                 if exc.undefined or exc.unsupported:  # TFLite: no result to compare (plan_tflite)
                     continue
                 seen[target][1] += 1
-                with pytest.raises(Exception):  # noqa: B017 - any onnxruntime error is the failure we want
+                with pytest.raises(Exception):  # any onnxruntime error is the failure we want
                     got = session.run(["y0"], feed)[0]
                     pytest.fail(f"{where}: the framework raises, onnxruntime returned shape {got.shape}")
                 continue

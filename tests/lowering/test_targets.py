@@ -33,7 +33,7 @@ from onnx_slice_tools.verification.runtimes import RUNTIMES, make_session
 from onnx_slice_tools.semantics.spec import from_index_expr
 from onnx_slice_tools.lowering.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
                                       SENTINEL, TARGETS, find_violations, get_target)
-from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, _build_model, check_on_runtimes, random_input
+from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, _build_model, check_on_runtimes
 
 from test_differential import HypothesisSource
 
