@@ -306,7 +306,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
-    from .rewrite.ir_pass import StridedSliceRewritePass, _has_strided_slice, default_opset, derive_shapes
+    from .rewrite.ir_pass import StridedSliceRewritePass, has_strided_slice, default_opset, derive_shapes
     from .rewrite.ir_pass import set_default_opset
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label, read=read)
@@ -320,7 +320,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     report.opset = target
 
     t1 = time.perf_counter()
-    found = _has_strided_slice(m) or fix_slices
+    found = has_strided_slice(m) or fix_slices
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None

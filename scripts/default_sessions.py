@@ -30,7 +30,7 @@ from onnx_slice_tools.lowering.lower import lower
 from onnx_slice_tools.lowering.targets import TARGETS, find_violations
 from onnx_slice_tools.semantics.plan import make_plan
 from onnx_slice_tools.semantics.reference import apply_plan
-from onnx_slice_tools.verification.lowerings import CheckCase, _build_model, concrete_shapes, random_input
+from onnx_slice_tools.verification.lowerings import CheckCase, build_model, concrete_shapes, random_input
 from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input
 
 
@@ -92,7 +92,7 @@ def main() -> int:
                 dtype = src.choice(["int32", "int64"])
                 case = CheckCase(lower(plan, 17, {f: dtype for f in fields}, target=target), np.dtype(np.float32), 1,
                                  index_types={f: dtype for f in fields})
-                proto = _build_model([case], 17)
+                proto = build_model([case], 17)
                 so = ort.SessionOptions()
                 so.log_severity_level = 4
                 if level is not None:

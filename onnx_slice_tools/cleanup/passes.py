@@ -1027,7 +1027,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import Skip, _infer, _over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
+    from ..verification.inplace import Skip, infer, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
     from ..rewrite.ir_pass import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
@@ -1051,12 +1051,12 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
             break
         if n and sk is None:
             sk = skeleton(before_proto)
-        got_shapes, bad = (shapes, None) if n == 0 else _infer(sk, cand)
+        got_shapes, bad = (shapes, None) if n == 0 else infer(sk, cand)
         if bad is not None:
             continue
         need = estimate_bytes(before_proto, got_shapes, set()) + 2 * weight_bytes
         if need > memory_budget:
-            problem = _over_budget(need, memory_budget, cand)
+            problem = over_budget(need, memory_budget, cand)
             continue
         if s_after is None:
             if run_before is None:

@@ -153,7 +153,7 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
     def call(self, model) -> StridedSliceRewriteResult:
         shapes = self.shapes
         if shapes is None:
-            shapes = derive_shapes(_proto_for_inference(model), flavor=self.flavor) if _has_strided_slice(model) else {}
+            shapes = derive_shapes(_proto_for_inference(model), flavor=self.flavor) if has_strided_slice(model) else {}
         self._shapes = shapes
         self._core = Rewriter(flavor=self.flavor, opset=self.opset, target=self.target)
         self._signatures: dict = {}
@@ -339,7 +339,7 @@ class _IrFacts(GraphFacts):
         return name
 
 
-def _has_strided_slice(model) -> bool:
+def has_strided_slice(model) -> bool:
     return any(n.op_type == "StridedSlice" for n, _ in all_nodes(model))
 
 

@@ -377,7 +377,7 @@ def target_against_framework(src, flavor: str, target, runtimes, max_rank: int =
     from ..semantics.plan import make_plan
     from .runtimes import make_session
     from ..lowering.targets import find_violations
-    from .lowerings import CheckCase, _build_model
+    from .lowerings import CheckCase, build_model
     x, spec = random_case(src, flavor, max_rank=max_rank)
     oracle = run_oracle(x, spec)
     if not oracle.ok:
@@ -388,7 +388,7 @@ def target_against_framework(src, flavor: str, target, runtimes, max_rank: int =
     except StridedSliceError:
         return None
     elem = helper.np_dtype_to_tensor_dtype(x.dtype)
-    proto = _build_model([CheckCase(lower(plan, 17, target=target), x.dtype, elem)], 17)
+    proto = build_model([CheckCase(lower(plan, 17, target=target), x.dtype, elem)], 17)
     where = f"{spec.index_notation()} ({spec.flavor}) on {shape}"
     broken = find_violations(proto, target)
     out = {"constraints": f"{where}: {[v.constraint for v in broken]}" if broken else None}
