@@ -60,7 +60,7 @@ def graphs_of(model) -> list:
 
 def op_counts(model) -> collections.Counter:
     """Nodes by op type over the main graph, subgraphs and functions."""
-    counts = collections.Counter()
+    counts: collections.Counter[str] = collections.Counter()
     for g, _ in graphs_of(model):
         counts.update(n.op_type for n in g)
     return counts
@@ -891,7 +891,7 @@ def infer_shapes(model, proto=None) -> list:
         inferred = infer_isolated(weightless(proto, max_bytes=1024))  # a forked child: onnx aborts on some models
     except Exception:  # shapes only let the passes do more
         return undo
-    found = {}
+    found: dict = {}
     for g, _, _ in proto_graphs(inferred.graph):
         for vi in g.value_info:  # a name two graphs use with different types is left alone
             prev = found.get(vi.name, vi)

@@ -110,7 +110,8 @@ def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
     from ..io.files import source_kind
     input_dir = Path(input_dir)
     out = Path(output_dir).resolve() if output_dir is not None else None
-    found, saved_models = [], []
+    found: list = []
+    saved_models: list = []
     for p in sorted(input_dir.rglob("*")):
         if any(part.startswith(TEMP_PREFIX) for part in p.parts):
             continue

@@ -255,7 +255,7 @@ class _Validator:
     def schedule(self, nodes, needs, produced, defined, where) -> None:
         """Kahn's algorithm: every node runs once all names it reads exist; else a cycle or an
         undefined name."""
-        waiting = {}
+        waiting: dict = {}
         missing_count = []
         ready = []
         for k, need in enumerate(needs):

@@ -149,7 +149,7 @@ def _dim(value, axis: int):
 
 def node_violations(node, target: Target, graph_label: str = "main graph") -> list[Violation]:
     """The constraints of ``target`` that one onnx-ir node breaks."""
-    out = []
+    out: list = []
     name = node.name or (node.outputs[0].name if node.outputs else node.op_type)
     if node.domain not in ("", "ai.onnx"):
         return out

@@ -724,7 +724,8 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
         pending = [(p, p.shapes[t % len(p.shapes)]) for p in group
                    if t < len(p.shapes) or p.case.runtime_fields]
         while pending:
-            batch, extra = [], 0
+            batch: list = []
+            extra = 0
             while pending:  # pack runs of this trial within the budget
                 p, shape = pending[0]
                 more = max(0, p.bytes[shape] - p.baseline_bytes)
