@@ -247,7 +247,7 @@ def _load_keras(tf, path):
     into memory, an unpacked folder's one variable at a time.  Its config then names Keras's
     ``Zeros`` for each built-in initializer: building the model fills every variable before the
     weights file overwrites it, and a random initializer holds ~3 copies of a variable meanwhile
-    (measured: build of a 191 MB Dense 610 MB, with Zeros 204 MB)."""
+    (docs/benchmarks.md, "Memory notes moved from docstrings")."""
     import tempfile
     import zipfile
     if Path(path).suffix.lower() != ".keras" or Path(path).is_dir():

@@ -438,8 +438,8 @@ def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants
     rename = tensor_names_from_structed(concrete, input_names, output_names)
     with tf.device("/cpu:0"):
         graph_def = tf_loader.fix_freezing_errors_part2(graph_def)
-        # grappler allocates about the size of a placeholder of fully known shape (measured: +191 MB
-        # for a [50000, 1000] float32 one): it sees the variables' dims as unknown, tf2onnx the real ones
+        # grappler allocates about the size of a placeholder of fully known shape (docs/benchmarks.md):
+        # it sees the variables' dims as unknown, tf2onnx the real ones
         shapes = _hide_dims(graph_def, feed_names)
         with tf.Graph().as_default():  # grappler runs on a graph, as in tf2onnx's from_function
             tf.import_graph_def(graph_def, name="")

@@ -3,7 +3,7 @@
 onnx 1.23 *aborts* the process (a failed C++ assertion) when a negative dim reaches e.g.
 Slice's inference, so inference never runs in our process.  A fork per call did that, but
 costs a fork, a child's exit and its copy-on-write faults each time: four per ``convert``, 2/3
-of the CPU time of converting a small model (measured: 64 ms of CPU with, 23 ms without).
+of the CPU time of converting a small model (docs/benchmarks.md).
 One helper, forked on first use, serves every call over two pipes; when it dies (an abort)
 the call reports it and the next call forks a new helper.  The helper exits when our process
 closes its end of the pipe (our exit) and after a large request (its memory is returned); a
