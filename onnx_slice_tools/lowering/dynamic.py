@@ -106,7 +106,7 @@ class Builder:
         return ("node", len(self.ops) - 1)
 
 
-def const(values) -> tuple:
+def const_input(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
@@ -163,7 +163,7 @@ def _shrink_begins(b: Builder, plan: Plan, shrinks: list, runtime: dict, top=Non
     guard = spec.flavor == TF and runtime["strides"]
     if not guard:
         return b.inp("begin") if runtime["begin"] else None
-    begins = b.inp("begin") if runtime["begin"] else const(
+    begins = b.inp("begin") if runtime["begin"] else const_input(
         spec.begin[k] if any(a.index == k for a in shrinks) else 0 for k in range(spec.n))
     bad = b.add("Less", b.inp("strides"), ("scalar", 1))
     positions = tuple(any(a.index == k for a in shrinks) for k in range(spec.n))
@@ -178,16 +178,16 @@ def _shrink_index(b: Builder, a, begins, scalar: bool = True) -> tuple:
     guarded values) or, without such a vector, the constant begin; a scalar, or (``scalar=False``)
     a 1-element vector."""
     if begins is not None:
-        at = ("scalar", a.index) if scalar else const([a.index])
+        at = ("scalar", a.index) if scalar else const_input([a.index])
         return b.add("Gather", begins, at, attrs=(("axis", 0),))
-    return ("scalar", a.begin) if scalar else const([a.begin])
+    return ("scalar", a.begin) if scalar else const_input([a.begin])
 
 
 def _vector(b: Builder, field: str, indices: list[int], n: int) -> tuple:
     """The runtime vector ``field`` at spec ``indices`` (Gather unless it is all of it, in order)."""
     if indices == list(range(n)):
         return b.inp(field)
-    return b.add("Gather", b.inp(field), const(indices), attrs=(("axis", 0),))
+    return b.add("Gather", b.inp(field), const_input(indices), attrs=(("axis", 0),))
 
 
 def _slice_inputs(b: Builder, plan: Plan, axes: list, runtime: dict, notes: list) -> tuple:
@@ -200,7 +200,7 @@ def _slice_inputs(b: Builder, plan: Plan, axes: list, runtime: dict, notes: list
         steps = _vector(b, "strides", idx, n)
         neg = b.add("Less", steps, ("scalar", 0))
     else:
-        steps = const(a.stride for a in axes)
+        steps = const_input(a.stride for a in axes)
         neg = None
     may_be_negative = [runtime["strides"] or a.stride < 0 for a in axes]
 
@@ -209,15 +209,15 @@ def _slice_inputs(b: Builder, plan: Plan, axes: list, runtime: dict, notes: list
         """starts or ends: runtime/constant values, masked entries filled by the step's sign."""
         fills_differ = any(m and p != q for m, p, q in zip(masked, pos_fill, neg_fill))
         if runtime["strides"] and fills_differ:
-            fill = b.add("Where", neg, const(neg_fill), const(pos_fill))
+            fill = b.add("Where", neg, const_input(neg_fill), const_input(pos_fill))
         else:  # the sign is known wherever it matters
-            fill = const([q if mn else p for p, q, mn in zip(pos_fill, neg_fill, may_be_negative)])
+            fill = const_input([q if mn else p for p, q, mn in zip(pos_fill, neg_fill, may_be_negative)])
         if all(masked):
             return fill
         if const_values is not None:  # this field is constant: fill is only needed for masks
             if not runtime["strides"] or not fills_differ:
-                return const([f if m else v for f, m, v in zip(fill[1], masked, const_values)])
-            return b.add("Where", ("bool", tuple(masked)), fill, const(const_values))
+                return const_input([f if m else v for f, m, v in zip(fill[1], masked, const_values)])
+            return b.add("Where", ("bool", tuple(masked)), fill, const_input(const_values))
         values = _vector(b, field, idx, n)
         if cap and any(may_be_negative[j] and not masked[j] for j in range(len(axes))):
             values = _cap(b, values)
@@ -237,7 +237,7 @@ def _slice_inputs(b: Builder, plan: Plan, axes: list, runtime: dict, notes: list
 
     if spec.flavor == TF:
         ends = _tf_reverse_begin(b, plan, axes, runtime, starts, ends, neg, may_be_negative, notes)
-    axes_ref = const(a.axis for a in axes)
+    axes_ref = const_input(a.axis for a in axes)
     return starts, ends, axes_ref, steps
 
 
@@ -262,7 +262,7 @@ def _tf_reverse_begin(b: Builder, plan: Plan, axes: list, runtime: dict, starts,
     if not any(fix):
         return ends
     if all(isinstance(a.dim, int) for a in axes):  # begin < -dim, against constants
-        below = b.add("Less", starts, const(-a.dim for a in axes))
+        below = b.add("Less", starts, const_input(-a.dim for a in axes))
     else:  # the dims read at run time
         if b.opset >= 15 and len(axes) == 1:
             ax = axes[0].axis
@@ -343,7 +343,7 @@ class Dims:
     def of(self, axes: list) -> tuple:
         known = [a.dim for a in axes]
         if all(isinstance(d, int) for d in known):
-            return const(known)
+            return const_input(known)
         key = tuple(a.axis for a in axes)
         if key not in self._cache:
             self._cache[key] = self._read(axes)
@@ -355,7 +355,7 @@ class Dims:
         from ``Shape``) -- no sentinel (targets.SENTINEL)."""
         known = [a.dim for a in axes]
         if all(isinstance(d, int) for d in known):
-            return const([max(known)])
+            return const_input([max(known)])
         b = self.b
         if self._shape is None:
             self._shape = b.add("Shape", X)
@@ -385,7 +385,7 @@ class Dims:
 def _values(b: Builder, plan: Plan, field: str, axes: list, runtime: dict) -> tuple:
     if runtime[field]:
         return _vector(b, field, [a.index for a in axes], plan.spec.n)
-    return const(getattr(a, {"begin": "begin", "end": "end", "strides": "stride"}[field]) or 0 for a in axes)
+    return const_input(getattr(a, {"begin": "begin", "end": "end", "strides": "stride"}[field]) or 0 for a in axes)
 
 
 def _canonical_bounds(b: Builder, plan: Plan, axes: list, runtime: dict, dims: Dims):
@@ -393,22 +393,22 @@ def _canonical_bounds(b: Builder, plan: Plan, axes: list, runtime: dict, dims: D
     step > 0: both into [0, dim]; step < 0: begin into [-1, dim-1] (TensorFlow) or [0, dim-1]
     (OpenVINO, -1 on an empty axis), end into [-1, dim-1]."""
     steps = _values(b, plan, "strides", axes, runtime)
-    neg = less(b, steps, const([0]))
+    neg = less(b, steps, const_input([0]))
     dim = dims.of(axes)
-    last = add(b, dim, const([-1]))
+    last = add(b, dim, const_input([-1]))
     hi = where(b, neg, last, dim)
-    lo = where(b, neg, const([-1]), const([0]))
-    lo_begin = lo if plan.flavor == TF else const([0])
+    lo = where(b, neg, const_input([-1]), const_input([0]))
+    lo_begin = lo if plan.flavor == TF else const_input([0])
 
     def canon(field: str, masked: list, lower) -> tuple:
         if all(masked):  # no value to clamp (computing it would leave dead nodes)
-            return where(b, neg, last, const([0])) if field == "begin" else where(b, neg, const([-1]), dim)
+            return where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
         raw = _values(b, plan, field, axes, runtime)
         # OpenVINO's reverse begin: [0, dim - 1], so min(0, dim - 1) (-1 on an empty axis) below
         below = None if field == "end" or plan.flavor == TF else (lambda: _minmax(b, "Min", lower, hi))
         value = clamp(b, raw, dim, lower, hi, masked, below)
         if any(masked):
-            fill = where(b, neg, last, const([0])) if field == "begin" else where(b, neg, const([-1]), dim)
+            fill = where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
             value = where(b, ("bool", tuple(masked)), fill, value)
         return value
 
@@ -431,8 +431,8 @@ def clamp(b: Builder, raw: tuple, dim: tuple, lower: tuple, hi: tuple, ignored, 
     value = None
     if not all(ig or e for ig, e in zip(ignored, beyond)):
         if raw[0] == "const":  # 0 stands in for the entries not read here
-            raw = const(0 if ig or e else v for ig, e, v in zip(ignored, beyond, given))
-        fwd = where(b, less(b, raw, const([0])), add(b, raw, dim), raw)
+            raw = const_input(0 if ig or e else v for ig, e, v in zip(ignored, beyond, given))
+        fwd = where(b, less(b, raw, const_input([0])), add(b, raw, dim), raw)
         value = _minmax(b, "Min", _minmax(b, "Max", fwd, lower), hi)
     if any(beyond):
         up = tuple(e and v > 0 for e, v in zip(beyond, given))
@@ -454,7 +454,7 @@ def _element(b: Builder, vec: tuple, j: int, n: int) -> tuple:
     """Entry ``j`` of a vector of ``n`` entries, as a scalar."""
     if vec[0] == "const":
         return ("scalar", vec[1][j if len(vec[1]) > 1 else 0])
-    one = vec if n == 1 else b.add("Gather", vec, const([j]), attrs=(("axis", 0),))
+    one = vec if n == 1 else b.add("Gather", vec, const_input([j]), attrs=(("axis", 0),))
     return b.add("Reshape", one, ("const64", ()))
 
 
@@ -470,9 +470,9 @@ def _emit_slices(b: Builder, cur: tuple, groups: list) -> tuple:
             axes += list(ax)
             steps += list(st[1]) * (n if len(st[1]) == 1 else 1)
         order = sorted(range(len(axes)), key=lambda k: (axes[k] < 0, axes[k]))
-        cur = b.add("Slice", cur, *(const([v[k] for k in order]) for v in (starts, ends, axes, steps)))
+        cur = b.add("Slice", cur, *(const_input([v[k] for k in order]) for v in (starts, ends, axes, steps)))
     for g in [g for g in groups if g not in const]:
-        cur = b.add("Slice", cur, g[0], g[1], const(g[2]), g[3])
+        cur = b.add("Slice", cur, g[0], g[1], const_input(g[2]), g[3])
     return cur
 
 
@@ -552,13 +552,13 @@ def _checked_shrink_index(b: Builder, a, begins, runtime: dict, dims: Dims) -> t
     framework does (OpenVINO raises no run-time error: docs/design.md, Targets)."""
     if begins is None and not runtime["begin"]:
         if a.begin >= 0:  # a constant index needs no dim
-            return const([a.begin])
+            return const_input([a.begin])
         if a.begin == -1:  # dim - 1, or 1 (out of range) on an empty axis: Abs, one node
-            return _fold(b, "Abs", abs, add(b, dims.of([a]), const([-1])))
+            return _fold(b, "Abs", abs, add(b, dims.of([a]), const_input([-1])))
     raw = _shrink_index(b, a, begins, scalar=False)
     dim = dims.of([a])
-    fwd = where(b, less(b, raw, const([0])), add(b, raw, dim), raw)
-    return where(b, less(b, fwd, const([0])), dim, fwd)  # below -dim: dim, out of range
+    fwd = where(b, less(b, raw, const_input([0])), add(b, raw, dim), raw)
+    return where(b, less(b, fwd, const_input([0])), dim, fwd)  # below -dim: dim, out of range
 
 
 def _guard(b: Builder, index: tuple, dim: tuple) -> tuple:
@@ -566,10 +566,10 @@ def _guard(b: Builder, index: tuple, dim: tuple) -> tuple:
     when ``index`` is not below ``dim``: it fails at run time in onnxruntime and onnx's reference
     even on an empty tensor (where a ``Slice`` is empty and onnx's reference ``Gather`` reads
     no index)."""
-    probe = where(b, less(b, index, dim), const([0]), const([1]))
+    probe = where(b, less(b, index, dim), const_input([0]), const_input([1]))
     if probe[0] == "const":  # known at conversion (in range: out of range is rejected there)
         return index
-    return add(b, index, b.add("Gather", const([0]), probe, attrs=(("axis", 0),)))
+    return add(b, index, b.add("Gather", const_input([0]), probe, attrs=(("axis", 0),)))
 
 
 def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None, prelude=None):
@@ -594,9 +594,9 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     if by_slice:
         starts, ends, steps, neg = _canonical_bounds(b, plan, by_slice, runtime, dims)
         if any(a.stride is None or a.stride < 0 for a in by_slice):  # a canonical -1 ("before element 0") is no Slice bound
-            ends = where(b, less(b, ends, const([0])), const([-(2 ** 63)]), ends)
-            ends = where(b, less(b, starts, const([0])), const([0]), ends)  # TF: begin before element 0
-            starts = _minmax(b, "Max", starts, const([0]))
+            ends = where(b, less(b, ends, const_input([0])), const_input([-(2 ** 63)]), ends)
+            ends = where(b, less(b, starts, const_input([0])), const_input([0]), ends)  # TF: begin before element 0
+            starts = _minmax(b, "Max", starts, const_input([0]))
         groups.append((starts, ends, tuple(a.axis for a in by_slice), steps))
 
     shrinks = [a for a in plan.axes if a.kind == INDEX]
@@ -608,14 +608,14 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     for a in shrinks:
         if a.start is not None and not runtime["begin"] and not guarded:  # checked at conversion
             if a.dim != 1:
-                groups.append((const([a.start]), const([a.start + 1]), (a.axis,), const([1])))
+                groups.append((const_input([a.start]), const_input([a.start + 1]), (a.axis,), const_input([1])))
             continue
         index = _checked_shrink_index(b, a, begins, runtime, dims)
         if begins is not None or known_empty:
             # runtime values: through the guard (onnx's reference reads no index of an empty tensor)
             index = _guard(b, index, dims.of([a]))
         if known_empty:  # OpenVINO's CPU plugin crashes on a Gather of a statically empty tensor
-            groups.append((index, add(b, index, const([1])), (a.axis,), const([1])))
+            groups.append((index, add(b, index, const_input([1])), (a.axis,), const_input([1])))
         else:
             picks.append((a.axis, index))
     cur = _emit_slices(b, X, groups)
@@ -639,10 +639,10 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
                     # a Slice: cheaper for one element; OpenVINO drops the axis of an empty Gather
                     # and crashes on a Gather of a statically empty tensor (only the shape matters)
                     first = idx[0] if len(idx) == 1 else 0
-                    cur = b.add("Slice", cur, const([first]), const([first + len(idx)]), const([a.axis]),
-                                const([1]))
+                    cur = b.add("Slice", cur, const_input([first]), const_input([first + len(idx)]), const_input([a.axis]),
+                                const_input([1]))
                     continue
-                idx = const(idx)
+                idx = const_input(idx)
             else:
                 idx = b.add("Range", *(_element(b, v, j, len(by_gather)) for v in (starts, ends, steps)))
                 if not (ends[0] == "const" and ends[1][j if len(ends[1]) > 1 else 0] >= 0):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .dynamic import add, Builder, const, Dims, full, less, where, clamp
+from .dynamic import add, Builder, const_input, Dims, full, less, where, clamp
 from ..semantics.plan import Plan
 from ..semantics.plan_tflite import ITEM, NEW, dense_entries, runtime_prelude
 
@@ -44,17 +44,17 @@ def seed_indices(b: Builder, plan: Plan) -> None:
 
     def field(name: str) -> tuple:
         if getattr(src, name) is not None:
-            return const(getattr(src, name)[i] for i in at)
+            return const_input(getattr(src, name)[i] for i in at)
         raw = b.inp(name)
         if at != list(range(src.n)):
-            raw = b.add("Gather", raw, const(at), attrs=(("axis", 0),))
+            raw = b.add("Gather", raw, const_input(at), attrs=(("axis", 0),))
         return raw
 
-    steps = where(b, ("bool", items), field("strides"), const([1] * len(entries)))
+    steps = where(b, ("bool", items), field("strides"), const_input([1] * len(entries)))
     dims = _dims(b, plan, entries)
-    neg = less(b, steps, const([0]))
-    last = add(b, dims, const([-1]))
-    lo = where(b, neg, const([-1]), const([0]))
+    neg = less(b, steps, const_input([0]))
+    last = add(b, dims, const_input([-1]))
+    lo = where(b, neg, const_input([-1]), const_input([0]))
     hi = where(b, neg, last, dims)
 
     def masked(name: str) -> tuple:
@@ -64,14 +64,14 @@ def seed_indices(b: Builder, plan: Plan) -> None:
         value = clamp(b, v, dims, lo, hi, mask[1])
         return fill if value is None else where(b, mask, fill, value)
 
-    start = clamped(field("begin"), masked("begin_mask"), where(b, neg, last, const([0])))
+    start = clamped(field("begin"), masked("begin_mask"), where(b, neg, last, const_input([0])))
     end = field("end")
     if src.offset:
         end = add(b, end, start)
-    end = clamped(end, masked("end_mask"), where(b, neg, const([-1]), dims))
+    end = clamped(end, masked("end_mask"), where(b, neg, const_input([-1]), dims))
 
     def tf_reading(v: tuple) -> tuple:  # -1 ("before element 0") -> -1 - dim
-        return where(b, less(b, v, const([0])), add(b, v, _neg(b, dims)), v)
+        return where(b, less(b, v, const_input([0])), add(b, v, _neg(b, dims)), v)
 
     b._inputs["begin"] = full(tf_reading(start), len(entries))  # the builder's cache
     b._inputs["end"] = full(tf_reading(end), len(entries))
@@ -80,7 +80,7 @@ def seed_indices(b: Builder, plan: Plan) -> None:
 
 
 def _neg(b: Builder, v: tuple) -> tuple:
-    return const(-x for x in v[1]) if v[0] == "const" else b.add("Neg", v)
+    return const_input(-x for x in v[1]) if v[0] == "const" else b.add("Neg", v)
 
 
 def _dims(b: Builder, plan: Plan, entries) -> tuple:
@@ -88,4 +88,4 @@ def _dims(b: Builder, plan: Plan, entries) -> tuple:
     shape = plan.input_shape
     axes = [SimpleNamespace(axis=e.axis or 0, dim=1 if e.kind == NEW else shape[e.axis]) for e in entries]
     dims = Dims(b, plan).of(axes)
-    return where(b, ("bool", tuple(e.kind == NEW for e in entries)), const([1] * len(entries)), dims)
+    return where(b, ("bool", tuple(e.kind == NEW for e in entries)), const_input([1] * len(entries)), dims)
