@@ -459,7 +459,7 @@ class _Scan:
             import onnx
             try:
                 schema = onnx.defs.get_schema(node.op_type, self.opset, domain="")
-            except Exception:  # noqa: BLE001 - onnx-ir skips the node then too
+            except Exception:  # onnx-ir skips the node then too
                 self.schemas[key] = []
             else:
                 option = onnx.defs.OpSchema.FormalParameterOption
@@ -589,7 +589,7 @@ def _tensor_array(tensor):
         return _EXOTIC
     try:
         return numpy_helper.to_array(tensor)
-    except Exception as exc:  # noqa: BLE001 - a constant onnx cannot read: the passes decide
+    except Exception as exc:  # a constant onnx cannot read: the passes decide
         raise MayChange(f"may change: constant {tensor.name!r} is unreadable ({type(exc).__name__})") from None
 
 

@@ -35,7 +35,7 @@ def full_cleanup(proto):
     m = ir.from_proto(proto)
     try:
         report = cleanup(m)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None, None
     return report, ir.to_proto(m).SerializeToString()
 
