@@ -15,12 +15,15 @@ _EXPORTS = {
     "ConversionError": "errors",
     "AxisPlan": "semantics.plan", "OutDim": "semantics.plan", "Plan": "semantics.plan", "make_plan": "semantics.plan",
     "apply_plan": "semantics.reference", "slice_array": "semantics.reference", "strided_slice": "semantics.reference",
-    "OPENVINO": "semantics.spec", "TF": "semantics.spec", "TFLITE": "semantics.spec", "SliceSpec": "semantics.spec", "from_index_expr": "semantics.spec",
-    "from_openvino": "semantics.spec", "from_tf": "semantics.spec", "from_tflite": "semantics.spec", "parse_openvino_mask": "semantics.spec",
+    "OPENVINO": "semantics.spec", "TF": "semantics.spec", "TFLITE": "semantics.spec", "SliceSpec": "semantics.spec",
+        "from_index_expr": "semantics.spec",
+    "from_openvino": "semantics.spec", "from_tf": "semantics.spec", "from_tflite": "semantics.spec",
+        "parse_openvino_mask": "semantics.spec",
 }
 
 __all__ = [
-    "AxisPlan", "ConvertResult", "Report", "convert", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim", "Plan", "SliceSpec",
+    "AxisPlan", "ConvertResult", "Report", "convert", "ModelError", "OPENVINO", "OnnxSliceToolsError", "OutDim",
+        "Plan", "SliceSpec",
     "StridedSliceError", "TF", "VerificationError", "ConversionError", "apply_plan", "from_index_expr",
     "from_openvino", "from_tf", "make_plan", "parse_openvino_mask", "slice_array",
     "strided_slice", "TFLITE", "from_tflite", "__version__",

@@ -10,7 +10,7 @@ from .verification.checks import check_model, kind, static_checks, verdict  # no
 from .verification.checks import NOT_RUN, PASSED, detail, failed, passed, skipped
 from .errors import ModelError
 from .errors import first_line as _first_line
-from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model  # noqa: F401
+from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model
 from .io.files import PROTO_LIMIT
 from .io.files import has_external_tensors as _external_tensors
 from .io.files import source_kind
@@ -148,7 +148,8 @@ class Report:
     def to_dict(self) -> dict:
         """The report as plain data (JSON types only): checks, verdict, and every rewrite."""
         return {
-            "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on), "ok": self.ok, "verified": self.verified,
+            "source": self.source, "opset": self.opset, "target": self.target, "verify_on": list(self.verify_on),
+                "ok": self.ok, "verified": self.verified,
             "verdict": self.verdict, "strict": self.strict,
             "strided_slice_nodes": self.found, "rewritten": self.rewritten, "path": self.path,
             "fixable_slice_nodes": self.fixable, "fixed": self.fixed,
@@ -228,7 +229,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     A path to a ``.tflite``, SavedModel folder or Keras file goes through
     :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
-    use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises :class:`ModelError` for
+    use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises
+    :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
     model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
@@ -325,7 +327,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
 
-    from .rewrite.ir_pass import StridedSliceRewritePass, _has_strided_slice, default_opset, derive_shapes
+    from .rewrite.ir_pass import StridedSliceRewritePass, has_strided_slice, default_opset, derive_shapes
     from .rewrite.ir_pass import set_default_opset
     t0 = time.perf_counter()
     m = load_ir(model, path_hint=label, read=read)
@@ -339,7 +341,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     report.opset = target
 
     t1 = time.perf_counter()
-    found = _has_strided_slice(m) or fix_slices
+    found = has_strided_slice(m) or fix_slices
     # The model before the rewrite, as a proto without external data: the baseline of the
     # structural proof and the input of shape derivation (declared shapes are not trusted).
     baseline = _baseline_proto(model, m, upgraded) if found else None
@@ -482,7 +484,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         if plain:
             m = ir.from_proto(before)
         report.cleanup = run_cleanup(m, proto=before)
-    except Exception as exc:  # noqa: BLE001 - reported as a cleanup failure (exit 1), never a traceback
+    except Exception as exc:  # reported as a cleanup failure (exit 1), never a traceback
         report.cleanup = {"changed": True, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
         report.model_checks["cleanup"] = failed(f"the cleanup stopped ({report.cleanup['error']}); "
                                                                    "convert with --no-cleanup")

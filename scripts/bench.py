@@ -73,7 +73,6 @@ def synthetic_model(n: int, symbolic: bool, opset: int = 17, fan_out: int = len(
     group's tensor is the previous one through a ``Relu``, as in a real network where a tensor
     feeds a few slices.  (onnxruntime's session set-up grows quadratically with the number of
     consumers of one tensor: see docs/benchmarks.md.)"""
-    import onnx
     from onnx import TensorProto, helper
     batch = "N" if symbolic else 4
     nodes, inits, outputs = [], [], []
@@ -167,7 +166,7 @@ def bench_tf2onnx(n_slices: int, runs: int) -> dict:
     from onnx_slice_tools import convert
     from onnx_slice_tools.frontends.tfexport import export
     sys.path.insert(0, str(ROOT / "scripts"))
-    import make_models  # noqa: E402
+    import make_models
     per_slice = tf2onnx_per_slice(n_slices)
     print(f"tf2onnx lowering {per_slice['tf2onnx_s_per_slice'] * 1e3:.2f} ms per StridedSlice (whole TF "
           f"conversion); ours {per_slice['ours_s_per_slice'] * 1e3:.2f} ms (convert + verify)", flush=True)
@@ -235,7 +234,7 @@ def bench_targets(runs: int) -> list[dict]:
     from onnx_slice_tools.rewrite.ir_pass import skeleton
     from onnx_slice_tools.lowering.targets import TARGETS
     sys.path.insert(0, str(ROOT / "scripts"))
-    import make_models  # noqa: E402
+    import make_models
     rows = []
     samples = [(p.name, p) for p in sorted((ROOT / "models").glob("*.onnx"))]
     for label, path in samples + list(_pattern_models()):
@@ -312,7 +311,6 @@ def bench_verify_memory(gib: float, tmp: Path, activation=(64, 64, 256, 256), n_
 
 
 def _make_activation_model(folder: Path, weight_bytes: int, activation, n_slices: int) -> None:
-    import onnx
     from onnx import TensorProto, helper
     inits, nodes, outs = _external_weights(folder, weight_bytes, 4)
     for k, (_, b, e, st, masks) in enumerate(PATTERNS * (n_slices // len(PATTERNS) + 1)):
@@ -359,7 +357,6 @@ def _external_weights(folder: Path, total_bytes: int, n_tensors: int):
 
 def _make_large_model(folder: Path, total_bytes: int, n_tensors: int = 4) -> None:
     """A model whose weights (external, ``weights.bin``) feed Gathers whose outputs are sliced."""
-    import onnx
     from onnx import TensorProto, helper
     inits, nodes, outs = _external_weights(folder, total_bytes, n_tensors)
     inits += [helper.make_tensor(nm, TensorProto.INT64, [2], v) for nm, v in (("b", [0, 1]), ("e", [0, 2]), ("s", [1, 1]))]

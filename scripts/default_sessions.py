@@ -25,13 +25,13 @@ import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from onnx_slice_tools.errors import StridedSliceError  # noqa: E402
-from onnx_slice_tools.lowering.lower import lower  # noqa: E402
-from onnx_slice_tools.lowering.targets import TARGETS, find_violations  # noqa: E402
-from onnx_slice_tools.semantics.plan import make_plan  # noqa: E402
-from onnx_slice_tools.semantics.reference import apply_plan  # noqa: E402
-from onnx_slice_tools.verification.lowerings import CheckCase, _build_model, concrete_shapes, random_input  # noqa: E402
-from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input  # noqa: E402
+from onnx_slice_tools.errors import StridedSliceError
+from onnx_slice_tools.lowering.lower import lower
+from onnx_slice_tools.lowering.targets import TARGETS, find_violations
+from onnx_slice_tools.semantics.plan import make_plan
+from onnx_slice_tools.semantics.reference import apply_plan
+from onnx_slice_tools.verification.lowerings import CheckCase, build_model, concrete_shapes, random_input
+from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input
 
 
 def _index(rng, dim) -> int:
@@ -61,7 +61,7 @@ def wrong_run(session, case, rng) -> str | None:
                 exp = None
             try:
                 got = session.run(["y0"], feed)[0]
-            except Exception as exc:  # noqa: BLE001 - a failure is right only where the reference rejects
+            except Exception as exc:  # a failure is right only where the reference rejects
                 if exp is not None:
                     return f"{list(shape)} {values}: failed ({str(exc)[:80]})"
                 continue
@@ -92,7 +92,7 @@ def main() -> int:
                 dtype = src.choice(["int32", "int64"])
                 case = CheckCase(lower(plan, 17, {f: dtype for f in fields}, target=target), np.dtype(np.float32), 1,
                                  index_types={f: dtype for f in fields})
-                proto = _build_model([case], 17)
+                proto = build_model([case], 17)
                 so = ort.SessionOptions()
                 so.log_severity_level = 4
                 if level is not None:

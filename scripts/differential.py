@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from onnx_slice_tools.verification.oracles import (CRASHED, IsolatedTFLite, RandomSource, compare,  # noqa: E402
+from onnx_slice_tools.verification.oracles import (CRASHED, IsolatedTFLite, RandomSource, compare,
                                       compare_tflite, our_outcome, random_case, run_oracle)
 
 

@@ -399,7 +399,8 @@ def structure_cases() -> dict:
          helper.make_node("Identity", ["cond"], ["cond2"])], "body",
         [helper.make_tensor_value_info("it", TensorProto.INT64, []), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
          helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("cond2", TensorProto.BOOL, []), helper.make_tensor_value_info("v2", TensorProto.FLOAT, None)])
+        [helper.make_tensor_value_info("cond2", TensorProto.BOOL, []), helper.make_tensor_value_info("v2",
+            TensorProto.FLOAT, None)])
     cases["loop_carried_shrinks"] = m = base_tf()
     m.graph.node[0].CopyFrom(helper.make_node("Loop", ["", ""], [], body=body))
     m.graph.node[0].input[:] = ["n", "", "x"]
@@ -609,7 +610,7 @@ def forked(fn, timeout: float = HANG_SECONDS, on_timeout=None) -> str:
         os.close(r)
         try:
             result = fn()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             result = f"BAD escaped: {type(exc).__name__}: {str(exc)[:200]}"
         os.write(w, result.encode("utf-8", "replace")[:4000])
         os._exit(0)
@@ -838,11 +839,14 @@ def arg_cases() -> dict:
                                           "--no-verify"], [], (), _fsize(f, 300_000)),
         "disk_full_report": lambda f: (["convert", str(good(f)), "-o", str(f / "o.onnx"), "--no-verify", "--report",
                                         str(f / "r.json")], [], (), _fsize(f, 1000)),
-        "sigint_early": lambda f: (["convert", str(_weighty(f, external=True)), "-o", str(f / "o.onnx")], [f / "o.onnx", f / "o.onnx.data"], (),
+        "sigint_early": lambda f: (["convert", str(_weighty(f, external=True)), "-o", str(f / "o.onnx")],
+            [f / "o.onnx", f / "o.onnx.data"], (),
                                    _interrupt(0.3)),
-        "sigint_late": lambda f: (["convert", str(_weighty(f, external=True)), "-o", str(f / "o.onnx")], [f / "o.onnx", f / "o.onnx.data"], (),
+        "sigint_late": lambda f: (["convert", str(_weighty(f, external=True)), "-o", str(f / "o.onnx")], [f / "o.onnx",
+            f / "o.onnx.data"], (),
                                   _interrupt(1.5)),
-        "sigterm": lambda f: (["convert", str(_weighty(f, external=True)), "-o", str(f / "o.onnx")], [f / "o.onnx", f / "o.onnx.data"], (),
+        "sigterm": lambda f: (["convert", str(_weighty(f, external=True)), "-o", str(f / "o.onnx")], [f / "o.onnx",
+            f / "o.onnx.data"], (),
                               _interrupt(0.8, signal.SIGTERM)),
         "no_command": lambda f: ([], [], ()),
         "unknown_command": lambda f: (["frob"], [], ()),
@@ -1064,8 +1068,8 @@ def warm() -> None:
     import onnx.reference  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    import onnx_slice_tools.cli.main  # noqa: F401
-    import onnx_slice_tools.verification.compare  # noqa: F401
+    import onnx_slice_tools.cli.main
+    import onnx_slice_tools.verification.compare
     import onnx_slice_tools.verification.lowerings  # noqa: F401
 
 

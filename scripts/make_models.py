@@ -169,7 +169,8 @@ def helper_tf_models() -> dict:
              helper.make_node("StridedSlice", ["x", "begin", "end", "strides"], ["y"], name="pick", domain=TF_DOMAIN,
                               begin_mask=1, end_mask=1, shrink_axis_mask=2)]
     inits = [_ints("axes0", [0]), helper.make_tensor("zero", TensorProto.INT32, [1], [0]),
-             helper.make_tensor("one", TensorProto.INT32, [1], [1]), helper.make_tensor("strides", TensorProto.INT32, [2], [1, 1])]
+             helper.make_tensor("one", TensorProto.INT32, [1], [1]), helper.make_tensor("strides", TensorProto.INT32,
+                 [2], [1, 1])]
     out["tf_runtime_index"] = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 10, 8]),
                                              helper.make_tensor_value_info("i", TensorProto.INT32, [])],
                                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, TF_DOMAIN)

@@ -124,7 +124,7 @@ class _NewAxis:
 def numpy_getitem(x: np.ndarray, expr: str, values: dict) -> np.ndarray:
     """numpy's answer for ``x[...]`` (the TF tests' own oracle), runtime names bound to values."""
     scope = {"x": x, "np": np, "tf": _NewAxis, "array_ops": _NewAxis, **values}
-    return np.asarray(eval(expr, {"__builtins__": {}}, scope))  # noqa: S307 - our own literals
+    return np.asarray(eval(expr, {"__builtins__": {}}, scope))  # our own literals
 
 
 CASES: list[dict] = []
@@ -496,7 +496,8 @@ def openvino_cases():
        [1, 0, 0, 0], [0] * 4, [0, 1, 0, 1], [0] * 4, interval=[[0, 1], [0, 300]],
        runtime_in_source=["begin", "end", "strides"], note="values chosen here")
     ov("extend_output_shape_by_new_axes", tp, [1, 200, 200, 3], [0, 1, 0, 5], [0, 100, 0, 9], [1, 1, 1, 1],
-       [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0] * 4, [0] * 4, interval=[[0, 1], [0, 200], 1, [0, 200], 3], runtime_in_source=["begin", "end", "strides"],
+       [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0] * 4, [0] * 4, interval=[[0, 1], [0, 200], 1, [0, 200], 3],
+           runtime_in_source=["begin", "end", "strides"],
        note="values chosen here")
     ov("there_are_empty_masks", tp, [1, 200, 200, 3], [0, 0, 0, 0], [0, 200, 100, 3], [1, 1, 1, 1], [1, 0, 0, 0],
        [1, 0, 0, 0], [], [], [], interval=[[0, 1], [0, 200], [0, 200], [0, 3]],
@@ -506,13 +507,15 @@ def openvino_cases():
        interval=[None, [0, 200], [0, 200], [0, 3]], runtime_in_source=["begin", "end", "strides"],
        note="input {[8, -1], 200, 200, 3}: 9 here; values chosen here")
     ov("input_has_dynamic_dimensions_and_shrink_one", tp, [8, 200, 100, 3], [1, 0, 0, 0], [2, 50, 60, 3],
-       [1, 1, 1, 1], [0] * 4, [0] * 4, [0] * 4, [1, 0, 0, 0], [0] * 4, symbolic_dims=[0, 2], interval=[[0, 200], None, [0, 3]], runtime_in_source=["begin", "end", "strides"],
+       [1, 1, 1, 1], [0] * 4, [0] * 4, [0] * 4, [1, 0, 0, 0], [0] * 4, symbolic_dims=[0, 2], interval=[[0, 200], None,
+           [0, 3]], runtime_in_source=["begin", "end", "strides"],
        note="input {[8, 40], 200, [100, 200], 3}: (8, 200, 100, 3) here; values chosen here")
     ov("input_is_dynamic_rank", tp, [2, 3, 4], [0, 0, 0, 1], [0, 2, 0, 3], [1, 1, 1, 1], [1, 0, 1, 0], [0] * 4,
        [1, 0, 0, 0], [0] * 4, [0] * 4, unknown_rank=True,
        runtime_in_source=["begin", "end", "strides"], note="dynamic rank: rank 3 here, unknown in the ONNX model")
     ov("extend_input_with_static_rank_and_all_dynamic_dims", tp, [2, 3, 4, 5], [0, 0, 0, 1], [0, 2, 3, 3],
-       [1, 1, 1, 1], [1, 0, 1, 0], [0] * 4, [1, 0, 0, 0], [0] * 4, [0] * 4, symbolic_dims=[0, 1, 2, 3], interval=[1, None, None, None, None],
+       [1, 1, 1, 1], [1, 0, 1, 0], [0] * 4, [1, 0, 0, 0], [0] * 4, [0] * 4, symbolic_dims=[0, 1, 2, 3], interval=[1,
+           None, None, None, None],
        runtime_in_source=["begin", "end", "strides"], note="input dynamic(4): (2, 3, 4, 5) here")
     for name in ("begin_strides_are_dynamic_rank", "begin_end_strides_are_dynamic_rank"):
         ov(name, tp, [3, 5, 4], [0, 1, 0], [2, 4, 3], [1, 1, 1], [1, 0, 1, 0], [0] * 4, [0] * 4, [0] * 4, [0] * 4,
@@ -900,7 +903,7 @@ def tf2onnx_native(cases, runtime: bool, ours: bool = False) -> str:
             model = _tf2onnx_model(batch, runtime, ours)
             sess = make_session(model.SerializeToString())
             outs = sess.run([o.name for o in sess.get_outputs()], _tf2onnx_feeds(batch, runtime))
-        except Exception as exc:  # noqa: BLE001 - tf2onnx and onnxruntime raise many kinds
+        except Exception as exc:  # tf2onnx and onnxruntime raise many kinds
             if len(batch) > 1:
                 half = len(batch) // 2
                 run(batch[:half]), run(batch[half:])

@@ -32,12 +32,12 @@ TEXT = dict(vocabulary_size=64, num_layers=1, num_heads=2, hidden_dim=16, interm
 
 
 def _hub():
-    import keras_hub  # noqa: PLC0415 - optional
+    import keras_hub  # optional
     return keras_hub.models
 
 
 def _builders():
-    import keras  # noqa: PLC0415
+    import keras
     b = {
         "bert": lambda: _hub().BertBackbone(max_sequence_length=32, **TEXT),
         "distilbert": lambda: _hub().DistilBertBackbone(max_sequence_length=32, **TEXT),
@@ -76,26 +76,26 @@ def _builders():
 
 def _tf2onnx_status(path):
     """(status against TensorFlow, node count) of tf2onnx's own conversion of the same function."""
-    from onnx_slice_tools.frontends import sources  # noqa: PLC0415
-    from onnx_slice_tools.frontends.tfexport import export  # noqa: PLC0415
+    from onnx_slice_tools.frontends import sources
+    from onnx_slice_tools.frontends.tfexport import export
     try:
         with sources.quiet_frameworks():
             fn, sig, keys = sources.load_tf(path)
             model = export(fn, sig, keep_strided_slice=False, large_variable_bytes=None)
         nodes = len(model.graph.node)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"export failed: {sources.framework_error_line(exc)[:80]}", None
     try:
         check = sources.verify_against_source(path, model)
         status = "= TF" if check.ok else "differs: " + ", ".join(v for v in check.outputs.values())[:80]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         status = f"did not run: {sources.framework_error_line(exc)[:80]}"
     return status, nodes
 
 
 def _ours(path):
-    from onnx_slice_tools.errors import ModelError  # noqa: PLC0415
-    from onnx_slice_tools.frontends import sources  # noqa: PLC0415
+    from onnx_slice_tools.errors import ModelError
+    from onnx_slice_tools.frontends import sources
     start = time.perf_counter()
     try:
         result = sources.convert_source(path)
@@ -112,7 +112,7 @@ def measure(name, build, folder: Path) -> list[dict]:
     rows = []
     keras_file, saved = folder / f"{name}.keras", folder / f"{name}_sm"
     model.save(keras_file)
-    from onnx_slice_tools.frontends.sources import quiet_frameworks  # noqa: PLC0415
+    from onnx_slice_tools.frontends.sources import quiet_frameworks
     with quiet_frameworks():
         model.export(saved)
     for form, path in (("SavedModel", saved), (".keras", keras_file)):
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
                 rows += measure(name, builders[name], Path(folder))
             except ImportError as exc:
                 print(json.dumps(dict(model=name, skipped=f"needs {exc.name}")), flush=True)
-            except Exception as exc:  # noqa: BLE001 - a model the installed package cannot build
+            except Exception as exc:  # a model the installed package cannot build
                 print(json.dumps(dict(model=name, skipped=f"{type(exc).__name__}: {str(exc)[:100]}")), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

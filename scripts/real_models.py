@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-import importlib.util  # noqa: E402
+import importlib.util
 
 # transformers' TF classes need Keras 2 (the tf-keras package, the `real` extra); the Keras-built
 # models run on either, so without tf-keras they use TensorFlow's own Keras 3.
@@ -29,7 +29,7 @@ if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -349,7 +349,7 @@ def measure(name: str, latency: bool = True, save_dir: str | None = None) -> dic
     row["tf_equal"] = [matches_tf(fn, s_ours, make(k)) for k in (0, 1)]
     try:
         s_native = session(native)
-    except Exception as exc:  # noqa: BLE001 - tf2onnx's own conversion can be broken
+    except Exception as exc:  # tf2onnx's own conversion can be broken
         s_native = None
         row["native_tf_equal"] = [f"onnxruntime rejects it: {str(exc).splitlines()[0][:120]}"]
     else:
@@ -390,7 +390,7 @@ def main(argv=None) -> int:
     for name in args.models.split(","):
         try:
             row = measure(name, latency=not args.no_latency, save_dir=args.save)
-        except Exception as exc:  # noqa: BLE001 - one model's failure is a row, not the end
+        except Exception as exc:  # one model's failure is a row, not the end
             row = {"model": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             print(f"| {name} | error: {row['error']} |")
         else:

@@ -86,7 +86,7 @@ def _latency(model_bytes: bytes, feeds: dict, runs: int) -> float:
 def _feeds(model_bytes: bytes) -> dict:
     import numpy as np
 
-    from onnx_slice_tools.frontends.sources import _random_input  # noqa: PLC2701 - the check's own inputs
+    from onnx_slice_tools.frontends.sources import _random_input  # the check's own inputs
     from onnx_slice_tools.verification.lowerings import make_session
     rng = np.random.default_rng(0)
     types = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int32)": np.int32,
@@ -112,7 +112,7 @@ def _side(path: str, model, runs: int) -> dict:
         check = verify_against_source(path, model)
         row["equal"] = check.ok
         row["compare"] = "; ".join(f"{k}: {v}" for k, v in check.outputs.items())
-    except Exception as exc:  # noqa: BLE001 - onnxruntime cannot load or run it
+    except Exception as exc:  # onnxruntime cannot load or run it
         row["equal"], row["compare"] = False, f"cannot run: {str(exc).splitlines()[0][:200]}"
         return row
     row["ms"] = _latency(data, _feeds(data), runs)
@@ -130,7 +130,7 @@ def one(path: str, runs: int) -> dict:
         try:
             native, _ = tf2onnx.convert.from_tflite(path, opset=17)
             row["tf2onnx"] = _side(path, native, runs)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             row["tf2onnx"] = {"error": str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}
     row["strided_slices"] = _strided_slices(path)
     t = time.perf_counter()

@@ -15,7 +15,6 @@ from onnx_slice_tools.cli.batch import batch_convert
 from onnx_slice_tools.cli.main import main as cli_main
 from onnx_slice_tools.errors import ModelError
 from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
-from onnx_slice_tools.verification.lowerings import make_session
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 

@@ -19,7 +19,8 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
 
 ``cleanup_scan.may_change`` tells on the proto, soundly and cheaply, when none of these passes can
-change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer data movement and integer
+change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer
+data movement and integer
 ``Add``/``Sub``/``Mul``/``Neg`` whose results fit the type; lifting and merging keep every op's
 elementwise computation.  Graph outputs keep their names, types and shapes (a node producing
 a graph output is never replaced).
@@ -59,7 +60,7 @@ def graphs_of(model) -> list:
 
 def op_counts(model) -> collections.Counter:
     """Nodes by op type over the main graph, subgraphs and functions."""
-    counts = collections.Counter()
+    counts: collections.Counter[str] = collections.Counter()
     for g, _ in graphs_of(model):
         counts.update(n.op_type for n in g)
     return counts
@@ -888,9 +889,9 @@ def infer_shapes(model, proto=None) -> list:
             proto, given = onnx.ModelProto(), proto
             proto.CopyFrom(given)
         inferred = infer_isolated(weightless(proto, max_bytes=1024))  # a forked child: onnx aborts on some models
-    except Exception:  # noqa: BLE001 - shapes only let the passes do more
+    except Exception:  # shapes only let the passes do more
         return undo
-    found = {}
+    found: dict = {}
     for g, _, _ in proto_graphs(inferred.graph):
         for vi in g.value_info:  # a name two graphs use with different types is left alone
             prev = found.get(vi.name, vi)
@@ -1026,7 +1027,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import Skip, _infer, _over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
+    from ..verification.inplace import Skip, infer, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
     from ..rewrite.ir_pass import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
@@ -1050,12 +1051,12 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
             break
         if n and sk is None:
             sk = skeleton(before_proto)
-        got_shapes, bad = (shapes, None) if n == 0 else _infer(sk, cand)
+        got_shapes, bad = (shapes, None) if n == 0 else infer(sk, cand)
         if bad is not None:
             continue
         need = estimate_bytes(before_proto, got_shapes, set()) + 2 * weight_bytes
         if need > memory_budget:
-            problem = _over_budget(need, memory_budget, cand)
+            problem = over_budget(need, memory_budget, cand)
             continue
         if s_after is None:
             if run_before is None:

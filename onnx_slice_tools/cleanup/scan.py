@@ -35,9 +35,6 @@ NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLik
                               "Multinomial", "Bernoulli", "Dropout"})
 #: Set to "1": the cleanup always runs its passes (the pre-check is not asked).
 FULL_CLEANUP_ENV = "ONNX_SLICE_TOOLS_FULL_CLEANUP"
-#: The passes of a default cleanup, in the order its report lists them (``RemoveDeadPass`` first).
-PASS_NAMES = ("RemoveDeadPass", "FoldShapeArithmeticPass", "ReshapeCopyDimsPass", "LiftScalarsPass",
-              "RebuildShapeVectorsPass", "MergeSlicesPass", "TransposeSliceTransposePass", "CommonSubexpressionPass")
 
 # TensorProto data types whose values are surely not integers (FLOAT, STRING, BOOL, FLOAT16,
 # DOUBLE, COMPLEX64/128, BFLOAT16, FLOAT8*, FLOAT4E2M1, FLOAT8E8M0, FLOAT6*); any other may be.
@@ -106,7 +103,22 @@ def unchanged_report(proto) -> dict:
     """The report ``cleanup.cleanup`` returns for a model it does not change."""
     n = node_count(proto)
     return {"changed": False, "nodes_before": n, "nodes_after": n, "removed": {},
-            "passes": {name: {"removed": {}, "added": {}} for name in PASS_NAMES}}
+            "passes": {name: {"removed": {}, "added": {}} for name in pass_names()}}
+
+
+def pass_names() -> tuple:
+    """The passes of a default cleanup, in the order its report lists them: ``RemoveDeadPass``
+    first, then ``cleanup.passes.default_passes()`` (derived, so a new pass is listed by itself;
+    imported here, not at module level, as this module imports no onnx-ir)."""
+    from .passes import RemoveDeadPass, default_passes
+    return (RemoveDeadPass.__name__, *(type(p).__name__ for p in default_passes()))
+
+
+def __getattr__(name: str):
+    """``PASS_NAMES``: :func:`pass_names`, computed when first read."""
+    if name == "PASS_NAMES":
+        return pass_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _where(node) -> str:
@@ -447,7 +459,7 @@ class _Scan:
             import onnx
             try:
                 schema = onnx.defs.get_schema(node.op_type, self.opset, domain="")
-            except Exception:  # noqa: BLE001 - onnx-ir skips the node then too
+            except Exception:  # onnx-ir skips the node then too
                 self.schemas[key] = []
             else:
                 option = onnx.defs.OpSchema.FormalParameterOption
@@ -577,7 +589,7 @@ def _tensor_array(tensor):
         return _EXOTIC
     try:
         return numpy_helper.to_array(tensor)
-    except Exception as exc:  # noqa: BLE001 - a constant onnx cannot read: the passes decide
+    except Exception as exc:  # a constant onnx cannot read: the passes decide
         raise MayChange(f"may change: constant {tensor.name!r} is unreadable ({type(exc).__name__})") from None
 
 

@@ -110,7 +110,8 @@ def find_models(input_dir: Path, output_dir: Path | None = None) -> list[Path]:
     from ..io.files import source_kind
     input_dir = Path(input_dir)
     out = Path(output_dir).resolve() if output_dir is not None else None
-    found, saved_models = [], []
+    found: list = []
+    saved_models: list = []
     for p in sorted(input_dir.rglob("*")):
         if any(part.startswith(TEMP_PREFIX) for part in p.parts):
             continue
@@ -192,7 +193,7 @@ def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
         entry["status"], entry["error"] = INVALID, _line(exc)
     except ConversionError as exc:  # a readable input the tool cannot convert
         entry["status"], entry["error"] = FAILED, _line(exc)
-    except Exception as exc:  # noqa: BLE001 - one bad model never stops the batch
+    except Exception as exc:  # one bad model never stops the batch
         entry["status"], entry["error"] = ERROR, f"{type(exc).__name__}: {_line(exc)}"
     entry["seconds"] = round(time.perf_counter() - t0, 4)
     return entry

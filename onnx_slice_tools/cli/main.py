@@ -113,7 +113,8 @@ def verdict_text(rep) -> str:
                 + (f"; {framework}" if framework else "") + ")"
                 + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
     if v == "nothing to rewrite":
-        return "nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's default configuration)"
+        return ("nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's "
+            "default configuration)")
     return "converted, NOT fully verified: " + v.removeprefix("unverified (").removesuffix(")")
 
 
@@ -707,14 +708,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     flavors = ["auto", "tf", "openvino", "tflite"]
-    flavor_help = "StridedSlice semantics: auto (from the mask attribute types: INT tf, INTS/STRING openvino, an offset attribute tflite)"
+    flavor_help = ("StridedSlice semantics: auto (from the mask attribute types: INT tf, INTS/STRING openvino, "
+        "an offset attribute tflite)")
     opset_help = "target default-domain opset, 11 or newer (default: the model's own)"
 
     def command(name, help_text):
         return sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES, formatter_class=fmt)
 
     c = command("convert", "rewrite every StridedSlice of a model into standard ONNX, verified")
-    c.add_argument("input", help="the model to convert: .onnx (external data next to it), .tflite, a SavedModel directory or .keras/.h5")
+    c.add_argument("input", help="the model to convert: .onnx (external data next to it), .tflite, a "
+        "SavedModel directory or .keras/.h5")
     c.add_argument("-o", "--output", required=True, type=_output_file,
                    help="where to write the converted model (never the input)")
     c.add_argument("--flavor", choices=flavors, default="auto", help=flavor_help)
@@ -944,7 +947,7 @@ def run() -> None:
     gc.freeze()
     if "tensorflow" not in sys.modules:
         sys.exit(code)
-    atexit._run_exitfuncs()  # what sys.exit would run first  # noqa: SLF001 - no public form
+    atexit._run_exitfuncs()  # what sys.exit would run first  # no public form
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

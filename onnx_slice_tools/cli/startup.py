@@ -94,7 +94,7 @@ def install_lazy_sympy() -> bool:
                                                              os.path.join(folder, "_symbolic_shapes.py"))
         if found is None or found.group(1) not in KNOWN or shapes_spec is None:
             return False
-    except Exception:  # noqa: BLE001 - a start-up optimisation only: plain imports then
+    except Exception:  # a start-up optimisation only: plain imports then
         return False
     sys.modules["sympy"] = _Deferred("sympy", sympy_spec)
     sys.modules["onnx_ir._symbolic_shapes"] = _Deferred("onnx_ir._symbolic_shapes", shapes_spec)

@@ -28,7 +28,7 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
     Conv's weights and bias.  ``base_dir``: where the model's external data lives (None: nodes
     reading external data are left alone); a folded value computed from external data is
     appended to the first such input's file.  Returns how many nodes were removed."""
-    from onnx import numpy_helper  # noqa: PLC0415
+    from onnx import numpy_helper
     graph = model.graph
     before = len(graph.node)
     protected = {o.name for o in graph.output} | _names_read_by_subgraphs(graph)
@@ -52,7 +52,7 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
         tensor = numpy_helper.from_array(np.ascontiguousarray(array), name)
         ext = next((inits[n] for n in like if n in inits and _external(inits[n])), None)
         if ext is not None:
-            from .tfexport import point_external  # noqa: PLC0415
+            from .tfexport import point_external
             location = next(e.value for e in ext.external_data if e.key == "location")
             raw = tensor.raw_data
             with open(Path(base_dir) / location, "ab") as out:
@@ -87,13 +87,13 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
 
 
 def _external(tensor) -> bool:
-    from onnx import TensorProto  # noqa: PLC0415
+    from onnx import TensorProto
     return tensor.data_location == TensorProto.EXTERNAL
 
 
 def _names_read_by_subgraphs(graph) -> set:
     """Every name an If/Loop/Scan body reads (outer-scope values must stay as they are)."""
-    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    from ..graphs.walk import proto_subgraphs
     names: set = set()
 
     def visit(g):
@@ -127,8 +127,8 @@ def _constant_nodes_to_initializers(graph, inits, protected) -> None:
 
 def _run_one(node, args):
     """``node`` run by onnx's reference evaluator on ``args``, or None when it cannot."""
-    from onnx import helper  # noqa: PLC0415
-    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
     inputs = [helper.make_tensor_value_info(f"i{k}", helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
               for k, a in enumerate(args)]
     copy = helper.make_node(node.op_type, [f"i{k}" for k in range(len(args))], ["o"])
@@ -138,7 +138,7 @@ def _run_one(node, args):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _opset_hint(node))])
         model.ir_version = 8
         (out,) = ReferenceEvaluator(model).run(None, {f"i{k}": a for k, a in enumerate(args)})
-    except Exception:  # noqa: BLE001 - an op or attribute the evaluator does not take: keep the node
+    except Exception:  # an op or attribute the evaluator does not take: keep the node
         return None
     return np.asarray(out)
 

@@ -14,6 +14,6 @@ def tflite_interpreter(model: bytes):
     ``tf.lite.Interpreter`` is deprecated and differs from it, e.g. it rejects 6-D input) with
     the builtin kernels only (no XNNPACK delegate: the reference semantics of each kernel)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: PLC0415 - optional dependency
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType  # optional dependency
     return Interpreter(model_content=model,
                        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)

@@ -62,9 +62,9 @@ def _frameworks(path):
     """(tensorflow, tf2onnx, onnx) or a one-line ModelError naming the extra."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
-        import onnx  # noqa: PLC0415
-        import tensorflow as tf  # noqa: PLC0415 - optional dependency
-        import tf2onnx  # noqa: PLC0415 - optional dependency
+        import onnx
+        import tensorflow as tf  # optional dependency
+        import tf2onnx  # optional dependency
     except ImportError as exc:
         raise ModelError(f"reading this input needs TensorFlow and tf2onnx ({exc.name or exc} is missing): "
                          f"{EXTRA_HINT}", path=str(path)) from None
@@ -145,7 +145,7 @@ def export_source(path, folder, *, opset: int | None = None, input_shapes: dict 
     has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
     tf2onnx still made in memory are written there when of 1 MiB or more.
     ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
-    import onnx  # noqa: PLC0415
+    import onnx
     folder = Path(folder)
     file, data = folder / "model.onnx", folder / "model.onnx.data"
     kind = _checked_kind(path, input_shapes, signature)
@@ -191,7 +191,7 @@ def framework_error_line(exc: BaseException) -> str:
     X.call().`` and the arguments; a failed graph run starts with ``Graph execution error:``, a
     stack, then the kernel's message and ``[[{{node ...}}]]``.  The first line of these says
     nothing: the real exception's first meaningful line is taken instead."""
-    import re  # noqa: PLC0415
+    import re
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
@@ -247,9 +247,9 @@ def _load_keras(tf, path):
     into memory, an unpacked folder's one variable at a time.  Its config then names Keras's
     ``Zeros`` for each built-in initializer: building the model fills every variable before the
     weights file overwrites it, and a random initializer holds ~3 copies of a variable meanwhile
-    (measured: build of a 191 MB Dense 610 MB, with Zeros 204 MB)."""
-    import tempfile  # noqa: PLC0415
-    import zipfile  # noqa: PLC0415
+    (docs/benchmarks.md, "Memory notes moved from docstrings")."""
+    import tempfile
+    import zipfile
     if Path(path).suffix.lower() != ".keras" or Path(path).is_dir():
         return tf.keras.models.load_model(str(path), compile=False)
     if not zipfile.is_zipfile(path):
@@ -314,7 +314,7 @@ def _tf_callable(tf, path, kind, input_shapes, signature=None):
     def fn(*args):
         out = serving(**dict(zip(names, args)))
         return tuple(out[k] for k in keys)
-    fn._keep_alive = loaded  # noqa: SLF001 - the signature needs its object alive
+    fn._keep_alive = loaded  # the signature needs its object alive
     return fn, sig, keys
 
 
@@ -351,7 +351,7 @@ def _keras_callable(tf, model, path, input_shapes):
         return tuple(out) if isinstance(out, (list, tuple)) else out
     try:
         fn.get_concrete_function()
-    except Exception as exc:  # noqa: BLE001 - Keras / TensorFlow raise many types while tracing
+    except Exception as exc:  # Keras / TensorFlow raise many types while tracing
         raise ModelError(f"the Keras model fails on its declared inputs: {framework_error_line(exc)}",
                          path=str(path)) from None
     return fn, sig, list(keys) or None
@@ -531,7 +531,7 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
     verification, when nothing failed -- the result against the framework itself on random
     inputs, as ``model_checks["framework"]`` (one check: convert, batch and report.json agree)."""
-    import tempfile  # noqa: PLC0415
+    import tempfile
 
     from ..api import convert
     kind = _checked_kind(path, input_shapes, signature)

@@ -52,7 +52,7 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
         try:
             graph_def, feeds = _freeze_except(concrete, large, constants)
             model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs, constants)
-        except Exception:  # noqa: BLE001 - _Unfreezable, or a tf2onnx converter needing the constant:
+        except Exception:  # _Unfreezable, or a tf2onnx converter needing the constant:
             model = None   # tf2onnx's own path below reports what is really wrong
         if model is not None:
             del graph_def
@@ -69,8 +69,8 @@ def captured_constants(concrete) -> dict:
     read in a layer's ``call``, a loaded SavedModel's restored constants.  TensorFlow's freezing
     handles variables only: these stay placeholders, and tf2onnx would make them graph inputs
     no user can feed."""
-    import numpy as np  # noqa: PLC0415
-    import tensorflow as tf  # noqa: PLC0415
+    import numpy as np
+    import tensorflow as tf
     out = {}
     for external, internal in concrete.graph.captures:
         if external.dtype == tf.dtypes.resource or not hasattr(external, "numpy") or \
@@ -78,7 +78,7 @@ def captured_constants(concrete) -> dict:
             continue
         try:
             out[internal.name.split(":")[0]] = np.asarray(external.numpy())  # a 0-d one gives a numpy scalar
-        except Exception:  # noqa: BLE001 - a symbolic capture (a graph tensor) has no value
+        except Exception:  # a symbolic capture (a graph tensor) has no value
             continue
     return out
 
@@ -87,9 +87,9 @@ def _lower_unconverted(model):
     """Standard ops tf2onnx 1.17 leaves raw although ONNX has an exact form: ``Erfc(x)`` becomes
     ``1 - Erf(x)`` (the complementary error function by definition; the framework check judges
     it like every rewrite).  Any other raw TensorFlow op stays, for the ONNX checks to report."""
-    import numpy as np  # noqa: PLC0415
-    from onnx import helper, numpy_helper  # noqa: PLC0415
-    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    import numpy as np
+    from onnx import helper, numpy_helper
+    from ..graphs.walk import proto_subgraphs
     types = _value_types(model)
 
     def lower(graph):
@@ -123,7 +123,7 @@ def _lower_unconverted(model):
 def _value_types(model) -> dict:
     """{tensor name: ONNX element type} for what the model declares (inputs, initializers,
     value_info, outputs), main graph and subgraphs."""
-    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    from ..graphs.walk import proto_subgraphs
     types = {}
 
     def visit(graph):
@@ -141,7 +141,7 @@ def _value_types(model) -> dict:
 
 def keep_strided_slice_kwargs() -> dict:
     """tf2onnx options keeping every StridedSlice as our custom node."""
-    import onnx  # noqa: PLC0415
+    import onnx
     return dict(custom_ops={"StridedSlice": TF_DOMAIN}, extra_opset=[onnx.helper.make_opsetid(TF_DOMAIN, 1)])
 
 
@@ -156,9 +156,9 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
     small model; each such input becomes an initializer whose external data is those bytes.
     Should tf2onnx fail on that model (a converter needing the constant), the file is cut back
     and the whole model converted the usual way."""
-    import tempfile  # noqa: PLC0415
+    import tempfile
 
-    import tf2onnx  # noqa: PLC0415
+    import tf2onnx
     kwargs = dict(opset=opset, output_names=output_names, **keep_strided_slice_kwargs())
     size = os.path.getsize(external_data) if external_data and os.path.exists(external_data) else 0
     data = checked_tflite(path)
@@ -172,7 +172,7 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
                 file.write_bytes(small)
                 model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
             _inputs_to_external(model, moved, Path(external_data).name)
-        except Exception:  # noqa: BLE001 - the usual path below reports what is really wrong
+        except Exception:  # the usual path below reports what is really wrong
             os.truncate(external_data, size)
             model = None
     if model is None:
@@ -195,9 +195,9 @@ def unconverted_ops(model) -> list[str]:
     ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice excepted: tf2onnx's Python
     API continues past a framework op it has no handler for and leaves it in the graph as it is
     (its command line stops), and such a model is no ONNX model a runtime can load."""
-    from onnx import defs  # noqa: PLC0415
+    from onnx import defs
 
-    from ..graphs.walk import proto_subgraphs  # noqa: PLC0415
+    from ..graphs.walk import proto_subgraphs
     found: dict[str, str] = {}
     todo = [model.graph]
     while todo:
@@ -214,15 +214,15 @@ def checked_tflite(path) -> bytes:
     """The bytes of the ``.tflite`` at ``path``, or a one-line ModelError when they are no
     complete TFLite flatbuffer (its ``TFL3`` identifier, then every table of the model read):
     tf2onnx's reader would fail on a cut file with a message about buffer offsets."""
-    from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
+    from tensorflow.lite.python import schema_py_generated as schema
 
-    from ..errors import ModelError, first_line  # noqa: PLC0415
+    from ..errors import ModelError, first_line
     data = Path(path).read_bytes()
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise ModelError("not a .tflite file (no TFLite flatbuffer identifier 'TFL3' at byte 4)", path=str(path))
     try:
         schema.ModelT.InitFromPackedBuf(data, 0)
-    except Exception as exc:  # noqa: BLE001 - struct.error, IndexError ... from reading past the end
+    except Exception as exc:  # struct.error, IndexError ... from reading past the end
         raise ModelError(f"not a valid or complete .tflite file (its flatbuffer cannot be read: {first_line(exc)})",
                          path=str(path)) from None
     return data
@@ -231,11 +231,11 @@ def checked_tflite(path) -> bytes:
 def _tflite_without_buffers(data: bytes, external_data, min_bytes: int):
     """(the flatbuffer ``data`` without its large constant buffers, {tensor name: (onnx dtype,
     shape, offset, length)} of the tensors made inputs, their bytes appended to ``external_data``)."""
-    import flatbuffers  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
-    from tensorflow.lite.python import schema_py_generated as schema  # noqa: PLC0415
-    from onnx import TensorProto  # noqa: PLC0415
-    from tf2onnx.tflite_utils import map_tflite_dtype_to_onnx  # noqa: PLC0415
+    import flatbuffers
+    import numpy as np
+    from tensorflow.lite.python import schema_py_generated as schema
+    from onnx import TensorProto
+    from tf2onnx.tflite_utils import map_tflite_dtype_to_onnx
     model = schema.ModelT.InitFromPackedBuf(data, 0)  # buffers: read-only views into ``data``
     users: dict[int, int] = {}
     for graph in model.subgraphs:
@@ -250,7 +250,7 @@ def _tflite_without_buffers(data: bytes, external_data, min_bytes: int):
                 continue
             try:
                 onnx_dtype = map_tflite_dtype_to_onnx(t.type)
-            except Exception:  # noqa: BLE001 - a type tf2onnx does not map stays a constant
+            except Exception:  # a type tf2onnx does not map stays a constant
                 continue
             if onnx_dtype == TensorProto.STRING:
                 continue
@@ -275,7 +275,7 @@ def _quantized(tensor) -> bool:
 def _inputs_to_external(model, moved: dict, location: str) -> None:
     """Each graph input of ``moved`` (name -> (onnx dtype, shape, offset, length)) becomes an
     initializer whose data lies in the external data file ``location``."""
-    from onnx import TensorProto  # noqa: PLC0415
+    from onnx import TensorProto
     inputs = {i.name: i for i in model.graph.input}
     for name, (dtype, shape, offset, length) in moved.items():
         if name not in inputs:
@@ -288,7 +288,7 @@ def _inputs_to_external(model, moved: dict, location: str) -> None:
 
 def point_external(tensor, location: str, offset: int, length: int) -> None:
     """Make ``tensor`` (without data) read ``length`` bytes at ``offset`` of the file ``location``."""
-    from onnx import TensorProto  # noqa: PLC0415
+    from onnx import TensorProto
     for key, val in (("location", location), ("offset", offset), ("length", length)):
         tensor.external_data.add(key=key, value=str(val))
     tensor.data_location = TensorProto.EXTERNAL
@@ -332,19 +332,19 @@ def _freeze_except(concrete, large: dict, constants: dict | None = None):
     ``Placeholder -> Identity* -> ReadVariableOp`` of each becomes a value chain; any other use of
     the resource (a gather on it, a loop body taking it) raises :class:`_Unfreezable`.  Each
     placeholder of ``constants`` ({name: value}, :func:`captured_constants`) becomes a Const."""
-    from tensorflow.python.framework import convert_to_constants as c2c  # noqa: PLC0415 - no public API
+    from tensorflow.python.framework import convert_to_constants as c2c  # no public API
     if not hasattr(c2c, "_FunctionConverterDataInEager") or not hasattr(c2c, "_replace_variables_by_constants"):
         raise _Unfreezable("this TensorFlow has no freezing with a deny list")
-    data = c2c._FunctionConverterDataInEager(  # noqa: SLF001
+    data = c2c._FunctionConverterDataInEager(
         func=concrete, lower_control_flow=False, aggressive_inlining=True, variable_names_denylist=set(large))
-    graph_def, _ = c2c._replace_variables_by_constants(converter_data=data)  # noqa: SLF001
+    graph_def, _ = c2c._replace_variables_by_constants(converter_data=data)
     nodes = {n.name: n for n in graph_def.node}
     consumers: dict[str, list] = {}
     for node in graph_def.node:
         for k, inp in enumerate(node.input):
             if not inp.startswith("^"):
                 consumers.setdefault(inp.split(":")[0], []).append((node, k))
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
     for name, value in (constants or {}).items():
         node = nodes.get(name)
         if node is None or node.op != "Placeholder":
@@ -394,7 +394,7 @@ def _value_chain(graph_def, placeholder, consumers, dtype) -> None:
 
 def _gather_v2(graph_def, node, dtype) -> None:
     """``ResourceGather(resource, indices)`` -> ``GatherV2(value, indices, axis=batch_dims)``."""
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf
     batch_dims = node.attr["batch_dims"].i if "batch_dims" in node.attr else 0
     axis = graph_def.node.add(name=f"{node.name}/axis", op="Const")
     axis.attr["dtype"].type = tf.int32.as_datatype_enum
@@ -429,17 +429,17 @@ def _rename(graph_def, old: str, new: str) -> None:
 def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants=()):
     """tf2onnx's ``from_function`` from its freezing on: grappler, then the ONNX conversion, with
     the variables' placeholders as extra inputs."""
-    import tensorflow as tf  # noqa: PLC0415
-    from tf2onnx import tf_loader  # noqa: PLC0415
-    from tf2onnx.convert import _convert_common, tensor_names_from_structed  # noqa: PLC0415
+    import tensorflow as tf
+    from tf2onnx import tf_loader
+    from tf2onnx.convert import _convert_common, tensor_names_from_structed
     input_names = [t.name for t in concrete.inputs
                    if t.dtype != tf.dtypes.resource and t.name.split(":")[0] not in constants]
     output_names = [t.name for t in concrete.outputs if t.dtype != tf.dtypes.resource]
     rename = tensor_names_from_structed(concrete, input_names, output_names)
     with tf.device("/cpu:0"):
         graph_def = tf_loader.fix_freezing_errors_part2(graph_def)
-        # grappler allocates about the size of a placeholder of fully known shape (measured: +191 MB
-        # for a [50000, 1000] float32 one): it sees the variables' dims as unknown, tf2onnx the real ones
+        # grappler allocates about the size of a placeholder of fully known shape (docs/benchmarks.md):
+        # it sees the variables' dims as unknown, tf2onnx the real ones
         shapes = _hide_dims(graph_def, feed_names)
         with tf.Graph().as_default():  # grappler runs on a graph, as in tf2onnx's from_function
             tf.import_graph_def(graph_def, name="")
@@ -477,10 +477,10 @@ def _feeds_to_initializers(model, feeds: dict, external_data=None) -> None:
     """Each variable's graph input becomes an initializer holding the variable's value, one
     variable at a time: in the proto, or appended to the file ``external_data`` (``feeds``
     values: tf.Variable, or numpy arrays when ``external_data`` is None)."""
-    from contextlib import nullcontext  # noqa: PLC0415
+    from contextlib import nullcontext
 
-    import numpy as np  # noqa: PLC0415
-    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
     inputs = {i.name: i for i in model.graph.input}
     with open(external_data, "ab") if external_data else nullcontext() as out:
         for name, var in feeds.items():
@@ -506,7 +506,7 @@ CHUNK_BYTES = 16 << 20
 def _write_rows(var, out) -> None:
     """Append ``var``'s value to ``out`` (row-major, little-endian as the machine) in slices of
     about CHUNK_BYTES along its first axis: ``var.numpy()`` would copy the whole value at once."""
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
     value = var.value()  # shares TensorFlow's buffer
     shape = var.shape.as_list()
     if len(shape) == 0 or shape[0] == 0:

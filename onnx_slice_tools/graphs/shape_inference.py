@@ -3,7 +3,7 @@
 onnx 1.23 *aborts* the process (a failed C++ assertion) when a negative dim reaches e.g.
 Slice's inference, so inference never runs in our process.  A fork per call did that, but
 costs a fork, a child's exit and its copy-on-write faults each time: four per ``convert``, 2/3
-of the CPU time of converting a small model (measured: 64 ms of CPU with, 23 ms without).
+of the CPU time of converting a small model (docs/benchmarks.md).
 One helper, forked on first use, serves every call over two pipes; when it dies (an abort)
 the call reports it and the next call forks a new helper.  The helper exits when our process
 closes its end of the pipe (our exit) and after a large request (its memory is returned); a
@@ -41,7 +41,7 @@ class _Helper:
             code = 0
             try:
                 _serve(to_child, from_child)
-            except BaseException:  # noqa: BLE001
+            except BaseException:
                 code = 1
             finally:
                 os._exit(code)
@@ -93,7 +93,7 @@ def _serve(inp: int, out: int) -> None:  # pragma: no cover - runs in the helper
             return
         try:  # bytes in, bytes out: onnx's C++ entry point (its Python wrapper parses and serializes twice more)
             blob = b"O" + infer(data, bool(strict), bool(strict), False)
-        except Exception as exc:  # noqa: BLE001 - onnx's message goes back to the parent
+        except Exception as exc:  # onnx's message goes back to the parent
             blob = b"E" + str(exc).encode("utf-8", "replace")
         _write(out, _ANSWER.pack(len(blob)) + blob)
         if len(data) > _RECYCLE_BYTES or len(blob) > _RECYCLE_BYTES:

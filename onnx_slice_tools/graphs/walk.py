@@ -76,7 +76,8 @@ def proto_subgraphs(node) -> list:
 
 def proto_graphs(model_or_graph, functions: bool = True):
     """(graph_or_function, label, is_function) for a ModelProto (or one GraphProto): the main
-    graph, its subgraphs (any depth, depth first, each listed before its own subgraphs) and, for a model, each function body with its
+    graph, its subgraphs (any depth, depth first, each listed before its own subgraphs) and, for a model, each function
+    body with its
     subgraphs -- the labels of :func:`all_graphs`."""
     graph = getattr(model_or_graph, "graph", model_or_graph)
     out = []

@@ -361,7 +361,7 @@ def proto_weight_bytes(proto) -> int:
         n = int(np.prod(t.dims, dtype=np.int64)) if t.dims else 1
         try:
             total += n * np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-        except Exception:  # noqa: BLE001 - strings and unknown types: their serialized size
+        except Exception:  # strings and unknown types: their serialized size
             total += t.ByteSize()
     return total
 
@@ -569,7 +569,7 @@ def fingerprint(path) -> tuple[str, list[str]]:
                 files.append(os.path.realpath(p))
             except (OSError, ValueError):
                 h.update(f"{loc}:missing\n".encode())
-    except Exception:  # noqa: BLE001 - unreadable: its bytes alone
+    except Exception:  # unreadable: its bytes alone
         pass
     return h.hexdigest(), files
 
@@ -760,7 +760,7 @@ def stale_data_file(path, data_file) -> tuple | None:
         import onnx
         old = onnx.load(str(path), load_external_data=False)
         locations = {_external_fields(t).get("location", "") for t in proto_tensors(old) if _is_external(t)}
-    except Exception:  # noqa: BLE001 - not a model we can read: not provably ours
+    except Exception:  # not a model we can read: not provably ours
         return None
     folder = os.path.realpath(Path(path).parent)
     target = os.path.join(folder, Path(data_file).name)

@@ -31,7 +31,8 @@ Two stages.  :class:`_Fast` first tries to prove, cheaply, that the model passes
 a second parse of its bytes in C through a view of onnx.proto that checks UTF-8 as it
 parses, each distinct attribute list and value type checked once (by the walk's own methods),
 names, SSA and order as set operations over the nodes in their order.  Only when that proof
-fails -- a problem, or something it leaves out (training_info, nodes out of order) -- does :class:`_Validator` walk every field except tensor payloads in Python, and it
+fails -- a problem, or something it leaves out (training_info, nodes out of order) -- does :class:`_Validator` walk
+every field except tensor payloads in Python, and it
 alone words the refusal; so verdicts and messages are the walk's (tests/test_validate_fast.py).
 Linear in nodes and tensors: at 10,000 StridedSlice nodes the proof costs ~0.04 s CPU, the
 walk ~0.26 s (docs/benchmarks.md, "Validation").
@@ -75,7 +76,7 @@ def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
     fast = _Fast(v)
     try:
         proven = fast.model(proto, data)
-    except Exception:  # noqa: BLE001 - whatever went wrong, the full walk decides and words it
+    except Exception:  # whatever went wrong, the full walk decides and words it
         proven = False
     if proven:
         return fast.external
@@ -254,7 +255,7 @@ class _Validator:
     def schedule(self, nodes, needs, produced, defined, where) -> None:
         """Kahn's algorithm: every node runs once all names it reads exist; else a cycle or an
         undefined name."""
-        waiting = {}
+        waiting: dict = {}
         missing_count = []
         ready = []
         for k, need in enumerate(needs):

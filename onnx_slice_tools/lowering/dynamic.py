@@ -76,7 +76,7 @@ def _describe_ref(ref) -> str:
     return str(list(ref[1]))
 
 
-class _Builder:
+class Builder:
     def __init__(self, opset: int, index_types: dict):
         self.opset = opset
         self.ops: list[DynOp] = []
@@ -106,7 +106,7 @@ class _Builder:
         return ("node", len(self.ops) - 1)
 
 
-def _const(values) -> tuple:
+def const_input(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
@@ -114,7 +114,7 @@ def _start(plan: Plan, opset: int, index_types: dict | None, prelude) -> tuple:
     """The builder of a runtime-index lowering and which of begin/end/strides are runtime
     values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
     runtime = {f: getattr(plan.spec, f) is None for f in ("begin", "end", "strides")}
-    b = _Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
+    b = Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
     written = plan.source if plan.source is not None else plan.spec
     b.lengths = {f: written.n for f in written.unsized if getattr(written, f) is None}
     if prelude is not None:
@@ -152,7 +152,7 @@ def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, 
     return tuple(b.ops), tuple(notes), b.dtype
 
 
-def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict, top=None):
+def _shrink_begins(b: Builder, plan: Plan, shrinks: list, runtime: dict, top=None):
     """The vector the shrink indices are gathered from (None: constant indices, no vector).
 
     TensorFlow with runtime strides: where a shrink's stride is <= 0 its index becomes ``top()``
@@ -163,7 +163,7 @@ def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict, top=No
     guard = spec.flavor == TF and runtime["strides"]
     if not guard:
         return b.inp("begin") if runtime["begin"] else None
-    begins = b.inp("begin") if runtime["begin"] else _const(
+    begins = b.inp("begin") if runtime["begin"] else const_input(
         spec.begin[k] if any(a.index == k for a in shrinks) else 0 for k in range(spec.n))
     bad = b.add("Less", b.inp("strides"), ("scalar", 1))
     positions = tuple(any(a.index == k for a in shrinks) for k in range(spec.n))
@@ -173,24 +173,24 @@ def _shrink_begins(b: _Builder, plan: Plan, shrinks: list, runtime: dict, top=No
     return b.add("Where", bad, limit, begins)
 
 
-def _shrink_index(b: _Builder, a, begins, scalar: bool = True) -> tuple:
+def _shrink_index(b: Builder, a, begins, scalar: bool = True) -> tuple:
     """The index a shrink axis takes: its entry of ``begins`` (:func:`_shrink_begins`: runtime or
     guarded values) or, without such a vector, the constant begin; a scalar, or (``scalar=False``)
     a 1-element vector."""
     if begins is not None:
-        at = ("scalar", a.index) if scalar else _const([a.index])
+        at = ("scalar", a.index) if scalar else const_input([a.index])
         return b.add("Gather", begins, at, attrs=(("axis", 0),))
-    return ("scalar", a.begin) if scalar else _const([a.begin])
+    return ("scalar", a.begin) if scalar else const_input([a.begin])
 
 
-def _vector(b: _Builder, field: str, indices: list[int], n: int) -> tuple:
+def _vector(b: Builder, field: str, indices: list[int], n: int) -> tuple:
     """The runtime vector ``field`` at spec ``indices`` (Gather unless it is all of it, in order)."""
     if indices == list(range(n)):
         return b.inp(field)
-    return b.add("Gather", b.inp(field), _const(indices), attrs=(("axis", 0),))
+    return b.add("Gather", b.inp(field), const_input(indices), attrs=(("axis", 0),))
 
 
-def _slice_inputs(b: _Builder, plan: Plan, axes: list, runtime: dict, notes: list) -> tuple:
+def _slice_inputs(b: Builder, plan: Plan, axes: list, runtime: dict, notes: list) -> tuple:
     spec = plan.spec
     n = spec.n
     idx = [a.index for a in axes]
@@ -200,7 +200,7 @@ def _slice_inputs(b: _Builder, plan: Plan, axes: list, runtime: dict, notes: lis
         steps = _vector(b, "strides", idx, n)
         neg = b.add("Less", steps, ("scalar", 0))
     else:
-        steps = _const(a.stride for a in axes)
+        steps = const_input(a.stride for a in axes)
         neg = None
     may_be_negative = [runtime["strides"] or a.stride < 0 for a in axes]
 
@@ -209,15 +209,15 @@ def _slice_inputs(b: _Builder, plan: Plan, axes: list, runtime: dict, notes: lis
         """starts or ends: runtime/constant values, masked entries filled by the step's sign."""
         fills_differ = any(m and p != q for m, p, q in zip(masked, pos_fill, neg_fill))
         if runtime["strides"] and fills_differ:
-            fill = b.add("Where", neg, _const(neg_fill), _const(pos_fill))
+            fill = b.add("Where", neg, const_input(neg_fill), const_input(pos_fill))
         else:  # the sign is known wherever it matters
-            fill = _const([q if mn else p for p, q, mn in zip(pos_fill, neg_fill, may_be_negative)])
+            fill = const_input([q if mn else p for p, q, mn in zip(pos_fill, neg_fill, may_be_negative)])
         if all(masked):
             return fill
         if const_values is not None:  # this field is constant: fill is only needed for masks
             if not runtime["strides"] or not fills_differ:
-                return _const([f if m else v for f, m, v in zip(fill[1], masked, const_values)])
-            return b.add("Where", ("bool", tuple(masked)), fill, _const(const_values))
+                return const_input([f if m else v for f, m, v in zip(fill[1], masked, const_values)])
+            return b.add("Where", ("bool", tuple(masked)), fill, const_input(const_values))
         values = _vector(b, field, idx, n)
         if cap and any(may_be_negative[j] and not masked[j] for j in range(len(axes))):
             values = _cap(b, values)
@@ -237,18 +237,18 @@ def _slice_inputs(b: _Builder, plan: Plan, axes: list, runtime: dict, notes: lis
 
     if spec.flavor == TF:
         ends = _tf_reverse_begin(b, plan, axes, runtime, starts, ends, neg, may_be_negative, notes)
-    axes_ref = _const(a.axis for a in axes)
+    axes_ref = const_input(a.axis for a in axes)
     return starts, ends, axes_ref, steps
 
 
-def _cap(b: _Builder, values: tuple) -> tuple:
+def _cap(b: Builder, values: tuple) -> tuple:
     """min(values, END_CAP): Min from opset 12 (integer Min); before, Greater + Where."""
     if b.opset >= 12:
         return b.add("Min", values, ("scalar", END_CAP))
     return b.add("Where", b.add("Greater", values, ("scalar", END_CAP)), ("scalar", END_CAP), values)
 
 
-def _tf_reverse_begin(b: _Builder, plan: Plan, axes: list, runtime: dict, starts, ends, neg,
+def _tf_reverse_begin(b: Builder, plan: Plan, axes: list, runtime: dict, starts, ends, neg,
                       may_be_negative: list[bool], notes: list) -> tuple:
     """TensorFlow clamps a reverse begin below -dim to "before element 0": empty."""
     fix = []
@@ -262,7 +262,7 @@ def _tf_reverse_begin(b: _Builder, plan: Plan, axes: list, runtime: dict, starts
     if not any(fix):
         return ends
     if all(isinstance(a.dim, int) for a in axes):  # begin < -dim, against constants
-        below = b.add("Less", starts, _const(-a.dim for a in axes))
+        below = b.add("Less", starts, const_input(-a.dim for a in axes))
     else:  # the dims read at run time
         if b.opset >= 15 and len(axes) == 1:
             ax = axes[0].axis
@@ -299,7 +299,7 @@ def _tf_reverse_begin(b: _Builder, plan: Plan, axes: list, runtime: dict, starts
 # tensor is forbidden, one ``Reshape`` (allowzero) to a shape read from ``Shape``.
 
 
-def _fold(b: _Builder, op_type: str, fn, *refs) -> tuple:
+def _fold(b: Builder, op_type: str, fn, *refs) -> tuple:
     """``op_type`` of ``refs``, computed here when every input is a constant vector."""
     if all(r[0] in ("const", "bool") for r in refs):
         vals = [r[1] for r in refs]
@@ -310,15 +310,15 @@ def _fold(b: _Builder, op_type: str, fn, *refs) -> tuple:
     return b.add(op_type, *refs)
 
 
-def _less(b, x, y):
+def less(b, x, y):
     return _fold(b, "Less", lambda p, q: bool(p < q), x, y)
 
 
-def _add(b, x, y):
+def add(b, x, y):
     return _fold(b, "Add", lambda p, q: p + q, x, y)
 
 
-def _where(b, c, x, y):
+def where(b, c, x, y):
     if c[0] == "bool" and len(set(c[1])) == 1:  # the same choice everywhere
         return x if c[1][0] else y
     return _fold(b, "Where", lambda k, p, q: p if k else q, c, x, y)
@@ -330,20 +330,20 @@ def _minmax(b, op: str, x, y):
     [0, 2**31]); integer Min/Max also need opset 12."""
     if all(r[0] == "const" for r in (x, y)):
         return _fold(b, op, min if op == "Min" else max, x, y)
-    first = _less(b, x, y) if op == "Min" else _less(b, y, x)
-    return _where(b, first, x, y)
+    first = less(b, x, y) if op == "Min" else less(b, y, x)
+    return where(b, first, x, y)
 
 
-class _Dims:
+class Dims:
     """Input dims (in the index type): constants when known, else read from ``Shape`` once."""
 
-    def __init__(self, b: _Builder, plan: Plan):
+    def __init__(self, b: Builder, plan: Plan):
         self.b, self.plan, self._shape, self._rank, self._cache = b, plan, None, None, {}
 
     def of(self, axes: list) -> tuple:
         known = [a.dim for a in axes]
         if all(isinstance(d, int) for d in known):
-            return _const(known)
+            return const_input(known)
         key = tuple(a.axis for a in axes)
         if key not in self._cache:
             self._cache[key] = self._read(axes)
@@ -355,7 +355,7 @@ class _Dims:
         from ``Shape``) -- no sentinel (targets.SENTINEL)."""
         known = [a.dim for a in axes]
         if all(isinstance(d, int) for d in known):
-            return _const([max(known)])
+            return const_input([max(known)])
         b = self.b
         if self._shape is None:
             self._shape = b.add("Shape", X)
@@ -382,42 +382,42 @@ class _Dims:
         return dims
 
 
-def _values(b: _Builder, plan: Plan, field: str, axes: list, runtime: dict) -> tuple:
+def _values(b: Builder, plan: Plan, field: str, axes: list, runtime: dict) -> tuple:
     if runtime[field]:
         return _vector(b, field, [a.index for a in axes], plan.spec.n)
-    return _const(getattr(a, {"begin": "begin", "end": "end", "strides": "stride"}[field]) or 0 for a in axes)
+    return const_input(getattr(a, {"begin": "begin", "end": "end", "strides": "stride"}[field]) or 0 for a in axes)
 
 
-def _canonical_bounds(b: _Builder, plan: Plan, axes: list, runtime: dict, dims: _Dims):
+def _canonical_bounds(b: Builder, plan: Plan, axes: list, runtime: dict, dims: Dims):
     """(starts, ends, steps, negative) of range ``axes``, clamped as the flavour's runtime does:
     step > 0: both into [0, dim]; step < 0: begin into [-1, dim-1] (TensorFlow) or [0, dim-1]
     (OpenVINO, -1 on an empty axis), end into [-1, dim-1]."""
     steps = _values(b, plan, "strides", axes, runtime)
-    neg = _less(b, steps, _const([0]))
+    neg = less(b, steps, const_input([0]))
     dim = dims.of(axes)
-    last = _add(b, dim, _const([-1]))
-    hi = _where(b, neg, last, dim)
-    lo = _where(b, neg, _const([-1]), _const([0]))
-    lo_begin = lo if plan.flavor == TF else _const([0])
+    last = add(b, dim, const_input([-1]))
+    hi = where(b, neg, last, dim)
+    lo = where(b, neg, const_input([-1]), const_input([0]))
+    lo_begin = lo if plan.flavor == TF else const_input([0])
 
     def canon(field: str, masked: list, lower) -> tuple:
         if all(masked):  # no value to clamp (computing it would leave dead nodes)
-            return _where(b, neg, last, _const([0])) if field == "begin" else _where(b, neg, _const([-1]), dim)
+            return where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
         raw = _values(b, plan, field, axes, runtime)
         # OpenVINO's reverse begin: [0, dim - 1], so min(0, dim - 1) (-1 on an empty axis) below
         below = None if field == "end" or plan.flavor == TF else (lambda: _minmax(b, "Min", lower, hi))
         value = clamp(b, raw, dim, lower, hi, masked, below)
         if any(masked):
-            fill = _where(b, neg, last, _const([0])) if field == "begin" else _where(b, neg, _const([-1]), dim)
-            value = _where(b, ("bool", tuple(masked)), fill, value)
+            fill = where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
+            value = where(b, ("bool", tuple(masked)), fill, value)
         return value
 
     starts = canon("begin", [a.begin_masked for a in axes], lo_begin)
     ends = canon("end", [a.end_masked for a in axes], lo)
-    return _full(starts, len(axes)), _full(ends, len(axes)), _full(steps, len(axes)), neg
+    return full(starts, len(axes)), full(ends, len(axes)), full(steps, len(axes)), neg
 
 
-def clamp(b: _Builder, raw: tuple, dim: tuple, lower: tuple, hi: tuple, ignored, below=None) -> tuple | None:
+def clamp(b: Builder, raw: tuple, dim: tuple, lower: tuple, hi: tuple, ignored, below=None) -> tuple | None:
     """``raw`` (+ ``dim`` where negative) clamped into ``[lower, hi]``, entry by entry; ``ignored``
     (one flag per entry): entries the caller replaces (masked), whose values are not read.
 
@@ -431,8 +431,8 @@ def clamp(b: _Builder, raw: tuple, dim: tuple, lower: tuple, hi: tuple, ignored,
     value = None
     if not all(ig or e for ig, e in zip(ignored, beyond)):
         if raw[0] == "const":  # 0 stands in for the entries not read here
-            raw = _const(0 if ig or e else v for ig, e, v in zip(ignored, beyond, given))
-        fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
+            raw = const_input(0 if ig or e else v for ig, e, v in zip(ignored, beyond, given))
+        fwd = where(b, less(b, raw, const_input([0])), add(b, raw, dim), raw)
         value = _minmax(b, "Min", _minmax(b, "Max", fwd, lower), hi)
     if any(beyond):
         up = tuple(e and v > 0 for e, v in zip(beyond, given))
@@ -440,25 +440,25 @@ def clamp(b: _Builder, raw: tuple, dim: tuple, lower: tuple, hi: tuple, ignored,
             bound = hi
         else:
             low = lower if below is None else below()
-            bound = _where(b, ("bool", up), hi, low) if any(up) else low
-        value = bound if value is None else _where(b, ("bool", tuple(beyond)), bound, value)
+            bound = where(b, ("bool", up), hi, low) if any(up) else low
+        value = bound if value is None else where(b, ("bool", tuple(beyond)), bound, value)
     return value
 
 
-def _full(vec: tuple, n: int) -> tuple:
+def full(vec: tuple, n: int) -> tuple:
     """A folded constant of one entry, repeated to ``n`` (Slice wants equal lengths)."""
     return (vec[0], vec[1] * n) if vec[0] in ("const", "bool") and len(vec[1]) == 1 else vec
 
 
-def _element(b: _Builder, vec: tuple, j: int, n: int) -> tuple:
+def _element(b: Builder, vec: tuple, j: int, n: int) -> tuple:
     """Entry ``j`` of a vector of ``n`` entries, as a scalar."""
     if vec[0] == "const":
         return ("scalar", vec[1][j if len(vec[1]) > 1 else 0])
-    one = vec if n == 1 else b.add("Gather", vec, _const([j]), attrs=(("axis", 0),))
+    one = vec if n == 1 else b.add("Gather", vec, const_input([j]), attrs=(("axis", 0),))
     return b.add("Reshape", one, ("const64", ()))
 
 
-def _emit_slices(b: _Builder, cur: tuple, groups: list) -> tuple:
+def _emit_slices(b: Builder, cur: tuple, groups: list) -> tuple:
     """One Slice per group of (starts, ends, axes, steps) vectors; constant groups share one."""
     const = [g for g in groups if all(r[0] == "const" for r in (g[0], g[1], g[3]))]
     if const:  # first: on the input itself, whose declared shape shows the dims (targets.find_violations)
@@ -470,13 +470,13 @@ def _emit_slices(b: _Builder, cur: tuple, groups: list) -> tuple:
             axes += list(ax)
             steps += list(st[1]) * (n if len(st[1]) == 1 else 1)
         order = sorted(range(len(axes)), key=lambda k: (axes[k] < 0, axes[k]))
-        cur = b.add("Slice", cur, *(_const([v[k] for k in order]) for v in (starts, ends, axes, steps)))
+        cur = b.add("Slice", cur, *(const_input([v[k] for k in order]) for v in (starts, ends, axes, steps)))
     for g in [g for g in groups if g not in const]:
-        cur = b.add("Slice", cur, g[0], g[1], _const(g[2]), g[3])
+        cur = b.add("Slice", cur, g[0], g[1], const_input(g[2]), g[3])
     return cur
 
 
-def _layout(b: _Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
+def _layout(b: Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     """Remove the shrunk (size-1) axes and insert the new ones: Squeeze + Unsqueeze, or one
     Reshape (allowzero) to a shape read from ``Shape`` where the target forbids reshaping a
     possibly empty tensor with dynamic dims (OpenVINO infers those dims from the element count)."""
@@ -545,31 +545,31 @@ def _slice_step_allowed(a, target) -> bool:
         a.stride is not None and isinstance(a.dim, int) and a.dim > 0 and isinstance(a.size, int))
 
 
-def _checked_shrink_index(b: _Builder, a, begins, runtime: dict, dims: _Dims) -> tuple:
+def _checked_shrink_index(b: Builder, a, begins, runtime: dict, dims: Dims) -> tuple:
     """The 1-D, non-negative index a shrink axis takes, at or beyond the dim exactly where the
     framework raises (index out of range; TF: a stride <= 0, via the guarded ``begins``): a
     ``Gather`` of it then fails at run time in onnxruntime and onnx's reference, as the
     framework does (OpenVINO raises no run-time error: docs/design.md, Targets)."""
     if begins is None and not runtime["begin"]:
         if a.begin >= 0:  # a constant index needs no dim
-            return _const([a.begin])
+            return const_input([a.begin])
         if a.begin == -1:  # dim - 1, or 1 (out of range) on an empty axis: Abs, one node
-            return _fold(b, "Abs", abs, _add(b, dims.of([a]), _const([-1])))
+            return _fold(b, "Abs", abs, add(b, dims.of([a]), const_input([-1])))
     raw = _shrink_index(b, a, begins, scalar=False)
     dim = dims.of([a])
-    fwd = _where(b, _less(b, raw, _const([0])), _add(b, raw, dim), raw)
-    return _where(b, _less(b, fwd, _const([0])), dim, fwd)  # below -dim: dim, out of range
+    fwd = where(b, less(b, raw, const_input([0])), add(b, raw, dim), raw)
+    return where(b, less(b, fwd, const_input([0])), dim, fwd)  # below -dim: dim, out of range
 
 
-def _guard(b: _Builder, index: tuple, dim: tuple) -> tuple:
+def _guard(b: Builder, index: tuple, dim: tuple) -> tuple:
     """``index`` plus a zero read by a ``Gather`` of a constant ``[0]`` at an index out of range
     when ``index`` is not below ``dim``: it fails at run time in onnxruntime and onnx's reference
     even on an empty tensor (where a ``Slice`` is empty and onnx's reference ``Gather`` reads
     no index)."""
-    probe = _where(b, _less(b, index, dim), _const([0]), _const([1]))
+    probe = where(b, less(b, index, dim), const_input([0]), const_input([1]))
     if probe[0] == "const":  # known at conversion (in range: out of range is rejected there)
         return index
-    return _add(b, index, b.add("Gather", _const([0]), probe, attrs=(("axis", 0),)))
+    return add(b, index, b.add("Gather", const_input([0]), probe, attrs=(("axis", 0),)))
 
 
 def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None, prelude=None):
@@ -581,7 +581,7 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     crashes on a ``Gather``, a ``Slice`` whose index goes through :func:`_guard`)."""
     from .targets import SENTINEL
     b, runtime = _start(plan, opset, index_types, prelude)
-    dims = _Dims(b, plan)
+    dims = Dims(b, plan)
     notes: list[str] = []
     groups: list = []  # Slice argument groups: (starts, ends, axes, steps)
     known_empty = any(d == 0 for d in (plan.input_shape or ()) if isinstance(d, int)) or any(
@@ -594,9 +594,9 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     if by_slice:
         starts, ends, steps, neg = _canonical_bounds(b, plan, by_slice, runtime, dims)
         if any(a.stride is None or a.stride < 0 for a in by_slice):  # a canonical -1 ("before element 0") is no Slice bound
-            ends = _where(b, _less(b, ends, _const([0])), _const([-(2 ** 63)]), ends)
-            ends = _where(b, _less(b, starts, _const([0])), _const([0]), ends)  # TF: begin before element 0
-            starts = _minmax(b, "Max", starts, _const([0]))
+            ends = where(b, less(b, ends, const_input([0])), const_input([-(2 ** 63)]), ends)
+            ends = where(b, less(b, starts, const_input([0])), const_input([0]), ends)  # TF: begin before element 0
+            starts = _minmax(b, "Max", starts, const_input([0]))
         groups.append((starts, ends, tuple(a.axis for a in by_slice), steps))
 
     shrinks = [a for a in plan.axes if a.kind == INDEX]
@@ -608,14 +608,14 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     for a in shrinks:
         if a.start is not None and not runtime["begin"] and not guarded:  # checked at conversion
             if a.dim != 1:
-                groups.append((_const([a.start]), _const([a.start + 1]), (a.axis,), _const([1])))
+                groups.append((const_input([a.start]), const_input([a.start + 1]), (a.axis,), const_input([1])))
             continue
         index = _checked_shrink_index(b, a, begins, runtime, dims)
         if begins is not None or known_empty:
             # runtime values: through the guard (onnx's reference reads no index of an empty tensor)
             index = _guard(b, index, dims.of([a]))
         if known_empty:  # OpenVINO's CPU plugin crashes on a Gather of a statically empty tensor
-            groups.append((index, _add(b, index, _const([1])), (a.axis,), _const([1])))
+            groups.append((index, add(b, index, const_input([1])), (a.axis,), const_input([1])))
         else:
             picks.append((a.axis, index))
     cur = _emit_slices(b, X, groups)
@@ -631,7 +631,7 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
         elif neg[0] == "bool" and len(set(neg[1])) == 1:  # one sign: one of the two
             ends = _minmax(b, "Min" if neg[1][0] else "Max", ends, starts)
         else:
-            ends = _where(b, neg, _minmax(b, "Min", ends, starts), _minmax(b, "Max", ends, starts))
+            ends = where(b, neg, _minmax(b, "Min", ends, starts), _minmax(b, "Max", ends, starts))
         for j, a in enumerate(by_gather):
             if starts[0] == ends[0] == steps[0] == "const":
                 idx = tuple(range(starts[1][j], ends[1][j], steps[1][j]))
@@ -639,10 +639,10 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
                     # a Slice: cheaper for one element; OpenVINO drops the axis of an empty Gather
                     # and crashes on a Gather of a statically empty tensor (only the shape matters)
                     first = idx[0] if len(idx) == 1 else 0
-                    cur = b.add("Slice", cur, _const([first]), _const([first + len(idx)]), _const([a.axis]),
-                                _const([1]))
+                    cur = b.add("Slice", cur, const_input([first]), const_input([first + len(idx)]), const_input([a.axis]),
+                                const_input([1]))
                     continue
-                idx = _const(idx)
+                idx = const_input(idx)
             else:
                 idx = b.add("Range", *(_element(b, v, j, len(by_gather)) for v in (starts, ends, steps)))
                 if not (ends[0] == "const" and ends[1][j if len(ends[1]) > 1 else 0] >= 0):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..semantics.plan import ALL, INDEX, NEW, RANGE, REST, AxisPlan, Plan
+from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Plan
 from ..semantics.spec import TF
 
 INT64_MAX = 2 ** 63 - 1

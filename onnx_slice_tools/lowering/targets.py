@@ -46,7 +46,8 @@ CONSTRAINTS = {c.name: c for c in (
     Constraint(NEGATIVE_GATHER, "no negative Gather indices (the dim is added, from Shape when unknown)",
                "TFLite through onnx2tf needs non-negative Gather indices (onnx2tf #275)"),
     Constraint(SENTINEL, "no INT32/INT64 MAX/MIN sentinel Slice bounds (bounds from Shape where dims are "
-               "unknown), nor such a constant chosen by a Where (an index out of range is the dim itself)", "TensorRT's dynamic-shape Slice failed on sentinel arithmetic (\"ISliceLayer size "
+               "unknown), nor such a constant chosen by a Where (an index out of range is the dim itself)",
+                   "TensorRT's dynamic-shape Slice failed on sentinel arithmetic (\"ISliceLayer size "
                "elements must be non-negative\", TensorRT #3480); onnxruntime #11107"),
     Constraint(RAW_UNKNOWN_BOUNDS, "on a dim unknown at conversion time, constant Slice bounds only with a "
                "positive step and one sign (else canonical bounds computed from Shape)",
@@ -148,7 +149,7 @@ def _dim(value, axis: int):
 
 def node_violations(node, target: Target, graph_label: str = "main graph") -> list[Violation]:
     """The constraints of ``target`` that one onnx-ir node breaks."""
-    out = []
+    out: list = []
     name = node.name or (node.outputs[0].name if node.outputs else node.op_type)
     if node.domain not in ("", "ai.onnx"):
         return out

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .dynamic import _add, _Builder, _const, _Dims, _full, _less, _where, clamp
+from .dynamic import add, Builder, const_input, Dims, full, less, where, clamp
 from ..semantics.plan import Plan
 from ..semantics.plan_tflite import ITEM, NEW, dense_entries, runtime_prelude
 
 
-def seed_indices(b: _Builder, plan: Plan) -> None:
+def seed_indices(b: Builder, plan: Plan) -> None:
     """Put TFLite's canonical begin/end (and the dense strides) where the dynamic lowering
     reads its run-time vectors (``b.inp``), when the plan needs them."""
     src = plan.source
@@ -44,48 +44,48 @@ def seed_indices(b: _Builder, plan: Plan) -> None:
 
     def field(name: str) -> tuple:
         if getattr(src, name) is not None:
-            return _const(getattr(src, name)[i] for i in at)
+            return const_input(getattr(src, name)[i] for i in at)
         raw = b.inp(name)
         if at != list(range(src.n)):
-            raw = b.add("Gather", raw, _const(at), attrs=(("axis", 0),))
+            raw = b.add("Gather", raw, const_input(at), attrs=(("axis", 0),))
         return raw
 
-    steps = _where(b, ("bool", items), field("strides"), _const([1] * len(entries)))
+    steps = where(b, ("bool", items), field("strides"), const_input([1] * len(entries)))
     dims = _dims(b, plan, entries)
-    neg = _less(b, steps, _const([0]))
-    last = _add(b, dims, _const([-1]))
-    lo = _where(b, neg, _const([-1]), _const([0]))
-    hi = _where(b, neg, last, dims)
+    neg = less(b, steps, const_input([0]))
+    last = add(b, dims, const_input([-1]))
+    lo = where(b, neg, const_input([-1]), const_input([0]))
+    hi = where(b, neg, last, dims)
 
     def masked(name: str) -> tuple:
         return ("bool", tuple(e.kind == ITEM and src.bit(name, e.index) for e in entries))
 
     def clamped(v: tuple, mask: tuple, fill: tuple) -> tuple:
         value = clamp(b, v, dims, lo, hi, mask[1])
-        return fill if value is None else _where(b, mask, fill, value)
+        return fill if value is None else where(b, mask, fill, value)
 
-    start = clamped(field("begin"), masked("begin_mask"), _where(b, neg, last, _const([0])))
+    start = clamped(field("begin"), masked("begin_mask"), where(b, neg, last, const_input([0])))
     end = field("end")
     if src.offset:
-        end = _add(b, end, start)
-    end = clamped(end, masked("end_mask"), _where(b, neg, _const([-1]), dims))
+        end = add(b, end, start)
+    end = clamped(end, masked("end_mask"), where(b, neg, const_input([-1]), dims))
 
     def tf_reading(v: tuple) -> tuple:  # -1 ("before element 0") -> -1 - dim
-        return _where(b, _less(b, v, _const([0])), _add(b, v, _neg(b, dims)), v)
+        return where(b, less(b, v, const_input([0])), add(b, v, _neg(b, dims)), v)
 
-    b._inputs["begin"] = _full(tf_reading(start), len(entries))  # noqa: SLF001 - the builder's cache
-    b._inputs["end"] = _full(tf_reading(end), len(entries))  # noqa: SLF001
+    b._inputs["begin"] = full(tf_reading(start), len(entries))  # the builder's cache
+    b._inputs["end"] = full(tf_reading(end), len(entries))
     if src.strides is None:
-        b._inputs["strides"] = steps  # noqa: SLF001
+        b._inputs["strides"] = steps
 
 
-def _neg(b: _Builder, v: tuple) -> tuple:
-    return _const(-x for x in v[1]) if v[0] == "const" else b.add("Neg", v)
+def _neg(b: Builder, v: tuple) -> tuple:
+    return const_input(-x for x in v[1]) if v[0] == "const" else b.add("Neg", v)
 
 
-def _dims(b: _Builder, plan: Plan, entries) -> tuple:
+def _dims(b: Builder, plan: Plan, entries) -> tuple:
     """The dim of each effective dim (1 for a new axis): constants, or read from ``Shape``."""
     shape = plan.input_shape
     axes = [SimpleNamespace(axis=e.axis or 0, dim=1 if e.kind == NEW else shape[e.axis]) for e in entries]
-    dims = _Dims(b, plan).of(axes)
-    return _where(b, ("bool", tuple(e.kind == NEW for e in entries)), _const([1] * len(entries)), dims)
+    dims = Dims(b, plan).of(axes)
+    return where(b, ("bool", tuple(e.kind == NEW for e in entries)), const_input([1] * len(entries)), dims)

@@ -106,7 +106,7 @@ def read_fixable(node, rank: int | None):
         return f"axes {axes} mix signs on an input of unknown rank"
     if runtime and (lead or order != axes):
         return "starts/ends/steps computed at run time: rewritten only on axes 0..k-1 of a known order"
-    fields = {k: [] for k in ("begin", "end", "strides", "begin_mask", "end_mask", "shrink_axis_mask",
+    fields: dict[str, list] = {k: [] for k in ("begin", "end", "strides", "begin_mask", "end_mask", "shrink_axis_mask",
                               "new_axis_mask", "ellipsis_mask")}
 
     def add(b, e, s, bm=0, em=0, sh=0, new=0, el=0):

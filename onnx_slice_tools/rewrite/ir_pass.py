@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import onnx_ir as ir
 
 from ..graphs.names import NameAllocator
-from ..graphs.walk import all_graphs as _all_graphs  # noqa: F401 - also imported from here
+from ..graphs.walk import all_graphs as _all_graphs
 from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, emit, steps
@@ -153,7 +153,7 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
     def call(self, model) -> StridedSliceRewriteResult:
         shapes = self.shapes
         if shapes is None:
-            shapes = derive_shapes(_proto_for_inference(model), flavor=self.flavor) if _has_strided_slice(model) else {}
+            shapes = derive_shapes(_proto_for_inference(model), flavor=self.flavor) if has_strided_slice(model) else {}
         self._shapes = shapes
         self._core = Rewriter(flavor=self.flavor, opset=self.opset, target=self.target)
         self._signatures: dict = {}
@@ -339,7 +339,7 @@ class _IrFacts(GraphFacts):
         return name
 
 
-def _has_strided_slice(model) -> bool:
+def has_strided_slice(model) -> bool:
     return any(n.op_type == "StridedSlice" for n, _ in all_nodes(model))
 
 
@@ -380,7 +380,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
         inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
-    except Exception:  # noqa: BLE001 - nothing derived: every lowering stays general
+    except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
 

@@ -245,7 +245,7 @@ def _elem_size(elem: int) -> int:
     from onnx import helper
     try:
         return max(1, np.dtype(helper.tensor_dtype_to_np_dtype(elem)).itemsize)
-    except Exception:  # noqa: BLE001 - strings and unknown types: a guess
+    except Exception:  # strings and unknown types: a guess
         return 8
 
 
@@ -273,12 +273,12 @@ def _dim_key(vi, k, d):
     return d.dim_param or f"{vi.name}:{k}"
 
 
-def _infer(sk, sizes):
+def infer(sk, sizes):
     """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found."""
     from ..rewrite.ir_pass import infer_isolated
     try:
         inferred = infer_isolated(_with_sizes(sk, sizes))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
     shapes, bad = {}, None
     for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
@@ -307,7 +307,7 @@ def choose_sizes(sk) -> tuple[dict, dict]:
             if not d.HasField("dim_value") and _dim_key(vi, k, d) not in keys:
                 keys.append(_dim_key(vi, k, d))
     sizes = {k: _BASE for k in keys}
-    shapes, bad = _infer(sk, sizes)
+    shapes, bad = infer(sk, sizes)
     if bad is None:
         return sizes, shapes
     if not keys:
@@ -318,10 +318,10 @@ def choose_sizes(sk) -> tuple[dict, dict]:
         if size > _MAX_SIZE or not keys:
             raise Skip(f"no input size up to {_MAX_SIZE} gives valid shapes ({bad})")
         sizes = {k: size for k in keys}
-        shapes, bad = _infer(sk, sizes)
+        shapes, bad = infer(sk, sizes)
     for k in keys:  # then back to small, one dim at a time, where that stays valid
         trial = dict(sizes, **{k: _BASE})
-        got, problem = _infer(sk, trial)
+        got, problem = infer(sk, trial)
         if problem is None:
             sizes, shapes = trial, got
     return sizes, shapes
@@ -608,7 +608,7 @@ class _Attempt:
         def build():
             try:
                 self.session = self._session(0)
-            except Exception as exc:  # noqa: BLE001 - reported by result()
+            except Exception as exc:  # reported by result()
                 self.error = exc
         self.thread = threading.Thread(target=build, name="onnx-slice-tools in-place session", daemon=True)
         self.thread.start()
@@ -626,7 +626,7 @@ class _Attempt:
             for k, v in self.sizes.items():
                 if v == _BASE:
                     trial = dict(smaller, **{k: 1})
-                    got, bad = _infer(self.sk, trial)
+                    got, bad = infer(self.sk, trial)
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
@@ -643,7 +643,7 @@ class _Attempt:
         for unit in units:
             new = [n for n in dict.fromkeys(unit) if n not in seen]
             if any(self.shapes.get(n, (0, None))[1] is None or None in self.shapes[n][1] for n in new):
-                return f"{_over_budget(self.need, self.budget, self.sizes)}; a tap of unknown size prevents a run in pieces"
+                return f"{over_budget(self.need, self.budget, self.sizes)}; a tap of unknown size prevents a run in pieces"
             size = sum(_tensor_bytes(self.shapes[n]) for n in new)
             if current and used + size > room:
                 pieces.append(current)
@@ -651,7 +651,7 @@ class _Attempt:
                 new = list(dict.fromkeys(unit))
                 size = sum(_tensor_bytes(self.shapes[n]) for n in new)
             if size > room:
-                return f"{_over_budget(base + size, self.budget, self.sizes)} (one rewrite's tensors)"
+                return f"{over_budget(base + size, self.budget, self.sizes)} (one rewrite's tensors)"
             current += new
             seen.update(new)
             used += size
@@ -714,7 +714,7 @@ class _Attempt:
                     self.session = None
                     try:
                         self.session = self._session(k)
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(exc)}")
                 names = set(piece)
                 records = [r for r in self.checked if set(self.taps.views[id(r)].values()) <= names
@@ -760,7 +760,7 @@ class _Attempt:
                 return skip_all(str(exc))
             try:
                 got = run_taps(session, feeds, fetch, elems)
-            except Exception as exc:  # noqa: BLE001 - grow the dims that reach the failing node
+            except Exception as exc:  # grow the dims that reach the failing node
                 if len(pending) < len(checked):
                     break  # an earlier run checked some: the rest stay "not reached"
                 shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
@@ -769,12 +769,12 @@ class _Attempt:
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-                shapes, bad = _infer(sk, sizes)
+                shapes, bad = infer(sk, sizes)
                 need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
                 if need > memory_budget:
-                    return skip_all(f"{failure}; larger sizes: {_over_budget(need, memory_budget, sizes)}")
+                    return skip_all(f"{failure}; larger sizes: {over_budget(need, memory_budget, sizes)}")
                 continue
             if first is None:
                 exact = frozenset(self.exact_outputs(shapes))
@@ -1031,7 +1031,7 @@ _RUNS = 6
 _BRANCH_RUNS = 4
 
 
-def _over_budget(need: int, budget: int, sizes: dict) -> str:
+def over_budget(need: int, budget: int, sizes: dict) -> str:
     size_text = ", ".join(f"{k}={v}" for k, v in sizes.items() if v != _BASE)
     return (f"needs ~{_mib(need)} MiB, budget {_mib(budget)} MiB (--verify-memory)"
             + (f"; sizes {size_text}" if size_text else ""))

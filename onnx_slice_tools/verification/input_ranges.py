@@ -21,7 +21,7 @@ def index_input_ranges(model) -> dict[str, tuple[int, int]]:
     """{input name: (lo, hi)} (inclusive) for each integer graph input of ``model`` (a ModelProto)
     that reaches the indices of a ``Gather`` whose data has a known size along the gathered axis;
     several such Gathers: the smallest table.  Inputs not listed have no range the graph implies."""
-    from onnx import TensorProto  # noqa: PLC0415
+    from onnx import TensorProto
     graph = model.graph
     integer = {TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
                TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64}

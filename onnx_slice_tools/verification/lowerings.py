@@ -376,7 +376,7 @@ def random_input(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generat
 
 # --------------------------------------------------------------------------- checks
 
-from .checks import NOT_RUN, PASSED, detail, failed, kind, skipped  # noqa: E402,F401 - the one status vocabulary
+from .checks import NOT_RUN, PASSED, detail, failed, kind, skipped  # noqa: E402 - the one status vocabulary
 
 
 @dataclass
@@ -462,7 +462,7 @@ def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool 
     return None
 
 
-def _build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
+def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
     """One ONNX model checking ``cases`` (input ``x<i>`` and output ``y<i>`` per case, ``i`` from
     ``ids``), with the declared input shapes (NodeProtos from rewrite_proto.emit_proto: the
     rewrite's own emission)."""
@@ -542,7 +542,7 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
             got = shapes.get(f"y{i}")
         else:
             try:
-                got = _infer(_build_model([case], opset, [i])).get(f"y{i}")
+                got = _infer(build_model([case], opset, [i])).get(f"y{i}")
             except Exception as exc:
                 case.result.shape_inference = failed(_inference_error(exc, opset))
                 continue
@@ -606,7 +606,7 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
 
 
 def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budget: int) -> None:
-    full = _build_model(cases, opset)
+    full = build_model(cases, opset)
     _check_shapes(cases, opset, full)
     rng = np.random.default_rng(seed)
     runnable: list[_CaseRun] = []
@@ -699,7 +699,7 @@ def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
 def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) -> list[_CaseRun]:
     """Run one session's checks (``proto``: the model of exactly these cases, if built already);
     returns the cases onnxruntime turned out to have no kernel for."""
-    proto = _any_shape(proto if proto is not None else _build_model(
+    proto = _any_shape(proto if proto is not None else build_model(
         [p.case for p in group], opset, [p.index for p in group]))
     try:
         session = _check_session(proto.SerializeToString())
@@ -724,7 +724,8 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
         pending = [(p, p.shapes[t % len(p.shapes)]) for p in group
                    if t < len(p.shapes) or p.case.runtime_fields]
         while pending:
-            batch, extra = [], 0
+            batch: list = []
+            extra = 0
             while pending:  # pack runs of this trial within the budget
                 p, shape = pending[0]
                 more = max(0, p.bytes[shape] - p.baseline_bytes)
@@ -767,7 +768,7 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
         outs = {}
         for i, (p, _, _) in compared.items():
             try:
-                single = _check_session(_any_shape(_build_model([p.case], opset, [i])).SerializeToString())
+                single = _check_session(_any_shape(build_model([p.case], opset, [i])).SerializeToString())
                 names = [k for k in feeds if k[1:] == str(i)]
                 outs.update(_run(single, {k: feeds[k] for k in names}, [f"y{i}"], elem, {i: p.case.elem_type}))
             except Exception as exc:
@@ -816,7 +817,7 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
         return  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
     if session is None or group is None or any(kind(q.case.result.onnxruntime) == "failed" for q in group):
         group = [p]
-        session = _check_session(_any_shape(_build_model([p.case], opset, [p.index])).SerializeToString())
+        session = _check_session(_any_shape(build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
     base = {}
     for q in group:
@@ -838,7 +839,7 @@ def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
     """onnx's reference evaluator runs the emitted nodes where onnxruntime has no kernel."""
     from onnx.reference import ReferenceEvaluator
     res = p.case.result
-    proto = _any_shape(_build_model([p.case], opset, [p.index]))
+    proto = _any_shape(build_model([p.case], opset, [p.index]))
     try:
         ev = ReferenceEvaluator(proto)
     except Exception as exc:

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..frontends.interpreters import tflite_interpreter  # noqa: F401 - also the oracles' interpreter
-from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
+from ..frontends.interpreters import tflite_interpreter
+from ..semantics.spec import MASK_NAMES, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
 @dataclass
@@ -41,7 +41,7 @@ def _tensorflow():
     global _tf
     if _tf is None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow as tf  # noqa: PLC0415 - optional dependency
+        import tensorflow as tf  # optional dependency
         _tf = tf
     return _tf
 
@@ -49,8 +49,8 @@ def _tensorflow():
 def _openvino():
     global _ov
     if _ov is None:
-        import openvino as ov  # noqa: PLC0415 - optional dependency
-        import openvino.opset1 as ops  # noqa: PLC0415
+        import openvino as ov  # optional dependency
+        import openvino.opset1 as ops
         _ov = (ov, ops)
     return _ov
 
@@ -178,7 +178,7 @@ def _tflite_type(dtype) -> str | None:
 def tflite_schema():
     """TFLite's flatbuffer schema module (shipped with TensorFlow)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from tensorflow.lite.python import schema_py_generated  # noqa: PLC0415 - optional dependency
+    from tensorflow.lite.python import schema_py_generated  # optional dependency
     return schema_py_generated
 
 
@@ -188,7 +188,7 @@ def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | 
     spec's five masks and ``offset``) -> output ``y``.  Built directly in the flatbuffer, so
     every option the schema has (``offset`` included) can be set.  ``runtime``: the index
     tensors ("begin", "end", "strides") that are graph inputs after ``x`` instead of constants."""
-    import flatbuffers  # noqa: PLC0415 - optional dependency (TensorFlow's)
+    import flatbuffers  # optional dependency (TensorFlow's)
     s = tflite_schema()
     model = s.ModelT()
     model.version = 3
@@ -268,7 +268,7 @@ def _output(interp) -> np.ndarray:
     try:
         return np.array(interp.get_tensor(out["index"]), copy=True)
     except ValueError:
-        details = interp._get_tensor_details(out["index"], 0)  # noqa: SLF001 - the resized shape
+        details = interp._get_tensor_details(out["index"], 0)  # the resized shape
         shape = tuple(int(d) for d in details["shape"])
         if 0 not in shape:
             raise
@@ -295,9 +295,9 @@ class IsolatedTFLite:
         return self.many([(x, spec, tuple(runtime))])[0]
 
     def many(self, cases: list) -> list[Outcome]:
-        from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
-        from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
-        from multiprocessing import get_context  # noqa: PLC0415
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+        from multiprocessing import get_context
         if self._pool is None:
             self._pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
         try:
@@ -377,7 +377,7 @@ def target_against_framework(src, flavor: str, target, runtimes, max_rank: int =
     from ..semantics.plan import make_plan
     from .runtimes import make_session
     from ..lowering.targets import find_violations
-    from .lowerings import CheckCase, _build_model
+    from .lowerings import CheckCase, build_model
     x, spec = random_case(src, flavor, max_rank=max_rank)
     oracle = run_oracle(x, spec)
     if not oracle.ok:
@@ -388,7 +388,7 @@ def target_against_framework(src, flavor: str, target, runtimes, max_rank: int =
     except StridedSliceError:
         return None
     elem = helper.np_dtype_to_tensor_dtype(x.dtype)
-    proto = _build_model([CheckCase(lower(plan, 17, target=target), x.dtype, elem)], 17)
+    proto = build_model([CheckCase(lower(plan, 17, target=target), x.dtype, elem)], 17)
     where = f"{spec.index_notation()} ({spec.flavor}) on {shape}"
     broken = find_violations(proto, target)
     out = {"constraints": f"{where}: {[v.constraint for v in broken]}" if broken else None}
@@ -396,7 +396,7 @@ def target_against_framework(src, flavor: str, target, runtimes, max_rank: int =
         try:
             got = np.asarray(make_session(name, proto.SerializeToString()).run(["y0"], {"x0": x})[0])
             problem = compare(Outcome(True, got, got.shape), oracle)
-        except Exception as exc:  # noqa: BLE001 - reported as the problem
+        except Exception as exc:  # reported as the problem
             problem = f"{type(exc).__name__}: {exc}"
         out[name] = f"{where}: {problem}" if problem else None
     return out

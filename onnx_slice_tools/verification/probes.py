@@ -38,7 +38,7 @@ def installation_key() -> str | None:
             st = f.stat()
             stamps.append(f"{f.name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
         return f"{folder}|{'|'.join(stamps)}|onnx {onnx.__version__}"
-    except Exception:  # noqa: BLE001 - no key: no cache
+    except Exception:  # no key: no cache
         return None
 
 

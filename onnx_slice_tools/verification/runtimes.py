@@ -107,7 +107,7 @@ class _OpenVINOSession:
         compiled = next(iter(self.compiled.values()), None)
         try:
             hint = str(compiled.get_property("INFERENCE_PRECISION_HINT")) if compiled is not None else ""
-        except Exception:  # noqa: BLE001 - a plugin without the property: full precision
+        except Exception:  # a plugin without the property: full precision
             return None
         from onnx import helper
         if "bf16" in hint or "bfloat16" in hint:
@@ -164,7 +164,7 @@ class _ReferenceSession:
 
 def _import_openvino():
     try:
-        import openvino as ov  # noqa: PLC0415 - optional dependency
+        import openvino as ov  # optional dependency
     except ImportError:
         raise RuntimeUnavailable("OpenVINO is not installed; install the openvino extra "
                                  "(pip install 'onnx-slice-tools[openvino]')") from None

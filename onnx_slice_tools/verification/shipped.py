@@ -89,7 +89,7 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
     try:
         session = onnxruntime_session(serialized(proto, load_weights), FAST)
         got = run_taps(session, feeds, outputs, elems)
-    except Exception as exc:  # noqa: BLE001 - a model onnxruntime cannot run: reported, not raised
+    except Exception as exc:  # a model onnxruntime cannot run: reported, not raised
         foreign = foreign_ops(proto)
         return skipped(f"onnxruntime cannot run the model: {_line(exc)}"
                        + (f" (custom ops {', '.join(foreign[:3])})" if foreign else ""))
@@ -199,7 +199,7 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
     where = f"{runtime} (default configuration)"
     try:
         session = onnxruntime_session(data, SHIPPED) if runtime == ONNXRUNTIME else make_session(runtime, data, SHIPPED)
-    except Exception as exc:  # noqa: BLE001 - the loader's first line is the answer
+    except Exception as exc:  # the loader's first line is the answer
         foreign = foreign_ops(proto)
         text = f"{where} cannot load the model: {_line(exc)}"
         if foreign:  # ops the runtime does not implement: not something the conversion can prove
@@ -210,7 +210,7 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
             got = run_taps(session, checked.feeds, outputs, checked.elems)
         else:
             got = dict(zip(outputs, session.run(outputs, checked.feeds)))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return failed(f"{where} fails on the checked run's inputs: {_line(exc)}")
     narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
     problem = compare_outputs(checked, got, exact, narrow)
@@ -228,7 +228,7 @@ def converted_check(proto, checked: CheckedRun | None, *, load_weights, why_none
     try:
         session = onnxruntime_session(serialized(proto, load_weights), FAST)
         got = run_taps(session, checked.feeds, outputs, checked.elems)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return failed(f"onnxruntime cannot run the converted model: {_line(exc)}")
     problem = compare_outputs(checked, got, checked.exact)
     return PASSED if problem is None else failed(f"the converted model disagrees with the checked run: {problem}")

@@ -25,7 +25,7 @@ from onnx_slice_tools.lowering.targets import TARGETS
 from onnx_slice_tools.semantics.plan import make_plan
 from onnx_slice_tools.semantics.reference import apply_plan
 from onnx_slice_tools.semantics.spec import from_index_expr
-from onnx_slice_tools.verification.lowerings import CheckCase, _build_model, concrete_shapes, random_input
+from onnx_slice_tools.verification.lowerings import CheckCase, build_model, concrete_shapes, random_input
 from onnx_slice_tools.verification.oracles import random_lowering_input
 
 from test_differential import HypothesisSource
@@ -58,7 +58,7 @@ def test_every_target_is_exact_in_onnxruntime_with_default_session_options(targe
     dtype = src.choice(["int32", "int64"])
     case = CheckCase(lower(plan, 17, {f: dtype for f in fields}, target=target), np.dtype(np.float32), 1,
                      index_types={f: dtype for f in fields})
-    session = _default_session(_build_model([case], 17).SerializeToString())
+    session = _default_session(build_model([case], 17).SerializeToString())
     spec = case.written_spec
     rng = np.random.default_rng(0)
     for shape in concrete_shapes(plan)[:3]:
@@ -79,7 +79,7 @@ def test_every_target_is_exact_in_onnxruntime_with_default_session_options(targe
                 if exc.undefined or exc.unsupported:  # TFLite: no result to compare (plan_tflite)
                     continue
                 seen[target][1] += 1
-                with pytest.raises(Exception):  # noqa: B017 - any onnxruntime error is the failure we want
+                with pytest.raises(Exception):  # any onnxruntime error is the failure we want
                     got = session.run(["y0"], feed)[0]
                     pytest.fail(f"{where}: the framework raises, onnxruntime returned shape {got.shape}")
                 continue
@@ -147,7 +147,7 @@ def test_reverses_on_an_unknown_dim_are_exact_at_every_level(target, expr, runti
     types = {f: "int64" for f in runtime}
     case = CheckCase(lower(make_plan(spec, ("N",)), 17, types, target=target), np.dtype(np.float32), 1,
                      index_types=types)
-    model = _build_model([case], 17).SerializeToString()
+    model = build_model([case], 17).SerializeToString()
     x = np.arange(5, dtype=np.float32)
     feed = {"x0": x, **{f"{f[0]}0": np.array(v, dtype=np.int64) for f, v in runtime.items()}}
     expected = apply_plan(make_plan(replace(spec, runtime_length=None, **runtime) if runtime else spec, (5,)), x)

@@ -33,7 +33,7 @@ from onnx_slice_tools.verification.runtimes import RUNTIMES, make_session
 from onnx_slice_tools.semantics.spec import from_index_expr
 from onnx_slice_tools.lowering.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
                                       SENTINEL, TARGETS, find_violations, get_target)
-from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, _build_model, check_on_runtimes, random_input
+from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, build_model, check_on_runtimes
 
 from test_differential import HypothesisSource
 
@@ -54,7 +54,7 @@ def _case(data, target):
 
 
 def _assert_exact_everywhere(case, target):
-    proto = _build_model([case], 17)
+    proto = build_model([case], 17)
     assert find_violations(proto, target) == []
     check_on_runtimes([case], 17, RUNTIMES)
     r = case.result
@@ -96,7 +96,7 @@ def test_default_lowering_breaks_portable_and_portable_does_not(expr, shape):
     """The checker can fail: the minimal lowering of these specs uses a negative step or a
     sentinel bound; the portable one uses neither and is exact everywhere."""
     plan = make_plan(from_index_expr(expr), shape)
-    default = _build_model([CheckCase(lower(plan, 17), np.dtype(np.float32), 1)], 17)
+    default = build_model([CheckCase(lower(plan, 17), np.dtype(np.float32), 1)], 17)
     broken = {v.constraint for v in find_violations(default, "portable")}
     assert broken & {NEGATIVE_STEP, SENTINEL}, expr
     case = CheckCase(lower(plan, 17, target="portable"), np.dtype(np.float32), 1)
@@ -106,7 +106,7 @@ def test_default_lowering_breaks_portable_and_portable_does_not(expr, shape):
 def test_runtime_shrink_default_uses_scalar_gather_portable_does_not():
     spec = replace(from_index_expr("x[:, i]"), begin=None, runtime_length=2)
     plan = make_plan(spec, ("N", "M"))
-    default = _build_model([CheckCase(lower(plan, 17, {"begin": "int64"}), np.dtype(np.float32), 1,
+    default = build_model([CheckCase(lower(plan, 17, {"begin": "int64"}), np.dtype(np.float32), 1,
                                       index_types={"begin": "int64"})], 17)
     assert SCALAR_GATHER in {v.constraint for v in find_violations(default, "portable")}
     case = CheckCase(lower(plan, 17, {"begin": "int64"}, target="portable"), np.dtype(np.float32), 1,
@@ -140,7 +140,7 @@ def test_portable_holds_no_sentinel_with_runtime_strides(data):
     runtime strides and for sentinels or values beyond int32 written in the spec itself."""
     case = _runtime_strides_case(HypothesisSource(data))
     if case is not None:
-        found = find_violations(_build_model([case], 17), "portable")
+        found = find_violations(build_model([case], 17), "portable")
         assert found == [], (case.lowering.plan.spec, [(v.op_type, v.detail) for v in found])
 
 
@@ -167,7 +167,7 @@ def test_the_audit_sees_a_sentinel_chosen_by_a_where():
     """The default target's guard of TF's runtime shrink strides picks INT64_MAX in a Where (and
     its masked ends INT64_MIN/MAX): the portable audit names them."""
     spec = replace(from_index_expr("x[1:, 2]"), strides=None, runtime_length=2)
-    proto = _build_model([CheckCase(lower(make_plan(spec, ("N", "M")), 17, {"strides": "int64"}),
+    proto = build_model([CheckCase(lower(make_plan(spec, ("N", "M")), 17, {"strides": "int64"}),
                                     np.dtype(np.float32), 1, index_types={"strides": "int64"})], 17)
     found = [v for v in find_violations(proto, "portable") if v.constraint == SENTINEL]
     assert found and {v.op_type for v in found} == {"Where"}
@@ -202,7 +202,7 @@ def test_lowerings_fail_at_run_time_where_the_framework_does(target, expr, flavo
     types = {f: "int64" for f in fields}
     case = CheckCase(lower(make_plan(spec, ("N", "M")), 17, types, target=target), np.dtype(np.float32), 1,
                      index_types=types)
-    proto = _build_model([case], 17)
+    proto = build_model([case], 17)
     assert find_violations(proto, target) == []
     feed = {"x0": np.zeros(shape, np.float32), **{f"{f[0]}0": np.array(v, np.int64) for f, v in values.items()}}
     # (the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference)

@@ -18,7 +18,7 @@ from onnx_slice_tools.rewrite import core, ir_pass, proto_pass
 from onnx_slice_tools.rewrite.ir_pass import StridedSliceRewritePass, StridedSliceRewriteResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from bench import PATTERNS, synthetic_model  # noqa: E402
+from bench import PATTERNS, synthetic_model
 
 
 def _counting(monkeypatch, module, name):

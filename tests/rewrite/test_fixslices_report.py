@@ -41,7 +41,8 @@ def _tf2onnx_like(declare: bool) -> onnx.ModelProto:
 
 
 def _cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", *map(str, args)], capture_output=True, text=True, check=False)
+    proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", *map(str, args)], capture_output=True, text=True,
+        check=False)
     assert proc.returncode == 0 and proc.stderr == "", (proc.returncode, proc.stderr)
     return proc.stdout
 

@@ -7,7 +7,6 @@ import tracemalloc
 from dataclasses import replace
 
 import numpy as np
-import onnx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
