@@ -496,7 +496,8 @@ def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, 
                 seed: int = 0) -> InplaceResult:
     """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
     model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
-    with taps; the result's ``inplace`` maps each rewrite's position in ``records`` to its status.  ``start_inplace(...).result()``."""
+    with taps; the result's ``inplace`` maps each rewrite's position in ``records`` to its
+    status.  ``start_inplace(...).result()``."""
     return start_inplace(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
                          load_weights=load_weights, seed=seed).result()
 

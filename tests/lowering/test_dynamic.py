@@ -66,7 +66,8 @@ def test_runtime_indices_from_tf2onnx_match_tensorflow(expr, names, witness):
         result = convert(model)
         assert result.ok, result.report.to_json()
         rec = result.report.records[0]
-        assert rec.index_types and result.report.check_of(0).onnxruntime == "passed" and len(result.report.check_of(0).tried_values) >= 10
+        check = result.report.check_of(0)
+        assert rec.index_types and check.onnxruntime == "passed" and len(check.tried_values) >= 10
         assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
         ours = _node_count(result.model)
         native_model = export(fn, sig, keep_strided_slice=False)
