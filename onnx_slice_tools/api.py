@@ -38,6 +38,10 @@ class Report:
     timings: dict = field(default_factory=dict)
     signatures_checked: int = 0
     inplace_sizes: dict = field(default_factory=dict)  # symbolic dim -> size of the in-place run
+    # per-rewrite verification results, keyed by the record's position in ``records`` (the records
+    # stay as the rewrite pass made them): its CheckResult, its in-place status
+    record_checks: dict = field(default_factory=dict)
+    record_inplace: dict = field(default_factory=dict)
     cleanup: dict | None = None   # cleanup.cleanup's report: nodes before/after, removed per pass
     target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
@@ -62,10 +66,22 @@ class Report:
     def fixed(self) -> int:
         return sum(r.lowering is not None for r in self.records if r.op_type != "StridedSlice")
 
+    def check_of(self, i: int):
+        """The per-rewrite CheckResult of ``records[i]`` (None: not checked)."""
+        return self.record_checks.get(i)
+
+    def inplace_of(self, i: int) -> str | None:
+        """The in-place status of ``records[i]``: passed | failed: .. | skipped: .. (None: not run)."""
+        return self.record_inplace.get(i)
+
     @property
     def failed_records(self) -> list[RewriteRecord]:
-        return [r for r in self.records if r.error is not None or (r.check is not None and not r.check.ok)
-                or r.inplace is not None and kind(r.inplace) == "failed"]
+        out = []
+        for i, r in enumerate(self.records):
+            check, inplace = self.check_of(i), self.inplace_of(i)
+            if r.error is not None or (check is not None and not check.ok) or inplace is not None and kind(inplace) == "failed":
+                out.append(r)
+        return out
 
     @property
     def invalid_records(self) -> list[RewriteRecord]:
@@ -76,14 +92,15 @@ class Report:
         if not self.verify:
             return [("checks", skipped("verification off"))]
         out = list(self.model_checks.items())
-        for r in self.records:
+        for i, r in enumerate(self.records):
             if r.error is not None:
                 out.append((f"node {r.node!r}", failed(str(r.error))))
                 continue
-            out.append((f"node {r.node!r} rewrite check", _rewrite_status(r.check)))
-            if r.inplace is not None and not (kind(r.inplace) == "skipped" and r.inplace != NOT_RUN
-                                               and self.model_checks.get("model_run") == r.inplace):
-                out.append((f"node {r.node!r} in place", r.inplace))
+            out.append((f"node {r.node!r} rewrite check", _rewrite_status(self.check_of(i))))
+            inplace = self.inplace_of(i)
+            if inplace is not None and not (kind(inplace) == "skipped" and inplace != NOT_RUN
+                                             and self.model_checks.get("model_run") == inplace):
+                out.append((f"node {r.node!r} in place", inplace))
         return out
 
     def problem(self) -> str:
@@ -124,6 +141,10 @@ class Report:
         import json
         return json.dumps(self.to_dict(), indent=indent)
 
+    def rewrites_json(self) -> list[dict]:
+        """Every rewrite as report.json shows it, with its verification results."""
+        return [r.to_json(self.check_of(i), self.inplace_of(i)) for i, r in enumerate(self.records)]
+
     def to_dict(self) -> dict:
         """The report as plain data (JSON types only): checks, verdict, and every rewrite."""
         return {
@@ -136,7 +157,7 @@ class Report:
             "model_checks": self.model_checks, "inplace_sizes": self.inplace_sizes,
             "cleanup": self.cleanup,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
-            "rewrites": [r.to_json() for r in self.records],
+            "rewrites": self.rewrites_json(),
         }
 
 
@@ -521,7 +542,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
                                 load_weights=load_weights, keep_session=keep_session)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
-    report.signatures_checked = verify_records(report.records, opset, memory_budget=budget,
+    report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget,
                                                runtimes=report.verify_on or ("onnxruntime",))
     report.timings["verify_rewrites"] = time.perf_counter() - t2
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
@@ -535,6 +556,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     inplace = pending.result()
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
+    report.record_inplace = inplace.inplace
     report.timings["verify_model"] = started + time.perf_counter() - t5
     return pending
 
@@ -594,31 +616,33 @@ def _convert_function(f, target: int, label):
 
 
 def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None,
-                   runtimes=("onnxruntime",)) -> int:
+                   runtimes=("onnxruntime",)) -> tuple[int, dict]:
     """Check each distinct rewrite once (see verification/lowerings.py) within ``memory_budget`` bytes (default
     ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (verification/runtimes.py); returns the number of
-    signatures checked."""
+    signatures checked and each record's CheckResult by its position in ``records``."""
     from .verification.lowerings import CheckCase, check_on_runtimes, declared_conflict, np_dtype
     groups: dict = {}
-    for r in records:
+    for i, r in enumerate(records):
         if r.lowering is None:
             continue
         elem = r.elem_type or 1  # slicing does not depend on the dtype: float32 when unknown
         key = (r.spec, r.input_shape, elem, tuple(sorted(r.index_types.items())))
-        groups.setdefault(key, []).append(r)
+        groups.setdefault(key, []).append((i, r))
     cases = []
     for (spec, shape, elem, _), recs in groups.items():
-        cases.append(CheckCase(recs[0].lowering, np_dtype(elem), elem, declared_output=recs[0].declared_output,
-                               index_types=recs[0].index_types))
+        first = recs[0][1]
+        cases.append(CheckCase(first.lowering, np_dtype(elem), elem, declared_output=first.declared_output,
+                               index_types=first.index_types))
     check_on_runtimes(cases, opset, runtimes, memory_budget=memory_budget or DEFAULT_VERIFY_MEMORY)
+    checks: dict = {}
     for case, recs in zip(cases, groups.values()):
-        for r in recs:
-            r.check = case.result
-            if r.declared_output != recs[0].declared_output:  # same op, other declared shape
+        for i, r in recs:
+            checks[i] = case.result
+            if r.declared_output != recs[0][1].declared_output:  # same op, other declared shape
                 problem = declared_conflict(r.declared_output, r.output_shape) if r.output_shape else None
                 if problem:
-                    r.check = replace(case.result, shape_inference=failed(f"declared output shape: {problem}"))
-    return len(cases)
+                    checks[i] = replace(case.result, shape_inference=failed(f"declared output shape: {problem}"))
+    return len(cases), checks
 
 
 def _max_compare_bytes() -> int:

@@ -785,8 +785,8 @@ base = status('VmRSS')
 open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM) to the current RSS
 t = time.perf_counter()
 if step == 'verify_records':
-    verify_records(r.report.records, r.report.opset)
-    verdicts = sorted({rec.check.onnxruntime.split(':')[0] for rec in r.report.records})
+    _, checks = verify_records(r.report.records, r.report.opset)
+    verdicts = sorted({c.onnxruntime.split(':')[0] for c in checks.values()})
 else:
     import onnx
     cmp = compare_models(onnx.load(path), r.model)

@@ -178,7 +178,7 @@ def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,
                      signatures_checked=rep.signatures_checked,
                      timings_s={k: round(v, 4) for k, v in rep.timings.items()},
-                     rewrites=[r.to_json() for r in rep.records])
+                     rewrites=rep.rewrites_json())
         if rep.invalid_records:
             entry["status"] = INVALID
             entry["error"] = "; ".join(f"node {r.node!r}: {r.error}" for r in rep.invalid_records[:3])

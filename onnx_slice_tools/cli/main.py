@@ -103,7 +103,7 @@ def verdict_text(rep) -> str:
     from ..verification.checks import detail
     v = rep.verdict
     if v == "verified":
-        inplace = sum(r.inplace == "passed" for r in rep.records)
+        inplace = sum(rep.inplace_of(i) == "passed" for i in range(len(rep.records)))
         framework = detail(rep.model_checks.get("framework", ""))
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)

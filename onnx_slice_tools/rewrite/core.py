@@ -56,7 +56,6 @@ class RewriteRecord:
     error: str | None = None
     error_kind: str | None = None  # "invalid" (the framework rejects it) | "unsupported"
     index_types: dict = field(default_factory=dict)  # runtime begin/end/strides: field -> int32/int64/None
-    check: object | None = None     # verify.CheckResult once verified
     warnings: list = field(default_factory=list)  # e.g. declared shapes that disagree with derived ones
     # where the rewrite sits in the converted model (tensor names), for the in-place check
     data_name: str | None = None
@@ -64,7 +63,6 @@ class RewriteRecord:
     index_names: dict = field(default_factory=dict)  # runtime field -> tensor name
     replaced: list = field(default_factory=list)    # output-name tuples of the nodes removed
     renamed: dict = field(default_factory=dict)     # identity: old output name -> the data's name
-    inplace: str | None = None      # the whole-model (in-place) check: passed | failed: .. | skipped: ..
     op_type: str = "StridedSlice"   # Slice / Gather: a node of the model's own that --fix-slices rewrote
     written: str | None = None      # such a node as written (its spec is how it was read, not what it says)
 
@@ -76,17 +74,19 @@ class RewriteRecord:
             return self.written
         return None if self.spec is None else self.spec.index_notation()
 
-    def to_json(self) -> dict:
+    def to_json(self, check=None, inplace: str | None = None) -> dict:
+        """The record as report.json shows it, with its verification results (kept on the
+        Report, not here): ``check`` its per-rewrite CheckResult, ``inplace`` its in-place status."""
         out = {
             "node": self.node, "graph": self.graph, "op_type": self.op_type, "flavor": self.flavor,
             "spec": self.notation,
             "input_shape": json_shape(self.input_shape), "output_shape": json_shape(self.output_shape),
             "emitted": None if self.lowering is None else [op.describe() for op in self.lowering.ops],
             "emitted_nodes": None if self.lowering is None else self.lowering.node_count,
-            "error": self.error, "warnings": self.warnings, "inplace_check": self.inplace,
+            "error": self.error, "warnings": self.warnings, "inplace_check": inplace,
         }
-        if self.check is not None:
-            c = self.check
+        if check is not None:
+            c = check
             out["checks"] = {"shape_inference": c.shape_inference, "inferred_shape": json_shape(c.inferred_shape),
                              "onnxruntime": c.onnxruntime, "tried_input_shapes": [list(s) for s in c.tried_shapes]}
             if c.reference_evaluator != "not run":

@@ -422,16 +422,16 @@ def run_taps(session, feeds: dict, names: list[str], elems: dict) -> dict:
 # --------------------------------------------------------------------------- the run
 
 
-def _status(checked: list, pending: list, taps, runs: int | None = None) -> str:
+def _status(checked: list, pending: list, taps, marks: dict, runs: int | None = None) -> str:
     """The in-place status over ``checked`` records, ``pending`` ones not reached (their
-    record.inplace set here)."""
+    status set here in ``marks``: id(record) -> status)."""
     runs = _RUNS + _BRANCH_RUNS if runs is None else runs
     for r in pending:
-        r.inplace = (skipped(f"its If branch was not taken in {runs} runs on random inputs")
+        marks[id(r)] = (skipped(f"its If branch was not taken in {runs} runs on random inputs")
                      if id(r) in taps.branch else skipped("its Loop ran no iteration on random inputs")
                      if id(r) in taps.loop else skipped("not run"))
-    problems = [f"node {r.node!r}: {detail(r.inplace)}" for r in checked
-                if r.inplace is not None and kind(r.inplace) == "failed"]
+    problems = [f"node {r.node!r}: {detail(marks[id(r)])}" for r in checked
+                if marks.get(id(r)) is not None and kind(marks[id(r)]) == "failed"]
     if problems:
         return failed(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
     if pending:
@@ -489,13 +489,15 @@ class InplaceResult:
     checked: CheckedRun | None = None            # the first run that ran (its inputs and graph outputs)
     pending: list = dataclasses.field(default_factory=list, repr=False)  # records not reached
     pieces: int = 1                              # runs in pieces (each a subset of the taps and outputs)
+    inplace: dict = dataclasses.field(default_factory=dict)  # position in ``records`` -> that rewrite's status
 
 
 def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
                 seed: int = 0) -> InplaceResult:
     """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
     model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
-    with taps; sets ``record.inplace`` of every rewrite.  ``start_inplace(...).result()``."""
+    with taps; the result's ``inplace`` maps each rewrite's position in ``records`` to its
+    status.  ``start_inplace(...).result()``."""
     return start_inplace(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
                          load_weights=load_weights, seed=seed).result()
 
@@ -509,8 +511,9 @@ class InplaceRun:
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
                  keep_session: bool = False):
         self.proto, self.records = proto, records
+        self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
-                       keep_session=keep_session)
+                       keep_session=keep_session, marks=self.marks)
         self.attempt = _Attempt(proto, records, loops=True, **self.kw)
 
     def result(self) -> InplaceResult:
@@ -523,7 +526,8 @@ class InplaceRun:
             self.attempt = _Attempt(self.proto, self.records, loops=False, **self.kw)
             result = self.attempt.result()
             for r in in_loops:
-                r.inplace = skipped(f"taps through the Loop could not run ({detail(first)})")
+                self.marks[id(r)] = skipped(f"taps through the Loop could not run ({detail(first)})")
+        result.inplace = {i: self.marks[id(r)] for i, r in enumerate(self.records) if id(r) in self.marks}
         self.last = result
         return result
 
@@ -566,7 +570,8 @@ class _Attempt:
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-                 seed: int, keep_session: bool):
+                 seed: int, keep_session: bool, marks: dict):
+        self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
         self.session = self.error = self.thread = self.skip = None
@@ -575,7 +580,7 @@ class _Attempt:
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
         for r in rewritten:
             if id(r) not in self.taps.views:
-                r.inplace = skipped(f"inside {r.graph} (only the per-rewrite check covers it)")
+                marks[id(r)] = skipped(f"inside {r.graph} (only the per-rewrite check covers it)")
         if not self.checked:
             self.skip = InplaceResult(skipped("no rewrite in the main graph, its If branches, Loop bodies or the "
                                               "functions it calls") if rewritten else PASSED)
@@ -673,7 +678,7 @@ class _Attempt:
 
     def _skip_all(self, why: str) -> InplaceResult:
         for r in self.checked:
-            r.inplace = skipped(why)
+            self.marks[id(r)] = skipped(why)
         return InplaceResult(skipped(why))
 
     def result(self) -> InplaceResult:
@@ -729,7 +734,7 @@ class _Attempt:
         else:
             for c in checked[1:]:
                 first.outputs.update(c.outputs)
-        status = _status(self.checked, [r for x in results for r in x.pending], self.taps)
+        status = _status(self.checked, [r for x in results for r in x.pending], self.taps, self.marks)
         if status == PASSED:
             status = passed(f"in {len(self.pieces)} pieces within the memory budget")
         return InplaceResult(status, results[-1].sizes, self.need, first, pieces=len(self.pieces))
@@ -778,12 +783,12 @@ class _Attempt:
                 digest = piece is not None or need + held > memory_budget  # else kept: no hashing
                 first = CheckedRun(feeds, {o: Digest.of(got[o]) if digest and o in exact else got[o] for o in outputs},
                                    {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes, exact)
-            pending = [r for r in pending if not _check_if_reached(r, got, taps)]
+            pending = [r for r in pending if not _check_if_reached(r, got, taps, self.marks)]
             del got
         self.sizes, self.shapes = sizes, shapes  # (grown, for later pieces)
         if piece is not None:
             return InplaceResult(PASSED, sizes, need, first, pending=pending)
-        return InplaceResult(_status(checked, pending, taps, runs), sizes, need, first, pending=pending)
+        return InplaceResult(_status(checked, pending, taps, self.marks, runs), sizes, need, first, pending=pending)
 
     def exact_outputs(self, shapes: dict) -> set:
         """The model's graph outputs that are pure data movement (shipped.exact_outputs): kept as digests."""
@@ -834,8 +839,8 @@ def _make_session(model):
     return onnxruntime_session(model)
 
 
-def _check_if_reached(r, got: dict, taps) -> bool:
-    """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets r.inplace."""
+def _check_if_reached(r, got: dict, taps, marks: dict) -> bool:
+    """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets marks[id(r)]."""
     from ..semantics.reference import apply_plan
     if id(r) in taps.branch:
         cond, then = taps.branch[id(r)]
@@ -844,22 +849,22 @@ def _check_if_reached(r, got: dict, taps) -> bool:
     if id(r) in taps.calls:  # one view per call of the function
         reached = False
         for view in taps.calls[id(r)]:
-            r.inplace = _check_one(r, {orig: got[name] for orig, name in view.items()}, taps.plan, apply_plan)
+            marks[id(r)] = _check_one(r, {orig: got[name] for orig, name in view.items()}, taps.plan, apply_plan)
             reached = True
-            if r.inplace != PASSED:
+            if marks[id(r)] != PASSED:
                 break
         return reached
     if id(r) in taps.loop:  # stacked per iteration
         fetched = {orig: got[name] for orig, name in taps.views[id(r)].items()}
         iterations = min(len(v) for v in fetched.values())
         for k in range(iterations):
-            r.inplace = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
-            if r.inplace != PASSED:
-                r.inplace = failed(f"iteration {k}: {detail(r.inplace)}")
+            marks[id(r)] = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
+            if marks[id(r)] != PASSED:
+                marks[id(r)] = failed(f"iteration {k}: {detail(marks[id(r)])}")
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
-    r.inplace = _check_one(r, view, taps.plan, apply_plan)
+    marks[id(r)] = _check_one(r, view, taps.plan, apply_plan)
     return True
 
 

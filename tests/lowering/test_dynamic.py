@@ -66,7 +66,8 @@ def test_runtime_indices_from_tf2onnx_match_tensorflow(expr, names, witness):
         result = convert(model)
         assert result.ok, result.report.to_json()
         rec = result.report.records[0]
-        assert rec.index_types and rec.check.onnxruntime == "passed" and len(rec.check.tried_values) >= 10
+        check = result.report.check_of(0)
+        assert rec.index_types and check.onnxruntime == "passed" and len(check.tried_values) >= 10
         assert not any(n.op_type == "StridedSlice" for n in result.model.graph.node)
         ours = _node_count(result.model)
         native_model = export(fn, sig, keep_strided_slice=False)
@@ -251,8 +252,8 @@ def test_unknown_rank_inputs_match_tensorflow(expr):
     result = convert(model)
     assert result.ok, result.report.to_json()
     rec = result.report.records[0]
-    assert rec.input_shape is None and rec.check.onnxruntime == "passed"
-    assert len({len(s) for s in rec.check.tried_shapes}) >= 2  # several ranks tried
+    assert rec.input_shape is None and result.report.check_of(0).onnxruntime == "passed"
+    assert len({len(s) for s in result.report.check_of(0).tried_shapes}) >= 2  # several ranks tried
     sess = make_session(result.model.SerializeToString())
     fn = tf.function(eval("lambda x: " + expr))
     tried = 0

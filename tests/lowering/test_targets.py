@@ -280,9 +280,9 @@ def test_sample_models_default_output_unchanged_and_targets_verified(path):
     assert default.model.SerializeToString() == explicit.model.SerializeToString()
     for target in ("portable", "openvino"):
         result = convert(path, target=target)
-        assert result.ok, (target, [r.check for r in result.report.failed_records], result.report.model_checks)
+        assert result.ok, (target, list(result.report.record_checks.values()), result.report.model_checks)
         assert find_violations(result.model, target) == []
-        checked = {k for r in result.report.records if r.check is not None for k in r.check.runtimes}
+        checked = {k for c in result.report.record_checks.values() for k in c.runtimes}
         assert checked == set(get_target(target).verify_on) - {"onnxruntime"}
 
 

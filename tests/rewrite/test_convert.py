@@ -223,7 +223,7 @@ def test_strided_slice_inside_if_branches():
     assert result.report.rewritten == 2
     # checked in place through the If: both branches reached on random conditions
     assert result.report.model_checks["model_run"] == "passed", result.report.model_checks
-    assert all(r.inplace == "passed" for r in result.report.records)
+    assert all(result.report.inplace_of(i) == "passed" for i in range(len(result.report.records)))
     assert {r.graph.split(" > ")[-1] for r in result.report.records} == {"If ''.then_branch", "If ''.else_branch"}
     x = np.arange(18, dtype=np.float32).reshape(3, 6)
     np.testing.assert_array_equal(_run(result.model, {"c": np.array(True), "x": x})[0], x[:, -1])
@@ -353,7 +353,7 @@ def test_strided_slice_inside_a_model_local_function(opset):
     assert TF_DOMAIN not in {o.domain for o in result.model.opset_import}
     # checked in place through an extra function output, per call; the converted model has no taps
     assert result.report.model_checks["model_run"] == "passed"
-    assert result.report.records[0].inplace == "passed"
+    assert result.report.inplace_of(0) == "passed"
     assert list(body.output) == ["y"] and list(result.model.graph.node[0].output) == ["y"]
     x = np.arange(15, dtype=np.float32).reshape(3, 5)
     np.testing.assert_array_equal(_run(result.model, {"x": x})[0], x[None, 1:, ::-1])

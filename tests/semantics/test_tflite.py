@@ -638,7 +638,7 @@ def test_offset_ellipsis_negative_stride_empty_output_sized_from_end(isolated):
     assert info.value.unsupported and not info.value.undefined
     result = convert(_tflite_onnx_model((3, 1), spec))
     assert result.ok, result.report.to_dict()["rewrites"]
-    check = result.report.records[0].check
+    check = result.report.check_of(0)
     assert check.onnxruntime == "passed" and check.tried_shapes == [(3, 1)], check
 
 

@@ -58,8 +58,7 @@ def test_every_element_type_is_checked_or_honestly_skipped(type_name):
     elem = getattr(T, type_name)
     model, spec = slice_model("x[1:3, ::-1]", [4, 5], elem)
     result = convert(model)
-    rec = result.report.records[0]
-    check = rec.check
+    check = result.report.check_of(0)
     assert check.reference_evaluator in ("passed", "not run"), check
     if type_name in NARROW_TYPES:
         # ONNX's Slice has no such type: an honest failure naming it, never a silent pass
@@ -149,11 +148,9 @@ def test_large_static_input_is_checked_at_small_sizes():
         for expr in exprs:
             model, _ = slice_model(expr, [64, 64, 256, 256])
             r = convert(model, verify=False)
-            verify_records(r.report.records, 17)
-            results.append(r)
+            results.append((r, verify_records(r.report.records, 17)[1][0]))
     peak = _numpy_peak(run)
-    for r in results:
-        check = r.report.records[0].check
+    for r, check in results:
         assert check.ok and check.onnxruntime == "passed", (r.report.records[0].notation, check)
         assert all(np.prod(s) <= 9 * 256 * 256 for s in check.tried_shapes), check.tried_shapes
     assert peak < 48 * 2 ** 20, peak
@@ -162,24 +159,25 @@ def test_large_static_input_is_checked_at_small_sizes():
 def test_what_does_not_fit_the_budget_is_skipped_with_its_size():
     model, _ = slice_model("x[1:-1]", [2 ** 27])  # 512 MiB of float32: the sliced axis is fed whole
     r = convert(model, verify=False)
-    peak = _numpy_peak(lambda: verify_records(r.report.records, 17))
-    check = r.report.records[0].check
+    checks: dict = {}
+    peak = _numpy_peak(lambda: checks.update(verify_records(r.report.records, 17)[1]))
+    check = checks[0]
     assert check.onnxruntime.startswith("skipped: needs ") and "budget 256 MiB" in check.onnxruntime
     assert check.shape_inference == "passed" and check.ok and check.skipped
     assert peak < 16 * 2 ** 20
     model, _ = slice_model("x[:, 1:3]", [8, 64, 256])
     r = convert(model, verify=False)
-    verify_records(r.report.records, 17, memory_budget=2 ** 8)
-    assert r.report.records[0].check.onnxruntime.startswith("skipped: needs 0.00073 MiB, budget 0.00024 MiB")
-    verify_records(r.report.records, 17, memory_budget=2 ** 20)
-    assert r.report.records[0].check.onnxruntime == "passed"
+    check = verify_records(r.report.records, 17, memory_budget=2 ** 8)[1][0]
+    assert check.onnxruntime.startswith("skipped: needs 0.00073 MiB, budget 0.00024 MiB")
+    assert verify_records(r.report.records, 17, memory_budget=2 ** 20)[1][0].onnxruntime == "passed"
 
 
 def test_symbolic_ranks_stay_small():
     model, _ = slice_model("x[30]", ["a", "b", "c", "d", "e", "f", "g"])
     r = convert(model, verify=False)
-    peak = _numpy_peak(lambda: verify_records(r.report.records, 17))
-    check = r.report.records[0].check
+    checks: dict = {}
+    peak = _numpy_peak(lambda: checks.update(verify_records(r.report.records, 17)[1]))
+    check = checks[0]
     assert check.onnxruntime == "passed" and all(s[0] >= 31 for s in check.tried_shapes)
     assert all(max(s[1:]) <= 3 and s[0] <= 32 for s in check.tried_shapes), check.tried_shapes
     assert peak < 16 * 2 ** 20
@@ -242,7 +240,7 @@ def test_runtime_stride_on_a_shrink_fails_like_tensorflow(expr, runtime, capfd):
                 assert got.shape == want.values.shape and got.tobytes() == want.values.tobytes()
             tried += 1
     assert tried == 5 * spec.n
-    check = result.report.records[0].check
+    check = result.report.check_of(0)
     assert check.rejected_values > 0 and check.must_fail_checked > 0, check
 
 

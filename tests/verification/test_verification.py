@@ -69,7 +69,7 @@ def test_conv_needing_long_inputs_is_checked_in_place_with_grown_sizes(tmp_path,
     rep = result.report
     assert rep.model_checks["model_run"] == "passed", rep.model_checks
     assert rep.inplace_sizes["T"] >= 400 and rep.inplace_sizes["N"] == 3  # only T grew
-    assert rep.records[0].inplace == "passed" and rep.verdict == "verified"
+    assert rep.inplace_of(0) == "passed" and rep.verdict == "verified"
     src, dst = tmp_path / "w2v.onnx", tmp_path / "out.onnx"
     onnx.save(model, src)
     assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
@@ -173,7 +173,7 @@ def test_value_info_that_contradicts_the_derived_shape_is_reported_and_ignored()
     assert rec.warnings and "declared input shape [N, 4] disagrees" in rec.warnings[0] and "[N, 6]" in rec.warnings[0]
     # strict inference sees the lie in the original too: said, not hidden, not blamed on us
     assert result.report.verdict.startswith("unverified (strict_shape_inference skipped (the original fails it too")
-    assert result.report.model_checks["model_run"] == "passed" and rec.inplace == "passed"
+    assert result.report.model_checks["model_run"] == "passed" and result.report.inplace_of(0) == "passed"
     x = np.abs(np.arange(30, dtype=np.float32).reshape(5, 6))
     assert _run(result.model, {"x": x})[0].tobytes() == x[:, -1].tobytes()
 
@@ -230,9 +230,9 @@ def test_in_place_check_catches_a_tampered_slice():
     steps = next(t for t in bad.graph.initializer if list(onnx.numpy_helper.to_array(t)) == [2])
     steps.CopyFrom(onnx.numpy_helper.from_array(np.array([3], dtype=np.int64), steps.name))
     records = result.report.records
-    status = run_inplace(bad, records, memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p).status
-    assert status.startswith("failed: node 'ss_y': input [3, 6]: shape [3, 2] != expected [3, 3]"), status
-    assert records[0].inplace.startswith("failed")
+    run = run_inplace(bad, records, memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
+    assert run.status.startswith("failed: node 'ss_y': input [3, 6]: shape [3, 2] != expected [3, 3]"), run.status
+    assert run.inplace[0].startswith("failed")
 
 
 def test_structural_proof_catches_any_other_change():
@@ -279,7 +279,7 @@ def test_in_place_check_fetches_bfloat16_exactly():
                    [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
                    [_ints("b", [0, -1]), _ints("e", [0, -4]), _ints("s", [1, -1])])
     rep = convert(model).report
-    assert rep.model_checks["model_run"] == "passed" and rep.records[0].inplace == "passed", rep.model_checks
+    assert rep.model_checks["model_run"] == "passed" and rep.inplace_of(0) == "passed", rep.model_checks
 
 
 def test_integer_inputs_used_as_gather_indices_get_in_range_values():
@@ -326,16 +326,16 @@ def _loop_model(grow: bool):
 def test_rewrite_in_a_loop_body_is_checked_every_iteration():
     result = convert(_loop_model(grow=False))
     rec = result.report.records[0]
-    assert rec.graph == "main > Loop 'loop'.body" and rec.inplace == "passed", result.report.statuses()
+    assert rec.graph == "main > Loop 'loop'.body" and result.report.inplace_of(0) == "passed", result.report.statuses()
     assert result.report.model_checks["model_run"] == "passed"
     assert len(result.model.graph.node[0].output) == 1, "taps leaked into the converted model"
 
 
 def test_loop_taps_that_cannot_stack_fall_back_honestly(tmp_path, capfd):
     result = convert(_loop_model(grow=True))
-    rec = result.report.records[0]
-    assert rec.inplace.startswith("skipped: taps through the Loop could not run (onnxruntime fails"), rec.inplace
-    assert "Inconsistent shape in loop output" in rec.inplace
+    inplace = result.report.inplace_of(0)
+    assert inplace.startswith("skipped: taps through the Loop could not run (onnxruntime fails"), inplace
+    assert "Inconsistent shape in loop output" in inplace
     assert result.report.verdict.startswith("unverified (") and result.report.ok
     src, dst = tmp_path / "loop.onnx", tmp_path / "out.onnx"
     onnx.save(_loop_model(grow=True), src)
