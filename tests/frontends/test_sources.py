@@ -692,16 +692,22 @@ def _captured_table_model(keras):
     return keras.Model(inp, Table()(inp))
 
 
-@pytest.mark.parametrize("form", ["keras", "saved_model"])
-def test_captured_eager_constants_are_constants_not_graph_inputs(tmp_path, form):
-    keras = _keras()
-    model = _captured_table_model(keras)
-    path = tmp_path / ("m.keras" if form == "keras" else "sm")
+def _saved_as(model, folder: Path, form: str) -> Path:
+    """``model`` saved as a ``.keras`` file or exported as a SavedModel (``model.export``)."""
+    path = folder / ("m.keras" if form == "keras" else "sm")
     if form == "keras":
         model.save(path)
     else:
         with quiet_frameworks():
             model.export(path)
+    return path
+
+
+@pytest.mark.parametrize("form", ["keras", "saved_model"])
+def test_captured_eager_constants_are_constants_not_graph_inputs(tmp_path, form):
+    keras = _keras()
+    model = _captured_table_model(keras)
+    path = _saved_as(model, tmp_path, form)
     onnx_model = load_source(path)
     assert [i.name for i in onnx_model.graph.input] == ["x"]
     from onnx_slice_tools.frontends import sources
@@ -763,12 +769,7 @@ def _text_model(keras):
 def test_index_inputs_are_drawn_inside_their_tables_and_verify(tmp_path, form):
     keras = _keras()
     model = _text_model(keras)
-    path = tmp_path / ("m.keras" if form == "keras" else "sm")
-    if form == "keras":
-        model.save(path)
-    else:
-        with quiet_frameworks():
-            model.export(path)
+    path = _saved_as(model, tmp_path, form)
     from onnx_slice_tools.frontends import sources
     result = sources.convert_source(path)
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
