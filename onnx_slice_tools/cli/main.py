@@ -46,7 +46,8 @@ def cmd_convert(args) -> int:
     from ..api import convert
     from ..io.files import check_convert_outputs, write_text
     src, dst = Path(args.input), Path(args.output)
-    check_convert_outputs(src, dst, args.report)  # before the work: refusals cost nothing
+    report_file = None if args.report == "-" else args.report  # "-": the JSON report on stdout
+    check_convert_outputs(src, dst, report_file)  # before the work: refusals cost nothing
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
                    verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
                    verify_on=args.verify_on, fix_slices=args.fix_slices)
@@ -69,11 +70,14 @@ def cmd_convert(args) -> int:
     if framework:
         from ..io.files import FileId
         inputs += [FileId.of(f) for f in source_files(src)]
-    check_convert_outputs(src, dst, args.report, inputs)
+    check_convert_outputs(src, dst, report_file, inputs)
     if args.report:
         data = rep.to_dict()
         data["warnings"] = list(data.get("warnings") or []) + _QUIET.messages()
-        write_text(args.report, json.dumps(data, indent=2), protect=inputs)
+        if report_file is None:
+            print(json.dumps(data, indent=2))
+        else:
+            write_text(report_file, json.dumps(data, indent=2), protect=inputs)
     problems = _convert_problems(rep)
     if problems:
         code, first, more = problems
@@ -84,7 +88,9 @@ def cmd_convert(args) -> int:
     done = [f"{rep.rewritten}/{rep.found} StridedSlice rewritten"] if rep.found or not rep.fixable else []
     if rep.fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
         done.append(f"{rep.fixed}/{rep.fixable} Slice/Gather fixed for target {rep.target}")
-    print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep)}"))
+    if not args.quiet:  # with the report on stdout, stdout holds only the report
+        print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep)}"),
+              file=sys.stderr if args.report == "-" else sys.stdout)
     return EXIT_OK
 
 
@@ -660,6 +666,11 @@ def _mib(text: str) -> int:
     return int(value * 2 ** 20)
 
 
+def _report_file(text: str) -> str:
+    """A report file name, or ``-`` for stdout."""
+    return text if text == "-" else _output_file(text)
+
+
 def _output_file(text: str) -> str:
     """An output file name: not ``-`` (no model on stdout) and not a folder (a trailing slash)."""
     if text == "-":
@@ -732,7 +743,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--signature", metavar="KEY", help="the SavedModel signature to convert (default serving_default)")
     c.add_argument("--opset", type=_opset, default=None, help=opset_help)
     c.add_argument("--no-verify", action="store_true", help="skip shape inference and onnxruntime checks")
-    c.add_argument("--report", type=_output_file, help="write the JSON report (per node, checks, warnings) here")
+    c.add_argument("--report", type=_report_file,
+                   help="write the JSON report (per node, checks, warnings) to this file, or to stdout with '-' "
+                        "(the result line then goes to stderr)")
+    c.add_argument("--quiet", "-q", action="store_true",
+                   help="no result line on success (the exit code, the report and any one-line error remain)")
     _verification_flags(c)
     c.add_argument("--no-cleanup", action="store_true", help="keep the rewrite's nodes as they are (no cleanup passes)")
     from ..lowering.targets import TARGETS

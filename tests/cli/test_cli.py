@@ -363,7 +363,6 @@ def test_unreachable_opset_is_one_line_naming_the_op(tmp_path, capfd, model, tar
     (["explain", "x[1:2:0]"], "strides"),
     (["explain", "x[1:3]", "--flavor", "tflite", "--offset"], "--offset"),  # was silently ignored
     (["convert", "a", "-o", "-"], "writing to stdout is not supported"),  # was a file named '-'
-    (["convert", "a", "-o", "b", "--report", "-"], "writing to stdout is not supported"),
     (["convert", "a", "-o", "out.onnx/"], "names a folder"),  # was written as out.onnx
     (["convert", "a", "-o", "out/.."], "names a folder"),
     (["convert", "a", "-o", "b", "--verify-memory", "inf"], "finite"),  # was an OverflowError traceback
@@ -515,3 +514,18 @@ def test_input_is_never_modified(tmp_path, capfd):
     for argv in (["convert", str(src), "-o", str(tmp_path / "o.onnx")], ["inspect", str(src)]):
         assert cli_main(argv) == 0
     assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+
+
+def test_convert_report_on_stdout_and_quiet(tmp_path, capfd):
+    """``--report -``: stdout holds only the JSON report, the result line goes to stderr;
+    ``--quiet``: nothing is printed on success; both still write the model."""
+    src = tmp_path / "m.onnx"
+    onnx.save(_slice_model(), src)
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "a.onnx"), "--report", "-"]) == 0
+    out, err = capfd.readouterr()
+    report = json.loads(out)
+    assert report["verdict"] == "verified" and report["rewritten"] == 1
+    assert err.count("\n") == 1 and err.startswith(f"{src} -> ") and "verified" in err
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "b.onnx"), "--quiet"]) == 0
+    assert capfd.readouterr() == ("", "")
+    assert (tmp_path / "a.onnx").exists() and (tmp_path / "b.onnx").exists()
