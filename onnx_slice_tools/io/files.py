@@ -113,7 +113,8 @@ def check_output(path, inputs=(), *, what: str = "") -> None:
         raise ModelError(f"cannot write: {exc.strerror}", path=label) from None
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
-            raise ModelError("is a symlink; refusing to write through it", path=label)
+            hint = " (for standard output, give '-')" if what == "report" and _is_stream(path) else ""
+            raise ModelError(f"is a symlink; refusing to write through it{hint}", path=label)
         if stat.S_ISDIR(st.st_mode):
             raise ModelError("is a folder; refusing to write over it", path=label)
         if not stat.S_ISREG(st.st_mode):
@@ -123,6 +124,15 @@ def check_output(path, inputs=(), *, what: str = "") -> None:
     for f in inputs.matching(real, inode) if isinstance(inputs, FileSet) else inputs:
         if real == f.real or (inode is not None and inode == f.inode):
             raise ModelError(f"is the input file {f.path}; refusing to write over it", path=label)
+
+
+def _is_stream(path) -> bool:
+    """Whether ``path`` leads to a terminal, pipe or socket (``/dev/stdout`` and the like)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def data_path(path) -> Path:

@@ -529,3 +529,17 @@ def test_convert_report_on_stdout_and_quiet(tmp_path, capfd):
     assert cli_main(["convert", str(src), "-o", str(tmp_path / "b.onnx"), "--quiet"]) == 0
     assert capfd.readouterr() == ("", "")
     assert (tmp_path / "a.onnx").exists() and (tmp_path / "b.onnx").exists()
+
+
+def test_a_report_through_dev_stdout_is_refused_naming_the_dash(tmp_path):
+    """``--report /dev/stdout`` (a symlink) is never written through; the one line says what to
+    give instead when it leads to a pipe."""
+    import subprocess
+    import sys
+    src = tmp_path / "m.onnx"
+    onnx.save(_slice_model(), src)
+    proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "convert", str(src), "-o", str(tmp_path / "o.onnx"),
+                           "--report", "/dev/stdout"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "is a symlink" in proc.stderr and "give '-'" in proc.stderr
+    assert not (tmp_path / "o.onnx").exists()
