@@ -221,7 +221,9 @@ def from_openvino(begin, end, strides=None, *, begin_mask=(), end_mask=(), new_a
     else:
         s = None if strides is None else _int_tuple(strides, "strides")
     return SliceSpec(OPENVINO, b, e, s,
-                     **{k: _bits(v) for k, v in masks.items()},
+                     begin_mask=_bits(masks["begin_mask"]), end_mask=_bits(masks["end_mask"]),
+                     ellipsis_mask=_bits(masks["ellipsis_mask"]), new_axis_mask=_bits(masks["new_axis_mask"]),
+                     shrink_axis_mask=_bits(masks["shrink_axis_mask"]),
                      mask_lengths=tuple(len(masks[k]) for k in MASK_NAMES),
                      runtime_length=runtime_length)
 
@@ -370,13 +372,19 @@ def from_index_items(items: Sequence, flavor: str = TF) -> SliceSpec:
                 end.append(val(item.stop, "end"))
             strides.append(1 if item.step is None else val(item.step, "strides"))
         elif item is Ellipsis:
-            begin.append(0), end.append(0), strides.append(1)
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
             masks["ellipsis_mask"] |= 1 << i
         elif item is None:
-            begin.append(0), end.append(0), strides.append(1)
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
             masks["new_axis_mask"] |= 1 << i
         elif isinstance(item, RuntimeIndex) or isinstance(item, int) and not isinstance(item, bool):
-            begin.append(val(item, "begin")), end.append(val(item, "end", 1)), strides.append(1)
+            begin.append(val(item, "begin"))
+            end.append(val(item, "end", 1))
+            strides.append(1)
             masks["shrink_axis_mask"] |= 1 << i
         else:
             raise StridedSliceError(f"unsupported index item {item!r}", index=i, field="index expression")
@@ -386,7 +394,10 @@ def from_index_items(items: Sequence, flavor: str = TF) -> SliceSpec:
     if flavor == TF:
         return from_tf(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length, **masks)
     if flavor == TFLITE:
-        return from_tflite(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length, **masks)
+        return from_tflite(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length,
+                           begin_mask=masks["begin_mask"], end_mask=masks["end_mask"],
+                           ellipsis_mask=masks["ellipsis_mask"], new_axis_mask=masks["new_axis_mask"],
+                           shrink_axis_mask=masks["shrink_axis_mask"])
     return from_openvino(vectors["begin"], vectors["end"], vectors["strides"], runtime_length=length,
                          **{k: [(v >> i) & 1 for i in range(n)] for k, v in masks.items()})
 
