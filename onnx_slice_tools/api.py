@@ -92,6 +92,8 @@ class Report:
         if not self.verify:
             return [("checks", skipped("verification off"))]
         out = list(self.model_checks.items())
+        if "shipped" not in self.model_checks:  # "verified" never stands without the as-shipped run
+            out.append(("shipped", skipped("the as-shipped run did not run")))
         for i, r in enumerate(self.records):
             if r.error is not None:
                 out.append((f"node {r.node!r}", failed(str(r.error))))

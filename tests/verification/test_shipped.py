@@ -281,3 +281,17 @@ def test_too_small_a_budget_for_one_rewrite_is_skipped_with_the_reason():
     assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
     assert rep.model_checks["shipped"].startswith("skipped: "), rep.model_checks
     assert rep.verdict.startswith("unverified (model_run skipped (needs ~") and not rep.verified
+
+
+def test_a_report_without_the_as_shipped_run_is_never_verified():
+    """The verdict itself requires the as-shipped check: a report whose other checks all passed
+    but which holds no ``shipped`` status is unverified, and failed with ``strict``."""
+    from onnx_slice_tools.api import Report
+    rep = Report("m.onnx", verify=True)
+    rep.model_checks.update({"structure": "passed", "checker": "passed"})
+    assert rep.verdict.startswith("unverified (shipped skipped")
+    rep.strict = True
+    assert rep.verdict == "failed"
+    rep.strict = False
+    rep.model_checks["shipped"] = "passed"
+    assert rep.verdict in ("verified", "nothing to rewrite")
