@@ -390,10 +390,15 @@ _SUB_BYTE = (21, 22, 23)
 
 def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> dict:
     """Random values for every fed input: floats standard normal, integer indices in range,
-    other integers in [0, 3], distinct strings."""
+    other integers in [0, 3], distinct strings.  An index input is one a Gather reads directly
+    (the size of the axis it indexes, from the shapes at these sizes) or through the casts,
+    reshapes and index arithmetic :func:`.input_ranges.index_input_ranges` follows (a BERT
+    segment id cast to int32 before a 2-row table): the smaller range where both apply."""
     from onnx import helper
+    from .input_ranges import index_input_ranges
     from .inputs import SMALL_INTS, random_values
     bounds = _index_bounds(proto, shapes)
+    ranges = index_input_ranges(proto)
     feeds = {}
     for vi in _fed_inputs(proto):
         tt = vi.type.tensor_type
@@ -405,7 +410,11 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
             raise Skip(f"input {vi.name!r}: random values of element type {helper.tensor_dtype_to_string(elem)} "
                        "are not generated")
         high = bounds.get(vi.name)
-        feeds[vi.name] = random_values(rng, shape, dtype, ints=(0, high - 1) if high else SMALL_INTS)
+        ints = (0, high - 1) if high else SMALL_INTS
+        if vi.name in ranges:
+            lo, hi = ranges[vi.name]
+            ints = (lo, min(hi, high - 1) if high else hi)
+        feeds[vi.name] = random_values(rng, shape, dtype, ints=ints)
     return feeds
 
 

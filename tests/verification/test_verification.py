@@ -11,7 +11,7 @@ import pytest
 import onnx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.cli.main import main as cli_main
@@ -299,6 +299,27 @@ def test_integer_inputs_used_as_gather_indices_get_in_range_values():
         assert feeds["idx"].min() >= 0 and feeds["idx"].max() <= 1, feeds["idx"]
     rep = convert(model).report
     assert rep.model_checks["model_run"] == "passed", rep.model_checks
+
+
+def test_integer_inputs_cast_before_a_gather_get_in_range_values():
+    """A Keras segment id (int32 input, cast to int64, then a 2-row embedding table, as in
+    keras-hub's BERT): the in-place, as-shipped and cleanup runs draw it inside the table
+    (index_input_ranges follows the Cast), so a right model is verified, not skipped."""
+    nodes = [helper.make_node("Cast", ["seg"], ["seg64"], to=TensorProto.INT64),
+             helper.make_node("Gather", ["table", "seg64"], ["g"]),
+             _ss("g", "b", "e", "s", "y", begin_mask=1, end_mask=1)]
+    table = numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(2, 4), "table")
+    model = _model(nodes, [helper.make_tensor_value_info("seg", TensorProto.INT32, ["N"])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                   [table, _ints("b", [0, -1]), _ints("e", [0, -4]), _ints("s", [1, -1])])
+    from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.rewrite.ir_pass import skeleton
+    sizes, shapes = choose_sizes(skeleton(model))
+    for seed in range(3):
+        feeds = random_feeds(model, sizes, shapes, np.random.default_rng(seed))
+        assert feeds["seg"].min() >= 0 and feeds["seg"].max() <= 1, feeds["seg"]
+    rep = convert(model).report
+    assert rep.verdict == "verified", rep.verdict
 
 
 def _loop_model(grow: bool):
