@@ -10,7 +10,9 @@ graph each hold copies): about 30x the weights at peak.  :func:`export` keeps ev
 variable of at least ``large_variable_bytes`` out of that: TensorFlow freezes the others,
 each large variable's reads become one placeholder of its dtype and shape, tf2onnx
 converts that small graph, and the variable's value (read from TensorFlow, the same
-value the function computes with) becomes the ONNX initializer behind that input.
+value the function computes with) becomes the ONNX initializer behind that input.  A
+function whose large variables cannot be kept out (a call reads the resource) is frozen
+whole on the same path; its XLA-compiled calls are inlined (:func:`inline_xla_calls`).
 :func:`export_tflite` does the same for a ``.tflite``'s large constant buffers.  Either
 falls back to tf2onnx's whole path when tf2onnx cannot convert the reduced graph.
 """
@@ -48,16 +50,17 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     concrete = fn.get_concrete_function(*input_signature)
     large = _large_variables(concrete, large_variable_bytes)
     constants = captured_constants(concrete)
-    if large or constants:
+    # the large variables kept out; if the graph reads one in a way that cannot be (a function
+    # call taking the resource), everything frozen, still on this path (it inlines XLA calls)
+    for keep in ([large, {}] if large else [{}]):
         try:
-            graph_def, feeds = _freeze_except(concrete, large, constants)
+            graph_def, feeds = _freeze_except(concrete, keep, constants)
             model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs, constants)
         except Exception:  # _Unfreezable, or a tf2onnx converter needing the constant:
-            model = None   # tf2onnx's own path below reports what is really wrong
-        if model is not None:
-            del graph_def
-            _feeds_to_initializers(model, feeds, external_data)
-            return _lower_unconverted(model)
+            continue       # tf2onnx's own path below reports what is really wrong
+        del graph_def
+        _feeds_to_initializers(model, feeds, external_data)
+        return _lower_unconverted(model)
     model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
     _feeds_to_initializers(model, {f"{k}:0": v for k, v in constants.items()})
     return _lower_unconverted(model)
@@ -347,6 +350,8 @@ def _freeze_except(concrete, large: dict, constants: dict | None = None):
     import tensorflow as tf
     for name, value in (constants or {}).items():
         node = nodes.get(name)
+        if node is not None and node.op == "Const":
+            continue  # TensorFlow's freezing already made it one (a capture passed to a function call)
         if node is None or node.op != "Placeholder":
             raise _Unfreezable(name)
         dtype = node.attr["dtype"].type
@@ -438,6 +443,7 @@ def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants
     rename = tensor_names_from_structed(concrete, input_names, output_names)
     with tf.device("/cpu:0"):
         graph_def = tf_loader.fix_freezing_errors_part2(graph_def)
+        inline_xla_calls(graph_def)
         # grappler allocates about the size of a placeholder of fully known shape (docs/benchmarks.md):
         # it sees the variables' dims as unknown, tf2onnx the real ones
         shapes = _hide_dims(graph_def, feed_names)
@@ -449,6 +455,28 @@ def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants
                                    input_names=input_names + feed_names, output_names=output_names,
                                    tensors_to_rename=rename, **kwargs)
     return model
+
+
+#: Attributes that stop grappler's function inlining: a call compiled by XLA (Keras 3 runs
+#: grouped and depthwise-as-grouped convolutions that way on CPU), or one marked not to inline.
+_NO_INLINE_ATTRS = ("_XlaMustCompile", "_XlaCompile", "_noinline")
+
+
+def inline_xla_calls(graph_def) -> None:
+    """Drop the marks of ``_NO_INLINE_ATTRS`` from every call node and function of ``graph_def``,
+    so that grappler's function optimizer inlines those calls: tf2onnx converts the ops inside
+    (a grouped ``Conv2D`` becomes an ONNX ``Conv`` with ``group``), but leaves a call it was not
+    given inlined as a raw ``StatefulPartitionedCall`` no runtime can run.  XLA compilation is
+    an execution choice; the computation is the function's body either way."""
+    def clear(nodes):
+        for node in nodes:
+            for name in _NO_INLINE_ATTRS:
+                node.attr.pop(name, None)
+    clear(graph_def.node)
+    for function in graph_def.library.function:
+        for name in _NO_INLINE_ATTRS:
+            function.attr.pop(name, None)
+        clear(function.node_def)
 
 
 def _hide_dims(graph_def, feed_names) -> dict:

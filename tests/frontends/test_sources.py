@@ -715,6 +715,20 @@ def test_captured_eager_constants_are_constants_not_graph_inputs(tmp_path, form)
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
 
+@pytest.mark.parametrize("form", ["keras", "saved_model"])
+def test_captured_constants_stay_on_our_export_path(tmp_path, monkeypatch, form):
+    """A loaded SavedModel passes its captured constants into a function call, and TensorFlow's
+    freezing already makes them Const nodes: our path takes them as they are instead of falling
+    back to tf2onnx's whole path (which leaves XLA calls raw, see the grouped-conv test)."""
+    import tf2onnx
+    path = _saved_as(_captured_table_model(_keras()), tmp_path, form)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tf2onnx's from_function was used")
+    monkeypatch.setattr(tf2onnx.convert, "from_function", refuse)
+    assert [i.name for i in load_source(path).graph.input] == ["x"]
+
+
 def test_exact_gelu_erfc_is_lowered_and_verified(tmp_path):
     keras = _keras()
     inp = keras.Input((6,), name="x")
@@ -773,6 +787,30 @@ def test_index_inputs_are_drawn_inside_their_tables_and_verify(tmp_path, form):
     from onnx_slice_tools.frontends import sources
     result = sources.convert_source(path)
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
+    # the ONNX-side runs (in place, as shipped, cleanup) draw the segment ids inside the table too
+    assert result.report.verdict == "verified", result.report.verdict
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["frozen", "kernel-kept-out"])
+def test_grouped_conv_compiled_by_xla_is_inlined_and_verified(tmp_path, monkeypatch, large):
+    """Keras 3 runs a grouped convolution (ConvNeXt's depthwise ones) as an XLA-compiled
+    function call; tf2onnx leaves such a call raw (``StatefulPartitionedCall``, which no runtime
+    runs).  Ours converts its body: a Conv with ``group``, verified against TensorFlow -- also
+    when the kernel is a large variable the call reads (then frozen with the rest)."""
+    keras = _keras()
+    inp = keras.Input((6, 6, 4), name="x")
+    model = keras.Model(inp, keras.layers.Conv2D(8, 3, groups=2, padding="same")(inp))
+    path = _saved_as(model, tmp_path, "saved_model")
+    from onnx_slice_tools.frontends import sources
+    if large:
+        monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 100)
+    graph = load_source(path).graph
+    ops = {n.op_type for n in graph.node}
+    assert not ops & {"StatefulPartitionedCall", "PartitionedCall"}, ops
+    assert any(n.op_type == "Conv" and any(a.name == "group" and a.i == 2 for a in n.attribute) for n in graph.node)
+    result = sources.convert_source(path)
+    assert result.report.verdict == "verified", result.report.verdict
+    assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
 
 def test_cli_input_range_is_used_and_checked(tmp_path, capfd):
