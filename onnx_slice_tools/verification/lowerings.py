@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -175,9 +177,9 @@ def _probe_inputs(op: str, opset: int):
     """(node inputs, extra initializers) of a one-node probe of ``op``."""
     from onnx import TensorProto, helper
     i64 = TensorProto.INT64
-    consts = {"s": [0], "e": [1], "a": [0], "st": [1], "sh": [1, 2], "g": 0}
-    inits = [helper.make_tensor(k, i64, [] if k == "g" else [len(v)], [v] if k == "g" else v)
-             for k, v in consts.items()]
+    consts = {"s": [0], "e": [1], "a": [0], "st": [1], "sh": [1, 2]}
+    inits = [helper.make_tensor(k, i64, [len(v)], v) for k, v in consts.items()]
+    inits.append(helper.make_tensor("g", i64, [], [0]))  # Gather's index: a scalar
     axes_in = opset >= 13
     inputs = {"Slice": ["x", "s", "e", "a", "st"], "Squeeze": ["x", "a"] if axes_in else ["x"],
               "Unsqueeze": ["x", "a"] if axes_in else ["x"], "Reshape": ["x", "sh"], "Gather": ["x", "g"],
@@ -280,12 +282,10 @@ def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = froze
                 continue
             out += concrete_shapes(sub, limit=max(2, limit // 2))
         return out
-    choices = []
+    choices: list[list[int]] = []
     for k, d in enumerate(shape):
-        if k in relaxed:
-            choices.append(list(dict.fromkeys(min(d, s) for s in _PASS_KNOWN)))
-        elif isinstance(d, int):
-            choices.append([d])
+        if isinstance(d, int):  # a relaxed axis is of known size: smaller sizes too
+            choices.append(list(dict.fromkeys(min(d, s) for s in _PASS_KNOWN)) if k in relaxed else [d])
         else:
             choices.append(_candidate_sizes(plan, k))
     if any(not c for c in choices):
@@ -473,9 +473,9 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
     names = NameAllocator()
     consts = ProtoConstantPool("k/", names)
     inputs, outputs, nodes = [], [], []
-    ids = ids if ids is not None else range(len(cases))
-    names.taken.update(f"x{i}" for i in ids)
-    for i, case in zip(ids, cases):
+    numbers: Sequence[int] = ids if ids is not None else range(len(cases))
+    names.taken.update(f"x{i}" for i in numbers)
+    for i, case in zip(numbers, cases):
         shape = case.lowering.plan.input_shape
         inputs.append(helper.make_tensor_value_info(f"x{i}", case.elem_type, None if shape is None else list(shape)))
         runtime = {}
@@ -576,6 +576,14 @@ class _CaseRun:
     baseline_bytes: int = 0
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
+
+    @property
+    def baseline_feed(self) -> dict:
+        """:attr:`baseline` of a case that has one (every case in a session group does: only
+        cases with a baseline are grouped)."""
+        if self.baseline is None:
+            raise ValueError(f"case {self.index} has no baseline feed")
+        return self.baseline
 
 
 #: The runtime the per-rewrite checks run on: onnxruntime, or another of verification/runtimes.py for the
@@ -740,9 +748,9 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
 
 
 def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> None:
-    feeds = {}
+    feeds: dict = {}
     for p in group:
-        feeds.update(p.baseline)
+        feeds.update(p.baseline_feed)
     compared = {}
     for p, shape in batch:
         if kind(p.case.result.onnxruntime) == "failed":
@@ -775,7 +783,7 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
                 outs[i] = exc
     for i, (p, shape, exp) in compared.items():
         res = p.case.result
-        got = outs.get(i)
+        got = outs[i]  # every compared case has its output or its exception
         if isinstance(got, Exception):
             res.onnxruntime = failed(f"input {shape}{_values_text(p.case, feeds, i)}: "
                                      f"{_RUNTIME.get()} failed: {first_line(got)}")
@@ -819,10 +827,10 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
         group = [p]
         session = _check_session(_any_shape(build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
-    base = {}
+    base: dict = {}
     for q in group:
         if q is not p:
-            base.update(q.baseline)
+            base.update(q.baseline_feed)
     for feed, values, reason in p.must_fail:
         try:
             got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
@@ -851,7 +859,8 @@ def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
             continue
         feed, exp, values = drawn
         try:
-            got = np.asarray(ev.run(None, feed)[0])
+            # a list (a dict only with intermediate=True, which onnx's annotation does not tell apart)
+            got = np.asarray(cast("list[Any]", ev.run(None, feed))[0])
         except Exception as exc:
             res.reference_evaluator = skipped(f"onnx's reference evaluator failed: {first_line(exc)}")
             return
@@ -878,11 +887,19 @@ def _index_candidates(dim) -> list[int]:
     return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
 
 
+def with_values(spec: SliceSpec, values: Mapping[str, Sequence[int]]) -> SliceSpec:
+    """``spec`` with the run-time ``values`` of some of begin/end/strides (``{"begin": [..]}``)
+    filled in: the spec the framework runs on that feed."""
+    def value(name: str, current: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return tuple(values[name]) if name in values else current
+    return replace(spec, runtime_length=None, begin=value("begin", spec.begin), end=value("end", spec.end),
+                   strides=value("strides", spec.strides))
+
+
 def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
     draws are kept (up to MUST_FAIL_DRAWS) as must-fail cases."""
-    from dataclasses import replace
     case, i = p.case, p.index
     spec = case.written_spec
     x = random_input(shape, case.dtype, rng)
@@ -907,7 +924,7 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
         for f in fields:
             dtype = np.int32 if case.index_types.get(f) == "int32" else np.int64
             feed[f"{f[0]}{i}"] = np.array(values[f], dtype=dtype)
-        full = replace(spec, runtime_length=None, **values)
+        full = with_values(spec, values)
         try:
             exp = apply_plan(make_plan(full, shape), x)
         except StridedSliceError as exc:
