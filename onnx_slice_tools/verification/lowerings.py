@@ -577,14 +577,6 @@ class _CaseRun:
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
 
-    @property
-    def baseline_feed(self) -> dict:
-        """:attr:`baseline` of a case that has one (every case in a session group does: only
-        cases with a baseline are grouped)."""
-        if self.baseline is None:
-            raise ValueError(f"case {self.index} has no baseline feed")
-        return self.baseline
-
 
 #: The runtime the per-rewrite checks run on: onnxruntime, or another of verification/runtimes.py for the
 #: duration of a ``check_lowerings(..., runtime=...)`` call.
@@ -672,6 +664,14 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     return _CaseRun(i, case, fitting, sizes)
 
 
+def _baseline_feed(p: _CaseRun) -> dict:
+    """The baseline of a case that has one (every case in a session group does: only cases
+    with a baseline are grouped)."""
+    if p.baseline is None:
+        raise ValueError(f"case {p.index} has no baseline feed")
+    return p.baseline
+
+
 def _set_baseline(p: _CaseRun, rng) -> dict | None:
     """A valid feed of the case's cheapest shape, fed in every run that does not compare it."""
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
@@ -750,7 +750,7 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
 def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> None:
     feeds: dict = {}
     for p in group:
-        feeds.update(p.baseline_feed)
+        feeds.update(_baseline_feed(p))
     compared = {}
     for p, shape in batch:
         if kind(p.case.result.onnxruntime) == "failed":
@@ -830,7 +830,7 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     base: dict = {}
     for q in group:
         if q is not p:
-            base.update(q.baseline_feed)
+            base.update(_baseline_feed(q))
     for feed, values, reason in p.must_fail:
         try:
             got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
