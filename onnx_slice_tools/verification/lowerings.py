@@ -572,7 +572,7 @@ class _CaseRun:
     case: CheckCase
     shapes: list
     bytes: dict                              # shape -> bytes of one run
-    baseline: dict | None = None             # a valid feed of its smallest shape
+    baseline: dict = field(default_factory=dict)  # a valid feed of its smallest shape (once drawn)
     baseline_bytes: int = 0
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
@@ -664,14 +664,6 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     return _CaseRun(i, case, fitting, sizes)
 
 
-def _baseline_feed(p: _CaseRun) -> dict:
-    """The baseline of a case that has one (every case in a session group does: only cases
-    with a baseline are grouped)."""
-    if p.baseline is None:
-        raise ValueError(f"case {p.index} has no baseline feed")
-    return p.baseline
-
-
 def _set_baseline(p: _CaseRun, rng) -> dict | None:
     """A valid feed of the case's cheapest shape, fed in every run that does not compare it."""
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
@@ -750,7 +742,7 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
 def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> None:
     feeds: dict = {}
     for p in group:
-        feeds.update(_baseline_feed(p))
+        feeds.update(p.baseline)
     compared = {}
     for p, shape in batch:
         if kind(p.case.result.onnxruntime) == "failed":
@@ -830,7 +822,7 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     base: dict = {}
     for q in group:
         if q is not p:
-            base.update(_baseline_feed(q))
+            base.update(q.baseline)
     for feed, values, reason in p.must_fail:
         try:
             got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
@@ -887,15 +879,6 @@ def _index_candidates(dim) -> list[int]:
     return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
 
 
-def with_values(spec: SliceSpec, values: Mapping[str, Sequence[int]]) -> SliceSpec:
-    """``spec`` with the run-time ``values`` of some of begin/end/strides (``{"begin": [..]}``)
-    filled in: the spec the framework runs on that feed."""
-    def value(name: str, current: tuple[int, ...] | None) -> tuple[int, ...] | None:
-        return tuple(values[name]) if name in values else current
-    return replace(spec, runtime_length=None, begin=value("begin", spec.begin), end=value("end", spec.end),
-                   strides=value("strides", spec.strides))
-
-
 def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
@@ -936,6 +919,15 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
             continue
         return feed, exp, values
     return None
+
+
+def with_values(spec: SliceSpec, values: Mapping[str, Sequence[int]]) -> SliceSpec:
+    """``spec`` with the run-time ``values`` of some of begin/end/strides (``{"begin": [..]}``)
+    filled in: the spec the framework runs on that feed."""
+    def value(name: str, current: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return tuple(values[name]) if name in values else current
+    return replace(spec, runtime_length=None, begin=value("begin", spec.begin), end=value("end", spec.end),
+                   strides=value("strides", spec.strides))
 
 
 def _compare_arrays(got: np.ndarray, exp, shape) -> str | None:
