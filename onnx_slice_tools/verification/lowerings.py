@@ -670,10 +670,40 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
         drawn = _draw(p, shape, rng)
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
+            _keep_rejected_sizes(p, rng)
             return p.baseline
     if p.case.runtime_fields:
         p.case.result.onnxruntime = skipped("the framework rejects every runtime index value tried")
     return None
+
+
+def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
+    """Input sizes the framework rejects, kept as must-fail runs: for each index (shrink) axis
+    whose size is unknown at conversion time, the sizes it is out of range for (0 and the
+    largest such size), the other axes at the baseline's sizes (at least 1 where unknown).  Runtime index values have
+    their own rejected draws (:func:`_draw`); this covers a static spec on a dynamic dim
+    (``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run time)."""
+    case = p.case
+    plan = case.lowering.plan
+    shape = plan.input_shape
+    if case.runtime_fields or shape is None or not p.baseline_shape:
+        return
+    for a in plan.axes:
+        if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
+            continue
+        for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
+            trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
+                          for k, d in enumerate(p.baseline_shape))  # a non-empty rest: the index is read
+            try:
+                make_plan(case.written_spec, trial)
+                continue  # accepted (a size past 4096 clipped): nothing to fail on
+            except StridedSliceError as exc:
+                if exc.undefined or exc.unsupported:  # TFLite: no result to fail on (plan_tflite)
+                    continue
+                reason = first_line(exc)
+            x = random_input(trial, case.dtype, rng)
+            if len(p.must_fail) < MUST_FAIL_DRAWS and x.size * x.dtype.itemsize <= 2 ** 20:
+                p.must_fail.append(({f"x{p.index}": x}, {}, reason))
 
 
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
@@ -830,7 +860,8 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
             res.must_fail_checked += 1
             res.run_time_errors = PASSED
             continue
-        res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)} with {values}: the framework "
+        with_values = f" with {values}" if values else ""
+        res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)}{with_values}: the framework "
                                  f"rejects it ({reason}) but {_RUNTIME.get()} returned shape {list(got.shape)}")
         return
 
