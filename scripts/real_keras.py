@@ -171,8 +171,10 @@ def tf2onnx_cli(path: Path, form: str, folder: Path, loaded) -> dict:
         side["unsupported"] = unsupported
     if proc.returncode != 0 or not out.exists():
         lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
-        errors = [ln for ln in lines if re.match(r"\w+(Error|Exception): ", ln)] or lines
-        side["error"] = (errors[-1] if errors else "no output")[:200]
+        errors = [k for k, ln in enumerate(lines) if re.match(r"\w+(Error|Exception): ", ln)]
+        at = errors[-1] if errors else len(lines) - 1
+        text = " ".join(lines[at:at + 2]) if "Exception encountered" in lines[at] else lines[at] if lines else ""
+        side["error"] = (text or "no output")[:200]
         return side
     model = onnx.load(str(out))
     _ordered_like(model, path, loaded)
@@ -237,39 +239,64 @@ def one(name: str, cache: Path, all_applications: bool) -> list[dict]:
 
 
 def _tf2onnx_cell(side: dict) -> str:
+    if side.get("equal"):
+        return "= TF"
+    unsupported = f" ({', '.join(side['unsupported'])} not converted)" if side.get("unsupported") else ""
     if "equal" in side:
-        text = "= TF" if side["equal"] else f"differs: {side['compare'][:70]}"
-    else:
-        text = f"exit {side.get('exit', '?')}: {side.get('error', '?')[:70]}"
-    if side.get("unsupported"):
-        text += f" (not supported: {', '.join(side['unsupported'])})"
-    return text
+        compare = side["compare"]
+        what = "not runnable" if compare.startswith("cannot run") else f"differs: {compare[:60]}"
+        return f"exit {side.get('exit', 0)}, {what}{unsupported}"
+    return f"exit {side.get('exit', 1)}: {_short(side.get('error', '?'))}{unsupported}"
+
+
+def _short(error: str) -> str:
+    """An error without Keras's wrapper sentence, ANSI codes and a repeated exception name."""
+    error = re.sub(r"\x1b\[[0-9;]*m|Exception encountered when calling [\w.]+\(\)\. ?", "", error)
+    return re.sub(r"^(\w+: )\1", r"\1", error)[:70]
 
 
 def _ours_cell(side: dict) -> str:
     if side.get("exit") == 0 and side.get("verdict") == "verified":
         return "0, verified"
-    return f"{side.get('exit', '?')}, {side.get('verdict', '')} {side.get('error', side.get('framework', ''))[:90]}"
+    return f"{side.get('exit', '?')}, {side.get('verdict') or side.get('error', '')}"[:110]
+
+
+def _nodes(ours: dict, theirs: dict) -> str:
+    return f"{ours.get('nodes', '-')} / {theirs.get('nodes', '-') if theirs.get('equal') else '-'}"
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| model | form | ours: exit, verdict | tf2onnx CLI against TF | nodes ours / tf2onnx |",
-             "|---|---|---|---|---:|"]
+    """One line per model: both forms, ours and tf2onnx's own conversions (nodes of tf2onnx's
+    model only where it equals TensorFlow)."""
+    lines = ["| model | SavedModel: ours | tf2onnx CLI | nodes ours / tf2onnx | .keras: ours | tf2onnx CLI `--keras` "
+             "| `from_keras` | nodes ours / tf2onnx |", "|---|---|---|---:|---|---|---|---:|"]
+    by_model: dict = {}
     for r in rows:
-        if "skipped" in r:
-            lines.append(f"| {r['model']} | - | skipped: {r['skipped'][:120]} | - | - |")
+        by_model.setdefault(r["model"], {})[r.get("form", "skipped")] = r
+    for name, forms in by_model.items():
+        if "skipped" in forms:
+            lines.append(f"| {name} | skipped: {forms['skipped']['skipped'][:150]} | | | | | | |")
             continue
-        o, t = r["ours"], r["tf2onnx"]
-        lines.append(f"| {r['model']} | {r['form']} | {_ours_cell(o)} | {_tf2onnx_cell(t)} "
-                     f"| {o.get('nodes', '-')} / {t.get('nodes', '-')} |")
+        cells = [name]
+        sm, kf = forms.get("SavedModel"), forms.get(".keras")
+        if sm:
+            cells += [_ours_cell(sm["ours"]), _tf2onnx_cell(sm["tf2onnx"]), _nodes(sm["ours"], sm["tf2onnx"])]
+        if kf:
+            api = kf.get("tf2onnx_api", {})
+            best = kf["tf2onnx"] if kf["tf2onnx"].get("equal") else api
+            cells += [_ours_cell(kf["ours"]), _tf2onnx_cell(kf["tf2onnx"]),
+                      "= TF" if api.get("equal") else _short(api.get("error", "not runnable")), _nodes(kf["ours"], best)]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines)
 
 
 def summary(rows: list[dict]) -> str:
     done = [r for r in rows if "skipped" not in r]
-    matches = [r for r in done if r["tf2onnx"].get("equal")]
+    def theirs(r):  # tf2onnx's own conversion equal to TensorFlow (CLI, else the Python API), or None
+        return next((s for s in (r["tf2onnx"], r.get("tf2onnx_api", {})) if s.get("equal")), None)
+    matches = [r for r in done if theirs(r)]
     good = [r for r in matches if r["ours"].get("exit") == 0 and r["ours"].get("verdict") == "verified"
-            and r["ours"].get("nodes", 1 << 30) <= r["tf2onnx"]["nodes"]]
+            and r["ours"].get("nodes", 1 << 30) <= theirs(r)["nodes"]]
     ours_verified = [r for r in done if r["ours"].get("verdict") == "verified"]
     api = [r for r in done if "tf2onnx_api" in r]
     api_ok = [r for r in api if r["tf2onnx_api"].get("equal")]
