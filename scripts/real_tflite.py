@@ -89,12 +89,13 @@ def _latency(model_bytes: bytes, feeds: dict, runs: int) -> float:
 def _feeds(model_bytes: bytes) -> dict:
     import numpy as np
 
-    from onnx_slice_tools.frontends.sources import _random_input  # the check's own inputs
+    from onnx_slice_tools.verification.inputs import random_values  # the framework check's generator
     from onnx_slice_tools.verification.lowerings import make_session
     rng = np.random.default_rng(0)
     types = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(int32)": np.int32,
              "tensor(int64)": np.int64, "tensor(uint8)": np.uint8, "tensor(int8)": np.int8, "tensor(bool)": np.bool_}
-    return {i.name: _random_input(rng, [d if isinstance(d, int) else None for d in i.shape], np.dtype(types[i.type]))
+    return {i.name: random_values(rng, [d if isinstance(d, int) and d >= 0 else 2 for d in i.shape],
+                                  types[i.type], ints=(-5 if np.dtype(types[i.type]).kind == "i" else 0, 5))
             for i in make_session(model_bytes).get_inputs()}
 
 

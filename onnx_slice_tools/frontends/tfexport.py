@@ -187,17 +187,34 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
 
 def _from_tflite(tf2onnx, file, path, kwargs):
     """``tf2onnx.convert.from_tflite(file)``; an exception of tf2onnx on the (readable) .tflite
-    ``path`` becomes a one-line :class:`ConversionError`: LiteRT runs the file, so it is a failed
-    conversion (exit 1), not an unusable input."""
+    ``path`` becomes a one-line :class:`ConversionError` naming tf2onnx's reason and the file's
+    builtin ops tf2onnx has no converter for: LiteRT runs the file, so it is a failed conversion
+    (exit 1), not an unusable input."""
     from ..errors import first_line
     try:
         model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
     except Exception as exc:  # tf2onnx's reader and converters raise many types
-        why = first_line(exc) or type(exc).__name__
-        raise ConversionError(f"tf2onnx could not convert this .tflite (its reader or a converter failed: {why}); "
-                              "nothing written: the file itself reads as a TFLite model, so re-export it "
-                              "without the construct named, or report it to tf2onnx", path=str(path)) from None
+        missing = tflite_ops_without_converter(Path(file).read_bytes())
+        why = first_line(exc) + (f"; it has no converter for {', '.join(missing)}" if missing else "")
+        raise ConversionError(f"tf2onnx could not convert this .tflite ({why}); nothing written: LiteRT reads "
+                              "the file, tf2onnx cannot: convert the model's SavedModel or Keras source instead, "
+                              "or report the file to tf2onnx", path=str(path)) from None
     return model
+
+
+def tflite_ops_without_converter(data: bytes) -> list[str]:
+    """The builtin operators of the .tflite ``data`` (every subgraph) that tf2onnx registers no
+    converter for (``TFL_<NAME>`` in its handler table; QUANTIZE/DEQUANTIZE are read by its
+    parser itself), sorted."""
+    import tf2onnx.tflite_handlers  # noqa: F401 - registers the TFLite converters
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tf2onnx.handler import tf_op
+    known = {name for per_domain in tf_op.get_opsets().values() for table in per_domain for name in table}
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    model = schema.ModelT.InitFromPackedBuf(data, 0)
+    used = {names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in model.operatorCodes
+            if max(c.builtinCode, c.deprecatedBuiltinCode) != schema.BuiltinOperator.CUSTOM}
+    return sorted(n for n in used if n and f"TFL_{n}" not in known and n not in ("QUANTIZE", "DEQUANTIZE"))
 
 
 #: TFLite's DimensionType / SparseIndexVector codes (schema.fbs).

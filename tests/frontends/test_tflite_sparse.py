@@ -145,3 +145,38 @@ def test_a_tf2onnx_failure_on_a_readable_tflite_is_a_failed_conversion(tmp_path,
     assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: ")
     assert "cannot reshape array of size 96" in err and "nothing written" in err and "more" not in err
     assert list(out_dir.iterdir()) == []
+
+
+def test_a_stateful_tflite_tf2onnx_cannot_read_fails_naming_its_ops(tmp_path, capfd):
+    """A streaming model keeping state in resource variables (VAR_HANDLE, CALL_ONCE ...: the
+    wake-word models of one package): LiteRT runs it, tf2onnx's reader raises.  Exit 1, one line
+    naming the file, tf2onnx's reason and the ops it has no converter for; nothing written."""
+    import tensorflow as tf
+
+    from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+
+    class Stream(tf.Module):
+        def __init__(self):
+            self.state = tf.Variable(tf.zeros([1, 4]))
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32)])
+        def __call__(self, x):
+            self.state.assign(self.state * 0.5 + x)
+            return self.state * 2.0
+    m = Stream()
+    with quiet_frameworks():
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([m.__call__.get_concrete_function()], m)
+        conv.experimental_enable_resource_variables = True
+        src = tmp_path / "stream.tflite"
+        src.write_bytes(conv.convert())
+        interp = tflite_interpreter(src.read_bytes())  # the premise: LiteRT runs it
+        interp.allocate_tensors()
+        interp.set_tensor(interp.get_input_details()[0]["index"], np.ones([1, 4], np.float32))
+        interp.invoke()
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out_dir / "m.onnx")]) == 1
+    out, err = capfd.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: tf2onnx could not convert")
+    assert "no converter for ASSIGN_VARIABLE, CALL_ONCE, READ_VARIABLE, VAR_HANDLE" in err and "nothing written" in err
+    assert list(out_dir.iterdir()) == []
