@@ -1,6 +1,7 @@
-""".tflite files that tf2onnx's reader cannot take: sparse constants behind DENSIFY (stored dense
-before tf2onnx reads them), and any other reader failure on a file LiteRT runs (a failed
-conversion, exit 1, not an unusable input)."""
+"""Cases found in production .tflite files (scripts/real_tflite.py): sparse constants behind
+DENSIFY that tf2onnx's reader cannot take (stored dense before it reads them), any other reader
+failure on a file LiteRT runs (a failed conversion, exit 1, not an unusable input), and inputs of
+unknown size whose placeholder size in the file LiteRT cannot run with."""
 
 from __future__ import annotations
 
@@ -180,3 +181,26 @@ def test_a_stateful_tflite_tf2onnx_cannot_read_fails_naming_its_ops(tmp_path, ca
     assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: tf2onnx could not convert")
     assert "no converter for ASSIGN_VARIABLE, CALL_ONCE, READ_VARIABLE, VAR_HANDLE" in err and "nothing written" in err
     assert list(out_dir.iterdir()) == []
+
+
+def test_an_unknown_size_input_too_short_at_its_stored_size_is_verified(tmp_path, capfd):
+    """An audio-style input of unknown length (stored as [1, 1]) feeding a 64-tap convolution:
+    LiteRT cannot prepare the model at the stored size; the framework check runs both at a size
+    LiteRT accepts and the conversion is verified (it was "NOT fully verified" at the stored size)."""
+    import tensorflow as tf
+    kernel = np.random.default_rng(1).standard_normal((1, 64, 1, 4)).astype(np.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([1, None], tf.float32)])
+    def f(x):
+        return tf.nn.conv2d(tf.reshape(x, [1, 1, -1, 1]), kernel, 1, "VALID")
+    with quiet_frameworks():
+        src = tmp_path / "audio.tflite"
+        src.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()]).convert())
+        from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+        interp = tflite_interpreter(src.read_bytes())
+        assert list(interp.get_input_details()[0]["shape_signature"]) == [1, -1]
+        with pytest.raises(RuntimeError):  # the premise: not at the file's own size
+            interp.allocate_tensors()
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "audio.onnx")]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and ", verified (" in out and "against the TFLite interpreter" in out
