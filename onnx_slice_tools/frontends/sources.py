@@ -468,7 +468,7 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
 UNKNOWN_DIM_SIZES = (16, 128, 1024, 16000)
 
 
-def _tflite_shapes(interp) -> list:
+def tflite_input_shapes(interp) -> list:
     """The input shapes the framework check feeds: the file's own, or -- when LiteRT cannot
     prepare or run the model at those (an input of unknown size stored as 1, too short for a
     convolution) -- the first of :data:`UNKNOWN_DIM_SIZES` that it runs at, given to every unknown
@@ -500,7 +500,7 @@ def _tflite_shapes(interp) -> list:
 def _tflite_runner(path):
     from .interpreters import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
-    shapes = _tflite_shapes(interp)
+    shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
     outs = interp.get_output_details()
 

@@ -289,7 +289,31 @@ def infer(sk, sizes):
         if bad is None and any(d is not None and d < 0 for d in dims):
             bad = f"{vi.name} would have shape {list(dims)}"
         shapes[vi.name] = (tt.elem_type, dims)
-    return shapes, bad
+    return shapes, bad or _bad_reshape(inferred.graph, shapes)
+
+
+def _bad_reshape(graph, shapes: dict) -> str | None:
+    """The first main-graph Reshape whose input (of known shape at these sizes) cannot take its
+    constant target shape (no 0 or -1 in it): another element count.  Shape inference does not
+    flag it, onnxruntime fails at run time (a model reshaping its input to [200, 80] runs at
+    batch 1 only)."""
+    from onnx import numpy_helper
+    consts = {t.name: t for t in graph.initializer}
+    consts.update({n.output[0]: a.t for n in graph.node if n.op_type == "Constant"
+                   for a in n.attribute if a.name == "value"})
+    for node in graph.node:
+        if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+            continue
+        dims = shapes.get(node.input[0], (None, None))[1]
+        target = consts.get(node.input[1])
+        if dims is None or None in dims or target is None:
+            continue
+        want = [int(v) for v in numpy_helper.to_array(target).reshape(-1)]
+        if any(v <= 0 for v in want):
+            continue
+        if int(np.prod(dims, dtype=np.int64)) != int(np.prod(want, dtype=np.int64)):
+            return f"Reshape {node.name!r} of {list(dims)} to {want}"
+    return None
 
 
 def choose_sizes(sk) -> tuple[dict, dict]:
@@ -312,6 +336,9 @@ def choose_sizes(sk) -> tuple[dict, dict]:
         return sizes, shapes
     if not keys:
         raise Skip(f"the declared input sizes give invalid shapes ({bad})")
+    shapes, bad = infer(sk, {k: 1 for k in keys})  # a model fixed to batch 1 behind an unknown dim
+    if bad is None:
+        return {k: 1 for k in keys}, shapes
     size = _BASE
     while bad is not None:  # every symbolic dim together, x4 per step
         size *= 4

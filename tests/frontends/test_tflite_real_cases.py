@@ -204,3 +204,22 @@ def test_an_unknown_size_input_too_short_at_its_stored_size_is_verified(tmp_path
     assert cli_main(["convert", str(src), "-o", str(tmp_path / "audio.onnx")]) == 0
     out, err = capfd.readouterr()
     assert err == "" and ", verified (" in out and "against the TFLite interpreter" in out
+
+
+def test_an_unknown_batch_that_a_reshape_fixes_to_one_is_verified(tmp_path, capfd):
+    """Input ``[?, 16]`` reshaped to the constant ``[4, 4]`` (a model that runs at batch 1 only,
+    as a log-mel front end of one package does): the whole-model checks must run it at batch 1,
+    not at their default size for unknown dims, which onnxruntime's Reshape refuses."""
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 16], tf.float32)])
+    def f(x):
+        return tf.reshape(x, [4, 4]) * 2.0
+    with quiet_frameworks():
+        src = tmp_path / "fixed.tflite"
+        src.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()]).convert())
+        from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+        assert list(tflite_interpreter(src.read_bytes()).get_input_details()[0]["shape_signature"]) == [-1, 16]
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "fixed.onnx")]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and ", verified (" in out and "bitwise against the TFLite interpreter" in out
