@@ -317,9 +317,10 @@ def _bad_reshape(graph, shapes: dict) -> str | None:
 
 
 def choose_sizes(sk) -> tuple[dict, dict]:
-    """Sizes for the symbolic dims of the fed inputs: small (3), grown only where shape
-    inference at those sizes gives a negative dim (e.g. a 400-wide Conv kernel on a length).
-    Returns (sizes, inferred shapes).  Raises Skip when no size up to 65536 works."""
+    """Sizes for the symbolic dims of the fed inputs: small (3); else 1 (a model whose constant
+    Reshape fixes an unknown batch dim to 1); else grown where shape inference at those sizes
+    gives a negative dim (e.g. a 400-wide Conv kernel on a length) or a Reshape cannot take
+    them.  Returns (sizes, inferred shapes).  Raises Skip when no size up to 65536 works."""
     keys = []
     for vi in _fed_inputs(sk):
         if not vi.type.HasField("tensor_type"):
