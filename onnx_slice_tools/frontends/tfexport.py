@@ -205,11 +205,14 @@ def _from_tflite(tf2onnx, file, path, kwargs):
 def tflite_ops_without_converter(data: bytes) -> list[str]:
     """The builtin operators of the .tflite ``data`` (every subgraph) that tf2onnx registers no
     converter for (``TFL_<NAME>`` in its handler table; QUANTIZE/DEQUANTIZE are read by its
-    parser itself), sorted."""
-    import tf2onnx.tflite_handlers  # noqa: F401 - registers the TFLite converters
+    parser itself), sorted; empty when tf2onnx's table cannot be read (a message detail only)."""
     from tensorflow.lite.python import schema_py_generated as schema
-    from tf2onnx.handler import tf_op
-    known = {name for per_domain in tf_op.get_opsets().values() for table in per_domain for name in table}
+    try:
+        import tf2onnx.tflite_handlers  # noqa: F401 - registers the TFLite converters
+        from tf2onnx.handler import tf_op
+        known = {name for per_domain in tf_op.get_opsets().values() for table in per_domain for name in table}
+    except Exception:  # another tf2onnx layout
+        return []
     names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
     model = schema.ModelT.InitFromPackedBuf(data, 0)
     used = {names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in model.operatorCodes
