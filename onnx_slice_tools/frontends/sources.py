@@ -476,10 +476,11 @@ def tflite_input_shapes(interp) -> list:
     details = interp.get_input_details()
     stored = [[int(v) for v in d["shape"]] for d in details]
     unknown = [[int(v) < 0 for v in d.get("shape_signature", d["shape"])] for d in details]
-    candidates = [stored]
-    if any(any(u) for u in unknown):
-        candidates += [[[n if u and (k > 0 or len(dims) == 1) else v for k, (v, u) in enumerate(zip(dims, unk))]
-                        for dims, unk in zip(stored, unknown)] for n in UNKNOWN_DIM_SIZES]
+    if not any(any(u) for u in unknown):  # fixed shapes: nothing to choose
+        interp.allocate_tensors()
+        return stored
+    candidates = [stored] + [[[n if u and (k > 0 or len(dims) == 1) else v for k, (v, u) in enumerate(zip(dims, unk))]
+                              for dims, unk in zip(stored, unknown)] for n in UNKNOWN_DIM_SIZES]
     for shapes in candidates:
         try:
             for d, dims in zip(details, shapes):
