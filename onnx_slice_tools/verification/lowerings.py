@@ -562,6 +562,8 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
 RUNTIME_TRIALS = 24
 #: Runtime index values the framework rejects, kept per rewrite to check onnxruntime fails too.
 MUST_FAIL_DRAWS = 3
+#: Input sizes the framework rejects, kept per rewrite as must-fail runs (:func:`_keep_rejected_sizes`).
+REJECTED_SIZES = 2
 
 
 @dataclass
@@ -679,31 +681,37 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
 
 def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
     """Input sizes the framework rejects, kept as must-fail runs: for each index (shrink) axis
-    whose size is unknown at conversion time, the sizes it is out of range for (0 and the
-    largest such size), the other axes at the baseline's sizes (at least 1 where unknown).  Runtime index values have
-    their own rejected draws (:func:`_draw`); this covers a static spec on a dynamic dim
-    (``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run time)."""
+    whose index is a constant and whose size is unknown at conversion time, the sizes it is out
+    of range for (0 and the largest such size; at most ``REJECTED_SIZES`` runs), the other axes
+    at the baseline's sizes (at least 1 where unknown, so the index is really read) and runtime
+    begin/end/strides at the baseline's values: ``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run
+    time.  (Rejected runtime index values have their own draws: :func:`_draw`.)"""
     case = p.case
     plan = case.lowering.plan
     shape = plan.input_shape
-    if case.runtime_fields or shape is None or not p.baseline_shape:
+    if shape is None or not p.baseline_shape or not p.baseline:
         return
+    i = p.index
+    runtime = {f"{f[0]}{i}": p.baseline[f"{f[0]}{i}"] for f in case.runtime_fields}
+    spec = with_values(case.written_spec, {f: runtime[f"{f[0]}{i}"].tolist() for f in case.runtime_fields})
+    kept = 0
     for a in plan.axes:
         if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
             continue
         for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
             trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
-                          for k, d in enumerate(p.baseline_shape))  # a non-empty rest: the index is read
+                          for k, d in enumerate(p.baseline_shape))
             try:
-                make_plan(case.written_spec, trial)
+                make_plan(spec, trial)
                 continue  # accepted (a size past 4096 clipped): nothing to fail on
             except StridedSliceError as exc:
                 if exc.undefined or exc.unsupported:  # TFLite: no result to fail on (plan_tflite)
                     continue
                 reason = first_line(exc)
             x = random_input(trial, case.dtype, rng)
-            if len(p.must_fail) < MUST_FAIL_DRAWS and x.size * x.dtype.itemsize <= 2 ** 20:
-                p.must_fail.append(({f"x{p.index}": x}, {}, reason))
+            if kept < REJECTED_SIZES and x.size * x.dtype.itemsize <= 2 ** 20:
+                p.must_fail.append(({f"x{i}": x, **runtime}, {}, reason))
+                kept += 1
 
 
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
