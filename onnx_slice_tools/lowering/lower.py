@@ -31,6 +31,8 @@ from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Dim, Plan
 from ..semantics.spec import TF
 
 if TYPE_CHECKING:
+    import onnx_ir as ir
+
     from .dynamic import Prelude
 
 INT64_MAX = 2 ** 63 - 1
@@ -386,7 +388,7 @@ def resolve(ref: tuple, x, runtime: dict, outs: list, consts: ConstantPool):
 
 def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
          runtime: dict | None = None, memo: dict | None = None, plan_steps: tuple | None = None
-         ) -> tuple[list, object]:
+         ) -> tuple[list[ir.Node], ir.Value]:
     """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
 
     Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);
