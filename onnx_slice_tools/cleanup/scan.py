@@ -135,7 +135,7 @@ def _numel(tensor) -> int:
 class _Scan:
     """One walk over the proto (:meth:`walk`), then the passes' conditions (:meth:`check`)."""
 
-    def __init__(self, proto):
+    def __init__(self, proto) -> None:
         self.proto = proto
         imports = {o.domain: o.version for o in proto.opset_import}
         self.opset = imports.get("", imports.get("ai.onnx"))
@@ -181,6 +181,7 @@ class _Scan:
         looked_at: list = []  # (node, input defs, output defs) of the ops some pass matches
         keys: dict = {}
         dups: list = []
+        key: tuple  # a node's CSE key (a Constant's: op, overload, attributes)
         value_key = self.value_key
         for node in graph.node:
             ins = []

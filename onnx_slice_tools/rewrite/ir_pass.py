@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import cast
 
 import onnx_ir as ir
 
@@ -28,7 +29,7 @@ from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, emit, steps
 from ..errors import StridedSliceError
-from ..semantics.plan import make_plan
+from ..semantics.plan import Dim, make_plan
 from ..semantics.spec import SliceSpec
 from .core import ProtoAttr, proto_attr_value
 from .core import OPENVINO_DOMAINS, TF_DOMAIN, GraphFacts, RewriteChanges, RewriteRecord, RewriteResult, Rewriter
@@ -93,7 +94,7 @@ def value_dims(value) -> tuple | None:
     """A value's shape as plan dims (int, symbolic name, None), or None when the rank is unknown."""
     if value is None or value.shape is None:
         return None
-    dims = []
+    dims: list[Dim] = []
     for d in value.shape:
         if isinstance(d, int):
             dims.append(d)
@@ -143,12 +144,16 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
     def __call__(self, model, shapes: dict | None = None) -> StridedSliceRewriteResult:
         """Run the pass (``ir.passes.InPlacePass.__call__``); ``shapes``: as the constructor's, for this call."""
         if shapes is None:
-            return super().__call__(model)
+            return self._run(model)
         kept, self.shapes = self.shapes, shapes
         try:
-            return super().__call__(model)
+            return self._run(model)
         finally:
             self.shapes = kept
+
+    def _run(self, model) -> StridedSliceRewriteResult:
+        # InPlacePass.__call__ (typed PassResult) returns what call() returned, after its checks
+        return cast(StridedSliceRewriteResult, super().__call__(model))
 
     def call(self, model) -> StridedSliceRewriteResult:
         shapes = self.shapes
@@ -474,12 +479,15 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             if key not in parsed:
                 attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
                 node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-                try:
-                    spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
-                                               lambda v: None, parse_cache)
-                    parsed[key] = None if runtime or node_flavor is None else spec
-                except (StridedSliceError, ValueError):
+                if node_flavor is None:  # no flavour, no spec to plan
                     parsed[key] = None
+                else:
+                    try:
+                        spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
+                                                   lambda v: None, parse_cache)
+                        parsed[key] = None if runtime else spec
+                    except (StridedSliceError, ValueError):
+                        parsed[key] = None
             spec = parsed[key]
             if spec is None:
                 continue
