@@ -313,8 +313,10 @@ def _fits(v: int, dtype: ir.DataType) -> bool:
 # --------------------------------------------------------------------------- passes
 
 
-class _CleanupPass(ir.passes.InPlacePass):
-    """A pass over every graph, subgraph and function body of a model."""
+class CleanupPass(ir.passes.InPlacePass):
+    """A pass over every graph, subgraph and function body of a model (``run_graph``), with its
+    firing condition on the ModelProto (``may_fire``) next to it: a new pass subclasses this,
+    goes into :func:`default_passes`, and overrides ``may_fire`` to be skipped when it cannot fire."""
 
     def call(self, model) -> ir.passes.PassResult:
         graphs = graphs_of(model)
@@ -340,7 +342,7 @@ def _replace(old: ir.Value, new: ir.Value) -> None:
     old.replace_all_uses_with(new)
 
 
-class FoldShapeArithmeticPass(_CleanupPass):
+class FoldShapeArithmeticPass(CleanupPass):
     """Integer values of rank <= 1 whose every element is known (static dims, small constants,
     data movement, integer ``+ - *`` without overflow) become constants."""
 
@@ -393,7 +395,7 @@ def _known(fact) -> bool:
     return fact is not None and all(isinstance(e, int) for e in fact[2])
 
 
-class LiftScalarsPass(_CleanupPass):
+class LiftScalarsPass(CleanupPass):
     """``Unsqueeze(s, axes=[0])`` of a scalar ``s`` computed from ``Squeeze``-d length-1 vectors,
     scalar constants, ``Gather`` of one constant index and elementwise ops becomes the same
     computation on length-1 vectors (``Squeeze -> Cast -> Unsqueeze`` == ``Cast``).
@@ -559,7 +561,7 @@ def _undo_squeeze(value, axes):
     return src
 
 
-class MergeSlicesPass(_CleanupPass):
+class MergeSlicesPass(CleanupPass):
     """``Slice(Slice(x))`` with constant parameters on distinct axes (non-negative, or negative
     with a known rank) becomes one ``Slice``, when the inner one has no other use."""
 
@@ -644,7 +646,7 @@ def _slice_params(node):
     return starts, ends, axes, steps
 
 
-class TransposeSliceTransposePass(_CleanupPass):
+class TransposeSliceTransposePass(CleanupPass):
     """``Transpose(Slice(Transpose(x, P)), Q)`` where ``Q`` undoes ``P`` becomes ``Slice(x)`` on
     the axes ``P`` maps the slice's axes to: tf2onnx's layout optimiser cannot push its NHWC/NCHW
     Transposes through a StridedSlice it kept as a custom node, so after the rewrite a channel
@@ -709,7 +711,7 @@ def _transpose_pair(node, graph):
     return first, mid
 
 
-class ReshapeCopyDimsPass(_CleanupPass):
+class ReshapeCopyDimsPass(CleanupPass):
     """``Reshape(x, shape)`` whose shape is built from constants and dims of ``x`` itself, each
     at its own position (``x.reshape(tf.shape(x)[0], tf.shape(x)[1], 12, 64)``), gets a
     constant shape with 0 there (ONNX: "copy this dim", allowzero=0): the ``Shape -> Slice ->
@@ -795,7 +797,7 @@ _SHAPE_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsquee
                         "Add", "Sub", "Mul", "Neg", "Constant"})
 
 
-class RebuildShapeVectorsPass(_CleanupPass):
+class RebuildShapeVectorsPass(CleanupPass):
     """An int64 vector whose elements are constants and dims of one tensor ``x`` (``[b, s, 768]``
     from ``Shape -> Cast(int32) -> Gather -> Concat -> Cast(int64)``) is rebuilt as
     ``Concat(Shape(x, start, end), [768])`` when that takes fewer nodes than the arithmetic it
@@ -907,7 +909,7 @@ def _exclusive_cone(root) -> int:
     return len(dead)
 
 
-class CommonSubexpressionPass(_CleanupPass):
+class CommonSubexpressionPass(CleanupPass):
     """Nodes with one op, equal attributes and the same inputs -- small constants compared by
     value -- are computed once per graph (onnx-ir's pass covers only the main graph and
     compares constants by identity)."""
