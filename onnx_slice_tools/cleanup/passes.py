@@ -1160,15 +1160,16 @@ def _remove_dead_in_bulk(model) -> None:
 # --------------------------------------------------------------------------- pipeline
 
 
-def infer_shapes(model, proto=None) -> list:
-    """ONNX shape inference on a weightless copy (initializers above 1 KiB become typed inputs,
+def set_inferred_shapes(model, proto=None) -> list:
+    """ONNX shape inference (graphs/shape_inference.py, plain) on a weightless copy (initializers above 1 KiB become typed inputs,
     external data is never read); shapes found for values that have none -- main graph and
     subgraphs -- are set on them.  A failure leaves the model as it is (the passes then do less).
     ``proto``: ``model`` serialized, when the caller has it (not modified; saves a serialization).
     Returns the undo list: (value, its type, its shape) before."""
     import onnx
 
-    from ..rewrite.ir_pass import infer_isolated, weightless
+    from ..graphs.shape_inference import infer
+    from ..rewrite.ir_pass import weightless
     undo: list = []
     in_memory = sum(v.const_value.nbytes for v in model.graph.initializers.values()
                     if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
@@ -1180,7 +1181,7 @@ def infer_shapes(model, proto=None) -> list:
         else:
             proto, given = onnx.ModelProto(), proto
             proto.CopyFrom(given)
-        inferred = infer_isolated(weightless(proto, max_bytes=1024))  # a forked child: onnx aborts on some models
+        inferred = infer(weightless(proto, max_bytes=1024))
     except Exception:  # shapes only let the passes do more
         return undo
     found: dict = {}
@@ -1273,8 +1274,8 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
     less than the model says (a dim of 1 it cannot follow through computed Slice bounds becomes
     unknown), and an audit (``inspect --target``) of the output must see the same declarations
     as of the input.  ``proto``: the model serialized, if the caller has it (see
-    :func:`infer_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
-    inferred = infer_shapes(model, proto)
+    :func:`set_inferred_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
+    inferred = set_inferred_shapes(model, proto)
     manager, ledger = pass_manager(model, passes, max_rounds)
     before_all = ledger.counts
     try:
@@ -1319,7 +1320,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import Skip, infer, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
+    from ..verification.inplace import Skip, infer_at_sizes, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
     from ..rewrite.ir_pass import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
@@ -1343,7 +1344,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
             break
         if n and sk is None:
             sk = skeleton(before_proto)
-        got_shapes, bad = (shapes, None) if n == 0 else infer(sk, cand)
+        got_shapes, bad = (shapes, None) if n == 0 else infer_at_sizes(sk, cand)
         if bad is not None:
             continue
         need = estimate_bytes(before_proto, got_shapes, set()) + 2 * weight_bytes

@@ -506,8 +506,8 @@ def _any_shape(proto):
 
 
 def _infer(proto) -> dict:
-    import onnx
-    inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    from ..graphs.shape_inference import infer
+    inferred = infer(proto, strict=True)
     shapes = {}
     for vi in inferred.graph.output:
         tt = vi.type.tensor_type

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper
 from onnx_slice_tools.cleanup import passes as cleanup_module
 from onnx_slice_tools import convert
 from onnx_slice_tools.cleanup.passes import (CleanupPass, MergeSlicesPass, RemoveDeadPass, cleanup, default_passes,
-                                             infer_shapes)
+                                             set_inferred_shapes)
 from onnx_slice_tools.cleanup.scan import (FULL_CLEANUP_ENV, PASS_NAMES, MayChange, ProtoIndex, may_change,
                                            unchanged_report)
 from test_cleanup import _if_model, c, model, shape_graphs, shape_scalar_chain, x_input
@@ -461,7 +461,7 @@ PASSES = [RemoveDeadPass, *(type(p) for p in default_passes())]
 def as_the_passes_see_it(proto) -> onnx.ModelProto:
     """``proto`` with the shapes ``cleanup()`` infers set on it, as its passes see it."""
     m = ir.from_proto(proto)
-    infer_shapes(m, proto)
+    set_inferred_shapes(m, proto)
     return ir.to_proto(m)
 
 
