@@ -473,30 +473,29 @@ class LiftScalarsPass(CleanupPass):
     def may_fire(cls, index: ProtoIndex) -> str | None:
         """An Unsqueeze (not a graph output) with known axes of a Squeeze, or of a value
         :meth:`_lift` may lift (shapes taken as fitting)."""
-        for gi in index.graphs:
-            memo: dict = {}
-            for node, ins, outs in gi.op("Unsqueeze"):
-                if outs[0].out_any:
-                    continue
-                axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
-                if axes is None and len(ins) > 1 and ins[1] is not None:
-                    axes = index.ints(ins[1])
-                if axes is None:
-                    continue
-                if not ins:
-                    return f"LiftScalarsPass may change {where(node)} (no input)"
-                src = ins[0]
-                producer = src.node if src is not None and src.kind == "node" else None
-                if producer is not None and producer.op_type == "Squeeze" and producer.domain in DEFAULT_DOMAIN:
-                    return f"LiftScalarsPass may change {where(node)} (Unsqueeze of a Squeeze)"
-                if axes in ([0], [-1]) and _may_lift(index, src, gi.gid, 0, memo):
-                    return f"LiftScalarsPass may change {where(node)} (a scalar computation to lift)"
+        memo: dict = {}
+        for gi, node, ins, outs in index.each("Unsqueeze"):
+            if outs[0].out_any:
+                continue
+            axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
+            if axes is None and len(ins) > 1 and ins[1] is not None:
+                axes = index.ints(ins[1])
+            if axes is None:
+                continue
+            if not ins:
+                return f"LiftScalarsPass may change {where(node)} (no input)"
+            src = ins[0]
+            producer = src.node if src is not None and src.kind == "node" else None
+            if producer is not None and producer.op_type == "Squeeze" and producer.domain in DEFAULT_DOMAIN:
+                return f"LiftScalarsPass may change {where(node)} (Unsqueeze of a Squeeze)"
+            if axes in ([0], [-1]) and _may_lift(index, src, gi.gid, 0, memo):
+                return f"LiftScalarsPass may change {where(node)} (a scalar computation to lift)"
         return None
 
 
 def _may_lift(index: ProtoIndex, d, gid: int, depth: int, memo: dict) -> bool:
     """:meth:`LiftScalarsPass._lift` may return a value for ``d`` (shapes taken as fitting);
-    ``memo``: id(def) -> the answer, per graph."""
+    ``memo``: id(def) -> the answer (a def belongs to one graph)."""
     if d is None:
         return False
     if depth > 200:
@@ -603,21 +602,20 @@ class MergeSlicesPass(CleanupPass):
     def may_fire(cls, index: ProtoIndex) -> str | None:
         """A Slice of a Slice used once, both with constant parameters on axes that are distinct
         (negative axes: may be, with the rank inference finds)."""
-        for gi in index.graphs:
-            for node, ins, _ in gi.op("Slice"):
-                if len(ins) < 3 or ins[0] is None or ins[0].kind != "node":
-                    continue
-                mid = ins[0]
-                inner = mid.node
-                if inner.op_type != "Slice" or inner.domain not in DEFAULT_DOMAIN or mid.graph != gi.gid \
-                        or len(inner.input) < 3 or mid.uses != 1 or mid.out_any:
-                    continue
-                a, b = _proto_slice_params(index, mid.ins), _proto_slice_params(index, ins)
-                if a is None or b is None:
-                    continue
-                axes = a[2] + b[2]
-                if any(ax < 0 for ax in axes) or len(set(axes)) == len(axes):
-                    return f"MergeSlicesPass may change {where(node)} (Slice of a Slice)"
+        for gi, node, ins, _ in index.each("Slice"):
+            if len(ins) < 3 or ins[0] is None or ins[0].kind != "node":
+                continue
+            mid = ins[0]
+            inner = mid.node
+            if inner.op_type != "Slice" or inner.domain not in DEFAULT_DOMAIN or mid.graph != gi.gid \
+                    or len(inner.input) < 3 or mid.uses != 1 or mid.out_any:
+                continue
+            a, b = _proto_slice_params(index, mid.ins), _proto_slice_params(index, ins)
+            if a is None or b is None:
+                continue
+            axes = a[2] + b[2]
+            if any(ax < 0 for ax in axes) or len(set(axes)) == len(axes):
+                return f"MergeSlicesPass may change {where(node)} (Slice of a Slice)"
         return None
 
 
@@ -676,14 +674,13 @@ class TransposeSliceTransposePass(CleanupPass):
     @classmethod
     def may_fire(cls, index: ProtoIndex) -> str | None:
         """A Transpose of a Slice of a Transpose (either may be undone)."""
-        for gi in index.graphs:
-            for node, ins, _ in gi.op("Transpose"):
-                mid = ins[0] if ins else None
-                if mid is None or mid.kind != "node" or mid.node.op_type != "Slice" or not mid.ins:
-                    continue
-                first = mid.ins[0]
-                if first is not None and first.kind == "node" and first.node.op_type == "Transpose":
-                    return f"TransposeSliceTransposePass may change {where(node)} (a Slice between Transposes)"
+        for _, node, ins, _ in index.each("Transpose"):
+            mid = ins[0] if ins else None
+            if mid is None or mid.kind != "node" or mid.node.op_type != "Slice" or not mid.ins:
+                continue
+            first = mid.ins[0]
+            if first is not None and first.kind == "node" and first.node.op_type == "Transpose":
+                return f"TransposeSliceTransposePass may change {where(node)} (a Slice between Transposes)"
         return None
 
 
@@ -760,14 +757,13 @@ class ReshapeCopyDimsPass(CleanupPass):
     @classmethod
     def may_fire(cls, index: ProtoIndex) -> str | None:
         """A Reshape (allowzero 0) whose shape is not a constant but may have a fact."""
-        for gi in index.graphs:
-            for node, ins, _ in gi.op("Reshape"):
-                allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
-                if len(ins) != 2 or allowzero or ins[1] is None:
-                    continue
-                shape = ins[1]
-                if index.array(shape) is None and index.has_fact(shape):
-                    return f"ReshapeCopyDimsPass may change {where(node)}"
+        for _, node, ins, _ in index.each("Reshape"):
+            allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+            if len(ins) != 2 or allowzero or ins[1] is None:
+                continue
+            shape = ins[1]
+            if index.array(shape) is None and index.has_fact(shape):
+                return f"ReshapeCopyDimsPass may change {where(node)}"
         return None
 
 
@@ -1083,8 +1079,8 @@ class RemoveDeadPass(ir.passes.InPlacePass):
                     reason = _unused_output(index, d, gi.scope)
                     if reason is not None:
                         return reason
-            for node, _, _ in gi.op("BatchNormalization"):
-                return f"RemoveDeadPass may change {where(node)} (BatchNormalization's outputs)"
+        for _, node, _, _ in index.each("BatchNormalization"):
+            return f"RemoveDeadPass may change {where(node)} (BatchNormalization's outputs)"
         return None
 
 

@@ -73,10 +73,6 @@ class GraphIndex:
         self.graph, self.gid, self.scope = graph, id(graph), scope
         self.nodes, self.by_op, self.facts, self.bad_io = nodes, by_op, facts, bad_io
 
-    def op(self, op_type: str) -> list:
-        """The default-domain nodes of ``op_type``, as ``(node, input defs, output defs)``."""
-        return self.by_op.get(op_type, ())
-
 
 def may_change(proto, passes=None) -> str | None:
     """None when no cleanup pass can change ``proto``; else a short reason naming the pass and
@@ -176,6 +172,13 @@ class ProtoIndex:
         if len(proto.functions):
             raise MayChange("may change: the model has functions (not pre-checked)")
         self.walk(proto.graph, [])
+
+    def each(self, op_type: str):
+        """Every default-domain node of ``op_type`` in every graph: (its :class:`GraphIndex`, node,
+        input defs, output defs)."""
+        for gi in self.graphs:
+            for node, ins, outs in gi.by_op.get(op_type, ()):
+                yield gi, node, ins, outs
 
     # ------------------------------------------------------------------ the walk
 
