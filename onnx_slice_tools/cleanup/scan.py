@@ -209,6 +209,7 @@ class ProtoIndex:
         by_op: dict = {}
         facts: list = []
         bad_io: list = []
+        add_node, group_of, fact, default = nodes.append, by_op.get, self.fact, DEFAULT_DOMAIN
         for node in graph.node:
             ins = []
             for name in node.input:
@@ -240,17 +241,17 @@ class ProtoIndex:
                 outs = [Def("node", gid, node, ins) for _ in outputs]
                 self.define(scope, outs, outputs, node, graph, bad_io)
             entry = (node, ins, outs)
-            nodes.append(entry)
-            if node.domain in DEFAULT_DOMAIN and outs:
+            add_node(entry)
+            if node.domain in default and outs:
                 op = node.op_type
                 if op == "Constant":
                     outs[0].key = None  # a constant: compared by value in CSE keys
-                    if len(outs) == 1 and self.fact(outs[0]):
+                    if len(outs) == 1 and fact(outs[0]):
                         outs[0].fact = True
-                elif op in _FACT_OPS and len(outs) == 1 and self.fact(outs[0]):
+                elif op in _FACT_OPS and len(outs) == 1 and fact(outs[0]):
                     outs[0].fact = True
                     facts.append(entry)
-                group = by_op.get(op)
+                group = group_of(op)
                 if group is None:
                     by_op[op] = [entry]
                 else:
