@@ -157,7 +157,7 @@ def main() -> int:
                         if kind == "verified":
                             c[f"wrong in {rt} but verified"] += 1
                         if args.verbose:
-                            print(f"{target} {rt}: {spec.index_notation()} on {x.shape} runtime={runtime}: {problem} "
+                            print(f"{target} {rt}: {spec!r} on {x.shape} runtime={runtime}: {problem} "
                                   f"[{verdict}]")
                 path.unlink()
     for target in targets:
