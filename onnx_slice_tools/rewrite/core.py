@@ -24,7 +24,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
-from ..semantics.plan import make_plan
+from ..semantics.plan import make_plan, shape_conflict
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
@@ -330,16 +330,16 @@ def error_kind(exc: StridedSliceError) -> str:
 # --------------------------------------------------------------------------- shapes and messages
 
 def shape_disagreement(declared, derived) -> str | None:
-    """Where a declared shape contradicts the derived one: rank, or two different numbers."""
-    if declared is None or derived is None:
-        return None
-    if len(declared) != len(derived):
-        return f"rank {len(declared)} != {len(derived)}"
-    for i, (a, b) in enumerate(zip(declared, derived)):
-        if isinstance(a, int) and isinstance(b, int) and a != b:
-            return f"dim {i}: {a} != {b}"
-        if isinstance(a, int) and not isinstance(b, int):
-            return f"dim {i}: declared {a}, not derivable"
+    """Where a declared shape contradicts the derived one: rank, two different numbers, or a
+    number where none is derivable."""
+    return shape_conflict(declared, derived, _declared_vs_derived)
+
+
+def _declared_vs_derived(a, b) -> str | None:
+    if isinstance(a, int) and isinstance(b, int) and a != b:
+        return f"{a} != {b}"
+    if isinstance(a, int) and not isinstance(b, int):
+        return f"declared {a}, not derivable"
     return None
 
 

@@ -372,6 +372,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
     node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
     inferred (a node's inferred types depend on its inputs' alone)."""
+    from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
@@ -384,7 +385,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -430,6 +431,8 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     ``copy``: ``sk`` is the caller's model (copied before the first declaration)."""
     import onnx
     from onnx import numpy_helper
+
+    from ..graphs.shape_inference import infer
     g = sk.graph
     slices = [n for n in g.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
     if not slices:
@@ -509,7 +512,7 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
                 outputs[vi.name].type.CopyFrom(vi.type)
             else:
                 sk.graph.value_info.append(vi)
-        inferred = infer_isolated(sk)
+        inferred = infer(sk)
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
@@ -535,21 +538,6 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
         as_input = t.data_location == 1 or t.ByteSize() > max_bytes  # EXTERNAL or big: a typed input there
         out[name] = (t.data_type or None if as_input else t.data_type, tuple(t.dims))
     return out
-
-
-def infer_isolated(model, strict: bool = False):
-    """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
-    in a helper process (graphs/shape_inference.py): a negative dim reaching e.g. a Slice *aborts* the process
-    inside onnx 1.23 (a failed std::clamp assertion).  ``model``: a ModelProto or its bytes.
-    Returns the inferred model; raises RuntimeError with onnx's message, or saying inference
-    aborted."""
-    import os
-
-    import onnx
-    if not hasattr(os, "fork"):
-        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
-    from ..graphs.shape_inference import infer_shapes
-    return onnx.load_from_string(infer_shapes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
 
 
 def _ancestors(graph, names) -> list:

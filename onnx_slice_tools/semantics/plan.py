@@ -16,7 +16,7 @@ The lowering, the numpy reference and ``explain`` all read the same plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 from ..errors import StridedSliceError
 from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
@@ -388,3 +388,20 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
     if ellipsis_at == n:
         add_ellipsis(None)
     return Plan(spec, shape_t, tuple(axes), tuple(outputs), tuple(notes))
+
+
+def shape_conflict(shape: Sequence[Dim] | None, other: Sequence[Dim] | None,
+                   dim_conflict: Callable[[Dim, Dim], str | None], other_label: str = "") -> str | None:
+    """Where ``shape`` contradicts ``other`` under one rule: another rank (``rank 3 !=
+    {other_label}2``), else the first dim pair ``dim_conflict(a, b)`` names (``dim i: `` and its
+    text); None when either rank is unknown or nothing conflicts.  The rule is the caller's: a
+    declared shape against the derived or the planned one, an inferred shape against the plan."""
+    if shape is None or other is None:
+        return None
+    if len(shape) != len(other):
+        return f"rank {len(shape)} != {other_label}{len(other)}"
+    for i, (a, b) in enumerate(zip(shape, other)):
+        problem = dim_conflict(a, b)
+        if problem:
+            return f"dim {i}: {problem}"
+    return None
