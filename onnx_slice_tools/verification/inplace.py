@@ -337,7 +337,7 @@ def choose_sizes(sk) -> tuple[dict, dict]:
         return sizes, shapes
     if not keys:
         raise Skip(f"the declared input sizes give invalid shapes ({bad})")
-    shapes, bad = infer(sk, {k: 1 for k in keys})  # a model fixed to batch 1 behind an unknown dim
+    shapes, bad = infer_at_sizes(sk, {k: 1 for k in keys})  # a model fixed to batch 1 behind an unknown dim
     if bad is None:
         return {k: 1 for k in keys}, shapes
     size = _BASE
