@@ -271,7 +271,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     and report without onnx-ir's round trip, for models it applies to.  Returns (result or None,
     the proto read and validated from a path, for the onnx-ir path)."""
     from .io.files import load_plain_proto
-    from .rewrite.ir_pass import derive_shapes
+    from .rewrite.shapes import derive_shapes
     from .rewrite.proto_pass import ProtoStridedSliceRewritePass, declines, proto_default_opset, scan
     from .rewrite.proto_pass import set_proto_opset
     t0 = time.perf_counter()

@@ -35,6 +35,7 @@ import itertools
 import numpy as np
 import onnx_ir as ir
 
+from .scan import DEFAULT_PASSES as _DEFAULT_PASSES
 from .scan import ELEMENTWISE as _ELEMENTWISE
 from .scan import NONDETERMINISTIC as _NONDETERMINISTIC
 from .scan import SMALL as _SMALL
@@ -876,7 +877,7 @@ def infer_shapes(model, proto=None) -> list:
     Returns the undo list: (value, its type, its shape) before."""
     import onnx
 
-    from ..rewrite.ir_pass import infer_isolated, weightless
+    from ..rewrite.shapes import infer_isolated, weightless
     undo: list = []
     in_memory = sum(v.const_value.nbytes for v in model.graph.initializers.values()
                     if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
@@ -915,8 +916,8 @@ def infer_shapes(model, proto=None) -> list:
 
 
 def default_passes() -> list:
-    return [FoldShapeArithmeticPass(), ReshapeCopyDimsPass(), LiftScalarsPass(), RebuildShapeVectorsPass(),
-            MergeSlicesPass(), TransposeSliceTransposePass(), CommonSubexpressionPass()]
+    """The default cleanup's passes, in order: ``scan.DEFAULT_PASSES``, by name."""
+    return [globals()[name]() for name in _DEFAULT_PASSES]
 
 
 class _Ledger:
@@ -1028,7 +1029,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
     from ..verification.inplace import Skip, infer, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
-    from ..rewrite.ir_pass import skeleton
+    from ..rewrite.shapes import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
         return failed(f"graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}")

@@ -106,12 +106,16 @@ def unchanged_report(proto) -> dict:
             "passes": {name: {"removed": {}, "added": {}} for name in pass_names()}}
 
 
+#: the passes of a default cleanup, in their order (``passes.default_passes`` builds them from
+#: these names: declared once, here, where reading them imports no onnx-ir)
+DEFAULT_PASSES = ("FoldShapeArithmeticPass", "ReshapeCopyDimsPass", "LiftScalarsPass", "RebuildShapeVectorsPass",
+                  "MergeSlicesPass", "TransposeSliceTransposePass", "CommonSubexpressionPass")
+
+
 def pass_names() -> tuple:
     """The passes of a default cleanup, in the order its report lists them: ``RemoveDeadPass``
-    first, then ``cleanup.passes.default_passes()`` (derived, so a new pass is listed by itself;
-    imported here, not at module level, as this module imports no onnx-ir)."""
-    from .passes import RemoveDeadPass, default_passes
-    return (RemoveDeadPass.__name__, *(type(p).__name__ for p in default_passes()))
+    first, then :data:`DEFAULT_PASSES` (what ``cleanup.passes.default_passes()`` runs)."""
+    return ("RemoveDeadPass", *DEFAULT_PASSES)
 
 
 def __getattr__(name: str):

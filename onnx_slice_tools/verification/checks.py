@@ -110,7 +110,7 @@ def static_checks(proto, original=None) -> dict:
     ``skipped: the original fails it too: ...`` -- it does not fail the conversion, and it
     proves nothing.  Both checks read one serialization of the skeleton."""
     import onnx
-    from ..rewrite.ir_pass import infer_isolated
+    from ..rewrite.shapes import infer_isolated
     loaded: list = []
 
     def original_bytes():  # read only when needed, without external data
@@ -143,7 +143,7 @@ def skeleton_bytes(proto) -> bytes:
     """``proto`` serialized with its external initializers as typed graph inputs
     (rewrite.weightless): the proto itself when it has none (no copy)."""
     import onnx
-    from ..rewrite.ir_pass import weightless
+    from ..rewrite.shapes import weightless
     if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
         return proto.SerializeToString()
     sk = onnx.ModelProto()

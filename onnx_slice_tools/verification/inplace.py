@@ -275,7 +275,7 @@ def _dim_key(vi, k, d):
 
 def infer(sk, sizes):
     """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found."""
-    from ..rewrite.ir_pass import infer_isolated
+    from ..rewrite.shapes import infer_isolated
     try:
         inferred = infer_isolated(_with_sizes(sk, sizes))
     except Exception as exc:
@@ -676,7 +676,7 @@ class _Attempt:
 
     def _sizes(self) -> tuple[dict, dict]:
         """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked)."""
-        from ..rewrite.ir_pass import skeleton
+        from ..rewrite.shapes import skeleton
         if self.sized is None:
             self.sk = skeleton(self.proto)
             try:

@@ -75,7 +75,7 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
     """A checked run where there is no in-place run (nothing was rewritten, yet the model
     changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs.
     Returns the run, or a ``skipped: ...`` status."""
-    from ..rewrite.ir_pass import skeleton
+    from ..rewrite.shapes import skeleton
     try:
         sizes, shapes = choose_sizes(skeleton(proto))
     except Skip as exc:

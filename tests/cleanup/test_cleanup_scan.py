@@ -89,7 +89,7 @@ def test_benchmark_fan_out_n_has_no_duplicates_left():
 
 
 def test_unchanged_report_lists_the_default_passes():
-    """PASS_NAMES is derived from default_passes(): the passes the real cleanup reports, in its order."""
+    """PASS_NAMES is what default_passes() runs: the passes the real cleanup reports, in its order."""
     report, _ = full_cleanup(_dead())
     assert PASS_NAMES == tuple(report["passes"]) == tuple(unchanged_report(_dead())["passes"])
     assert PASS_NAMES[1:] == tuple(type(p).__name__ for p in default_passes())
