@@ -254,6 +254,19 @@ def test_run_time_errors_are_checked_for_every_target():
         assert again.result.run_time_errors == "passed" and again.result.must_fail_checked > 0
 
 
+def test_rejected_sizes_are_checked_for_every_target():
+    """A static shrink index on a dynamic dim: the sizes the framework rejects are must-fail runs
+    on every target, passed on onnxruntime and onnx's reference; on OpenVINO (no run-time errors)
+    an honest skip, so a conversion checked there is not "verified" for those inputs."""
+    plan = make_plan(from_index_expr("x[:, 2]"), ("N", "M"))
+    for target in ("portable", "openvino"):
+        case = CheckCase(lower(plan, 17, target=target), np.dtype(np.float32), 1)
+        check_on_runtimes([case], 17, RUNTIMES)
+        r = case.result
+        assert r.must_fail_checked > 0 and r.run_time_errors_on == {
+            "onnxruntime": "passed", "openvino": OPENVINO_NO_ERRORS, "reference": "passed"}, r.run_time_errors_on
+
+
 def test_openvino_target_is_verified_in_openvino_alone(tmp_path):
     """--target openvino checks on OpenVINO only; a constant spec is then "verified" (not
     "unverified" because onnxruntime was not asked)."""
