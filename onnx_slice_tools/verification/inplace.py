@@ -585,8 +585,8 @@ class InplaceRun:
         for name, r in self.awaiting.items():
             problem = compared.get(name, f"{name!r} is not an output of the saved model") if compared is not None \
                 else None
-            if compared is None:
-                self.marks[id(r)] = skipped(f"compared with the as-shipped run, which did not compare ({why})")
+            if compared is None:  # (the same text as the whole check's: the verdict names it once)
+                self.marks[id(r)] = skipped(f"left to the as-shipped run, which did not compare ({why})")
             elif problem is not None:
                 self.marks[id(r)] = failed(f"as shipped: {problem}")
             else:
@@ -598,8 +598,7 @@ class InplaceRun:
             more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
             result.status = failed(f"node {bad[0].node!r}: {detail(self.marks[id(bad[0])])}{more}")
         elif compared is None:
-            result.status = skipped(f"{len(self.awaiting)} rewrites are checked by the as-shipped run, "
-                                    f"which did not compare ({why})")
+            result.status = skipped(f"left to the as-shipped run, which did not compare ({why})")
         elif self.passed is not None:
             result.status = self.passed
         return result
@@ -660,7 +659,7 @@ class _Attempt:
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
         self.session = self.error = self.thread = self.skip = None
-        self.sk = self.sized = self.exact = None
+        self.sk = self.sized = self.exact = self.own = None
         rewritten = [r for r in records if r.lowering is not None]
         deferred = self._deferrable(rewritten) if defer else frozenset()
         self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
@@ -699,6 +698,9 @@ class _Attempt:
             _, shapes = self._sizes()
         except Skip:
             return frozenset()  # (_prepare skips with the reason)
+        self.own = estimate_bytes(self.proto, shapes, set()) + 2 * self.weight_bytes
+        if self.own > self.budget:  # the as-shipped run will not fit at these sizes: every rewrite checked here
+            return frozenset()
         self.exact = frozenset(self.exact_outputs(shapes))
         read = {n for r in rewritten for n in (r.data_name, *r.index_names.values())}
         return frozenset(r.output_name for r in candidates if r.output_name in self.exact and r.output_name not in read)
@@ -735,7 +737,7 @@ class _Attempt:
         shapes stay valid.  Returns the reason it cannot, or None (``self.pieces`` set)."""
         left = set(self.taps.deferred.values())
         outputs = [o for o in self.graph_outputs() if o not in left]
-        own = estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
+        own = self.own if self.own is not None else estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
         if own > self.budget:
             smaller = dict(self.sizes)
             for k, v in self.sizes.items():
