@@ -18,6 +18,7 @@ input pass a copy (``convert`` does).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import onnx_ir as ir
 
@@ -25,6 +26,7 @@ from ..graphs.names import NameAllocator
 from ..graphs.walk import all_graphs as _all_graphs
 from ..graphs.walk import all_nodes
 from ..lowering.lower import ConstantPool, emit, steps
+from ..semantics.plan import Dim
 from ..semantics.spec import SliceSpec
 from .core import ProtoAttr, proto_attr_value
 from .shapes import derive_shapes  # (re-exported: the shape derivation lives on the proto, without onnx-ir)
@@ -90,7 +92,7 @@ def value_dims(value) -> tuple | None:
     """A value's shape as plan dims (int, symbolic name, None), or None when the rank is unknown."""
     if value is None or value.shape is None:
         return None
-    dims = []
+    dims: list[Dim] = []
     for d in value.shape:
         if isinstance(d, int):
             dims.append(d)
@@ -140,12 +142,16 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
     def __call__(self, model, shapes: dict | None = None) -> StridedSliceRewriteResult:
         """Run the pass (``ir.passes.InPlacePass.__call__``); ``shapes``: as the constructor's, for this call."""
         if shapes is None:
-            return super().__call__(model)
+            return self._run(model)
         kept, self.shapes = self.shapes, shapes
         try:
-            return super().__call__(model)
+            return self._run(model)
         finally:
             self.shapes = kept
+
+    def _run(self, model) -> StridedSliceRewriteResult:
+        # InPlacePass.__call__ (typed PassResult) returns what call() returned, after its checks
+        return cast(StridedSliceRewriteResult, super().__call__(model))
 
     def call(self, model) -> StridedSliceRewriteResult:
         shapes = self.shapes

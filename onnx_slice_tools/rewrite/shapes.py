@@ -1,7 +1,8 @@
 """The shapes the rewrite starts from, on the ModelProto: ONNX shape inference of a skeleton
-(declared shapes not trusted, no weights read), run in a helper process, and the skeletons
-other checks infer.  No onnx-ir: the protobuf path (rewrite/proto_pass.py) and the checks use
-it without importing onnx-ir (and the sympy it imports)."""
+(declared shapes not trusted, no weights read), run in the helper process
+(graphs/shape_inference.py), and the skeletons other checks infer.  No onnx-ir: the protobuf
+path (rewrite/proto_pass.py) and the checks use it without importing onnx-ir (and the sympy it
+imports)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..graphs.walk import proto_subgraphs
 from ..semantics.plan import make_plan
 from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_value
 
-__all__ = ["derive_shapes", "infer_isolated", "skeleton", "weightless"]
+__all__ = ["derive_shapes", "skeleton", "weightless"]
 
 
 def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
@@ -33,6 +34,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
     node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
     inferred (a node's inferred types depend on its inputs' alone)."""
+    from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
@@ -45,7 +47,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -91,6 +93,8 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     ``copy``: ``sk`` is the caller's model (copied before the first declaration)."""
     import onnx
     from onnx import numpy_helper
+
+    from ..graphs.shape_inference import infer
     g = sk.graph
     slices = [n for n in g.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
     if not slices:
@@ -140,14 +144,15 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             if key not in parsed:
                 attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
                 node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-                parsed[key] = None  # (no flavour, runtime indices or an invalid spec: no plan)
-                if node_flavor is not None:
+                if node_flavor is None:  # no flavour, no spec to plan
+                    parsed[key] = None
+                else:
                     try:
                         spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
                                                    lambda v: None, parse_cache)
                         parsed[key] = None if runtime else spec
                     except (StridedSliceError, ValueError):
-                        pass
+                        parsed[key] = None
             spec = parsed[key]
             if spec is None:
                 continue
@@ -169,7 +174,7 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
                 outputs[vi.name].type.CopyFrom(vi.type)
             else:
                 sk.graph.value_info.append(vi)
-        inferred = infer_isolated(sk)
+        inferred = infer(sk)
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
@@ -195,21 +200,6 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
         as_input = t.data_location == 1 or t.ByteSize() > max_bytes  # EXTERNAL or big: a typed input there
         out[name] = (t.data_type or None if as_input else t.data_type, tuple(t.dims))
     return out
-
-
-def infer_isolated(model, strict: bool = False):
-    """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
-    in a helper process (graphs/shape_inference.py): a negative dim reaching e.g. a Slice *aborts* the process
-    inside onnx 1.23 (a failed std::clamp assertion).  ``model``: a ModelProto or its bytes.
-    Returns the inferred model; raises RuntimeError with onnx's message, or saying inference
-    aborted."""
-    import os
-
-    import onnx
-    if not hasattr(os, "fork"):
-        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
-    from ..graphs.shape_inference import infer_shapes
-    return onnx.load_from_string(infer_shapes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
 
 
 def _ancestors(graph, names) -> list:

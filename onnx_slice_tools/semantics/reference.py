@@ -23,13 +23,18 @@ def apply_plan(plan: Plan, x: np.ndarray, index: tuple | None = None) -> np.ndar
 
 def plan_index(plan: Plan) -> tuple:
     """The numpy basic index that selects what ``plan`` keeps (before the output reshape)."""
-    index: list = []
+    index: list[int | slice] = []
     for a in plan.axes:
         if a.kind == INDEX:
+            if a.start is None:
+                raise ValueError(f"the plan has no index for axis {a.axis} (begin is given at run time)")
             index.append(a.start)
         elif a.kind == RANGE:
             if a.size == 0:
                 index.append(slice(0, 0))
+            elif a.start is None or a.stride is None or not isinstance(a.size, int):
+                raise ValueError(f"the plan has no range for axis {a.axis} (begin, end or strides is given "
+                                 "at run time)")
             else:
                 stop = a.start + a.size * a.stride
                 index.append(slice(a.start, None if stop < 0 else stop, a.stride))

@@ -36,7 +36,7 @@ from ..errors import StridedSliceError
 from ..errors import first_line
 from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
-from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
+from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.reference import apply_plan
 from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
 from .runtimes import make_session as runtime_session
@@ -441,25 +441,16 @@ def declared_conflict(declared: tuple | None, planned: tuple | None) -> str | No
     """A shape the original model declared for the node's output contradicts the plan: another
     rank, or another number for a dim both know.  (Exporters name unknown dims ``unk__7``:
     a name where the plan knows the size is less information, not a contradiction.)"""
-    if declared is None or planned is None:
-        return None
-    if len(declared) != len(planned):
-        return f"rank {len(declared)} != planned {len(planned)}"
-    for i, (a, b) in enumerate(zip(declared, planned)):
-        if isinstance(a, int) and isinstance(b, int) and a != b:
-            return f"dim {i}: declared {a} != planned {b}"
-    return None
+    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
+
+
+def _declared_vs_planned(a: Dim, b: Dim) -> str | None:
+    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
 
 
 def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
-    if planned is None or inferred is None:
-        return None
-    if len(inferred) != len(planned):
-        return f"rank {len(inferred)} != planned {len(planned)}"
-    for i, (a, b) in enumerate(zip(inferred, planned)):
-        if not _dims_compatible(a, b, lenient):
-            return f"dim {i}: inferred {a} != planned {b}"
-    return None
+    return shape_conflict(inferred, planned, lambda a, b: None if _dims_compatible(a, b, lenient)
+                          else f"inferred {a} != planned {b}", "planned ")
 
 
 def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
@@ -506,8 +497,8 @@ def _any_shape(proto):
 
 
 def _infer(proto) -> dict:
-    import onnx
-    inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    from ..graphs.shape_inference import infer
+    inferred = infer(proto, strict=True)
     shapes = {}
     for vi in inferred.graph.output:
         tt = vi.type.tensor_type
@@ -562,6 +553,8 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
 RUNTIME_TRIALS = 24
 #: Runtime index values the framework rejects, kept per rewrite to check onnxruntime fails too.
 MUST_FAIL_DRAWS = 3
+#: Input sizes the framework rejects, kept per rewrite as must-fail runs (:func:`_keep_rejected_sizes`).
+REJECTED_SIZES = 2
 
 
 @dataclass
@@ -679,31 +672,37 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
 
 def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
     """Input sizes the framework rejects, kept as must-fail runs: for each index (shrink) axis
-    whose size is unknown at conversion time, the sizes it is out of range for (0 and the
-    largest such size), the other axes at the baseline's sizes (at least 1 where unknown).  Runtime index values have
-    their own rejected draws (:func:`_draw`); this covers a static spec on a dynamic dim
-    (``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run time)."""
+    whose index is a constant and whose size is unknown at conversion time, the sizes it is out
+    of range for (0 and the largest such size; at most ``REJECTED_SIZES`` runs), the other axes
+    at the baseline's sizes (at least 1 where unknown, so the index is really read) and runtime
+    begin/end/strides at the baseline's values: ``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run
+    time.  (Rejected runtime index values have their own draws: :func:`_draw`.)"""
     case = p.case
     plan = case.lowering.plan
     shape = plan.input_shape
-    if case.runtime_fields or shape is None or not p.baseline_shape:
+    if shape is None or not p.baseline_shape or not p.baseline:
         return
+    i = p.index
+    runtime = {f"{f[0]}{i}": p.baseline[f"{f[0]}{i}"] for f in case.runtime_fields}
+    spec = with_values(case.written_spec, {f: runtime[f"{f[0]}{i}"].tolist() for f in case.runtime_fields})
+    kept = 0
     for a in plan.axes:
         if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
             continue
         for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
             trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
-                          for k, d in enumerate(p.baseline_shape))  # a non-empty rest: the index is read
+                          for k, d in enumerate(p.baseline_shape))
             try:
-                make_plan(case.written_spec, trial)
+                make_plan(spec, trial)
                 continue  # accepted (a size past 4096 clipped): nothing to fail on
             except StridedSliceError as exc:
                 if exc.undefined or exc.unsupported:  # TFLite: no result to fail on (plan_tflite)
                     continue
                 reason = first_line(exc)
             x = random_input(trial, case.dtype, rng)
-            if len(p.must_fail) < MUST_FAIL_DRAWS and x.size * x.dtype.itemsize <= 2 ** 20:
-                p.must_fail.append(({f"x{p.index}": x}, {}, reason))
+            if kept < REJECTED_SIZES and x.size * x.dtype.itemsize <= 2 ** 20:
+                p.must_fail.append(({f"x{i}": x, **runtime}, {}, reason))
+                kept += 1
 
 
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
