@@ -1165,7 +1165,7 @@ def set_inferred_shapes(model, proto=None) -> list:
     import onnx
 
     from ..graphs.shape_inference import infer
-    from ..rewrite.ir_pass import weightless
+    from ..rewrite.shapes import weightless
     undo: list = []
     in_memory = sum(v.const_value.nbytes for v in model.graph.initializers.values()
                     if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
@@ -1317,7 +1317,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
     from ..verification.inplace import Skip, infer_at_sizes, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
-    from ..rewrite.ir_pass import skeleton
+    from ..rewrite.shapes import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
         return failed(f"graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}")

@@ -144,7 +144,7 @@ def skeleton_bytes(proto) -> bytes:
     """``proto`` serialized with its external initializers as typed graph inputs
     (rewrite.weightless): the proto itself when it has none (no copy)."""
     import onnx
-    from ..rewrite.ir_pass import weightless
+    from ..rewrite.shapes import weightless
     if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
         return proto.SerializeToString()
     sk = onnx.ModelProto()

@@ -370,7 +370,6 @@ def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
             if elem not in per_elem:
                 per_elem[elem] = _elem_size(elem)
             size[name] = count * per_elem[elem]
-    transient = not outputs
     ios = [(tuple(n.input), tuple(n.output)) for n in proto.graph.node]  # each field read once
     last = {}
     for k, (inputs, _) in enumerate(ios):
@@ -381,15 +380,18 @@ def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
         last[o.name] = end
     for name in keep:
         last[name] = end
+    freed: list = [[] for _ in ios]  # node index -> the sizes of the values it reads last
+    for name, k in last.items():
+        if k < end and name in size:
+            freed[k].append(size[name])
     live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
     peak = live
-    for k, (inputs, produced) in enumerate(ios):
-        for o in produced:
-            live += size.get(o, 0)
+    for k, (_, produced) in enumerate(ios):
+        live += sum(size[o] for o in produced if o in size)
         peak = max(peak, live)
-        for name in set(inputs + produced):
-            if last.get(name, -1) == k or transient and name in produced and name not in last:
-                live -= size.get(name, 0)
+        live -= sum(freed[k])
+        if not outputs:  # nothing reads it and nothing holds it: freed when made
+            live -= sum(size[o] for o in produced if o in size and o not in last)
     return peak
 
 
@@ -437,9 +439,15 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> 
     return feeds
 
 
+#: ONNX element types whose numpy arrays onnxruntime's ``run`` takes and gives as they are
+_PLAIN_ELEMS = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13})
+
+
 def run_taps(session, feeds: dict, names: list[str], elems: dict) -> dict:
-    """One run; ``names`` -> numpy arrays."""
-    if any(a.dtype.kind in "OUS" for a in feeds.values()):
+    """One run; ``names`` -> numpy arrays.  Through OrtValues (lowerings.fetch: the one codec)
+    unless every input and output is of a type numpy holds as onnxruntime does."""
+    if any(a.dtype.kind in "OUS" for a in feeds.values()) or \
+            all(elems.get(k) in _PLAIN_ELEMS for k in feeds) and all(elems.get(n) in _PLAIN_ELEMS for n in names):
         return dict(zip(names, session.run(names, feeds)))
     from .lowerings import fetch, ort_value  # the one OrtValue codec
     ort_feeds = {k: ort_value(v, elems[k]) for k, v in feeds.items()}
@@ -497,6 +505,21 @@ class Digest:
         return Digest(tuple(arr.shape), arr.dtype, hashlib.sha256(data).hexdigest())
 
 
+class Reference:
+    """A deferred rewrite's reference output (inplace.start_inplace), made when it is compared:
+    its plan applied to the tensor that reached it in the checked run (held, not copied: many
+    slices read one tensor)."""
+
+    __slots__ = ("plan", "index", "x")
+
+    def __init__(self, plan, index: tuple, x: np.ndarray):
+        self.plan, self.index, self.x = plan, index, x
+
+    def value(self) -> np.ndarray:
+        from ..semantics.reference import apply_plan
+        return apply_plan(self.plan, self.x, self.index)
+
+
 @dataclasses.dataclass
 class CheckedRun:
     """A checked run of a model: the inputs it was fed and its graph outputs, the baseline the
@@ -507,6 +530,12 @@ class CheckedRun:
     elems: dict                  # fed input / output name -> ONNX element type
     shapes: dict                 # value name -> (elem, dims) at the run's sizes (shape inference)
     exact: frozenset = frozenset()  # graph outputs that are pure data movement (compared bitwise)
+
+    def held_bytes(self) -> int:
+        """Bytes of the arrays the run holds (each once: a Reference holds its input tensor)."""
+        arrays = {id(a): a for a in (v.x if isinstance(v, Reference) else v for v in self.outputs.values())
+                  if isinstance(a, np.ndarray)}
+        return sum(a.nbytes for a in arrays.values())
 
 
 @dataclasses.dataclass
@@ -537,17 +566,26 @@ class InplaceRun:
     :meth:`result` runs and compares."""
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
-                 keep_session: bool = False):
+                 keep_session: bool = False, defer: bool = False):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
-                       keep_session=keep_session, marks=self.marks)
+                       keep_session=keep_session, marks=self.marks, defer=defer)
         self.attempt = _Attempt(proto, records, loops=True, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
-        changes shape between iterations: then the check runs again without them."""
+        changes shape between iterations: then the check runs again without them.  A deferred
+        rewrite whose reference raises (or has no defined result) on the run's tensors means the
+        random inputs are ones the original rejects: the check runs again without deferring,
+        where the converted model's own run shows whether it fails there too (and the sizes
+        grow as for any failing run)."""
         result = self.attempt.result()
+        deferred = [r for r in self.attempt.checked if id(r) in self.attempt.taps.deferred]
+        if any(self.marks.get(id(r)) not in (None, AWAITING) for r in deferred):
+            self.kw["defer"] = False
+            self.attempt = _Attempt(self.proto, self.records, loops=True, **self.kw)
+            result = self.attempt.result()
         in_loops = [r for r in self.records if r.lowering is not None and " > Loop " in r.graph]
         if kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops:
             first = result.status
@@ -555,15 +593,49 @@ class InplaceRun:
             result = self.attempt.result()
             for r in in_loops:
                 self.marks[id(r)] = skipped(f"taps through the Loop could not run ({detail(first)})")
+        self.awaiting = {self.attempt.taps.deferred[id(r)]: r for r in self.attempt.checked
+                         if self.marks.get(id(r)) is AWAITING}
+        self.passed = result.status if kind(result.status) == "passed" else None  # (before the as-shipped run)
+        if self.awaiting and self.passed is not None:
+            result.status = skipped(f"{len(self.awaiting)} rewrites await the as-shipped run")
         result.inplace = {i: self.marks[id(r)] for i, r in enumerate(self.records) if id(r) in self.marks}
         self.last = result
+        return result
+
+    def settle(self, compared: dict | None, why: str = "") -> InplaceResult:
+        """After the as-shipped run: the rewrites whose output it gave (``awaiting``: output
+        name -> record, their reference outputs in the checked run) get their status from its
+        comparison -- ``compared``: output name -> None (agreed) or the problem; None: the
+        as-shipped run compared nothing (``why``).  Returns the final result."""
+        result = self.last
+        if not self.awaiting:
+            return result
+        for name, r in self.awaiting.items():
+            problem = compared.get(name, f"{name!r} is not an output of the saved model") if compared is not None \
+                else None
+            if compared is None:  # (the same text as the whole check's: the verdict names it once)
+                self.marks[id(r)] = skipped(f"left to the as-shipped run, which did not compare ({why})")
+            elif problem is not None:
+                self.marks[id(r)] = failed(f"as shipped: {problem}")
+            else:
+                self.marks[id(r)] = PASSED
+        result.inplace = {i: self.marks[id(r)] for i, r in enumerate(self.records) if id(r) in self.marks}
+        records = [r for r in self.records if id(r) in self.marks]
+        bad = [r for r in records if kind(self.marks[id(r)]) == "failed"]
+        if bad:
+            more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
+            result.status = failed(f"node {bad[0].node!r}: {detail(self.marks[id(bad[0])])}{more}")
+        elif compared is None:
+            result.status = skipped(f"left to the as-shipped run, which did not compare ({why})")
+        elif self.passed is not None:
+            result.status = self.passed
         return result
 
     def run_outputs(self):
         """With ``keep_session``, after :meth:`result`: ``feeds -> outputs`` of ``proto``'s own
         graph outputs through the tapped session (taps only add outputs), or None."""
         session = self.attempt.session
-        if session is None:
+        if session is None or self.attempt.taps.deferred:  # (deferred outputs are not computed)
             return None
         return functools.partial(session.run, [o.name for o in self.proto.graph.output])
 
@@ -584,12 +656,24 @@ class InplaceRun:
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False) -> InplaceRun:
+                  seed: int = 0, keep_session: bool = False, defer: bool = False) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only when twice the weights fit
-    ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile)."""
+    ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile).
+
+    ``defer``: the caller runs ``proto``'s graph outputs as shipped (verification/shipped.py)
+    on this run's inputs and then calls :meth:`InplaceRun.settle`.  A main-graph rewrite whose
+    output is a graph output of pure data movement (``shipped.exact_outputs``) and no other
+    rewrite's input is then not computed here: its reference output, from the tensors that
+    reached it here, becomes the checked run's value of that graph output, which the as-shipped
+    run must equal bitwise.  (Pure data movement upstream: its input is the same in both runs.)
+    The tapped copy keeps only the nodes the remaining taps and graph outputs need."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
-                      load_weights=load_weights, seed=seed, keep_session=keep_session)
+                      load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer)
+
+
+#: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
+AWAITING = skipped("awaits the as-shipped run")
 
 
 class _Attempt:
@@ -598,13 +682,15 @@ class _Attempt:
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-                 seed: int, keep_session: bool, marks: dict):
+                 seed: int, keep_session: bool, marks: dict, defer: bool = False):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
         self.session = self.error = self.thread = self.skip = None
+        self.sk = self.sized = self.exact = self.own = None
         rewritten = [r for r in records if r.lowering is not None]
-        self.tapped, self.taps = _tap_model(proto, rewritten, loops)
+        deferred = self._deferrable(rewritten) if defer else frozenset()
+        self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
         for r in rewritten:
             if id(r) not in self.taps.views:
@@ -615,14 +701,43 @@ class _Attempt:
             return
         self._prepare(load_weights)
 
+    def _sizes(self) -> tuple[dict, dict]:
+        """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked)."""
+        from ..rewrite.shapes import skeleton
+        if self.sized is None:
+            self.sk = skeleton(self.proto)
+            try:
+                self.sized = choose_sizes(self.sk)
+            except Skip as exc:
+                self.sized = exc
+        if isinstance(self.sized, Skip):
+            raise self.sized
+        return self.sized
+
+    def _deferrable(self, rewritten: list) -> frozenset:
+        """Outputs of main-graph rewrites that the as-shipped run can give (see start_inplace)."""
+        outputs = {o.name for o in self.proto.graph.output}
+        # (runtime begin/end/strides: random values the original rejects must be seen to fail in
+        # the converted model's own run, so those rewrites are checked here)
+        candidates = [r for r in rewritten if r.graph == "main" and r.output_name in outputs and not r.index_names]
+        if not candidates:
+            return frozenset()
+        try:
+            _, shapes = self._sizes()
+        except Skip:
+            return frozenset()  # (_prepare skips with the reason)
+        self.own = estimate_bytes(self.proto, shapes, set()) + 2 * self.weight_bytes
+        if self.own > self.budget:  # the as-shipped run will not fit at these sizes: every rewrite checked here
+            return frozenset()
+        self.exact = frozenset(self.exact_outputs(shapes))
+        read = {n for r in rewritten for n in (r.data_name, *r.index_names.values())}
+        return frozenset(r.output_name for r in candidates if r.output_name in self.exact and r.output_name not in read)
+
     def _prepare(self, load_weights) -> None:
         import threading
-
-        from ..rewrite.ir_pass import skeleton
-        self.sk = skeleton(self.proto)
         self.load_weights = load_weights
         try:
-            self.sizes, self.shapes = choose_sizes(self.sk)
+            self.sizes, self.shapes = self._sizes()
         except Skip as exc:
             self.skip = self._skip_all(str(exc))
             return
@@ -648,8 +763,9 @@ class _Attempt:
         model's own outputs.  When the model's own outputs at the chosen sizes do not fit
         (the as-shipped run computes them all at once), symbolic dims at 3 go down to 1 where
         shapes stay valid.  Returns the reason it cannot, or None (``self.pieces`` set)."""
-        outputs = self.graph_outputs()
-        own = estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
+        left = set(self.taps.deferred.values())
+        outputs = [o for o in self.graph_outputs() if o not in left]
+        own = self.own if self.own is not None else estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
         if own > self.budget:
             smaller = dict(self.sizes)
             for k, v in self.sizes.items():
@@ -729,7 +845,7 @@ class _Attempt:
             result = self._runs(elems, self.checked, None)
         else:
             result = self._runs_in_pieces(elems)
-        if not self.keep_session or taps.loop or self.pieces != [None]:
+        if not self.keep_session or taps.loop or taps.deferred or self.pieces != [None]:
             self.session = None  # (Loop taps stack per iteration: they can fail where the model runs)
         return result
 
@@ -776,11 +892,13 @@ class _Attempt:
         rng = np.random.default_rng(seed)
         pending, runs, first = list(checked), 0, None
         if piece is None:  # graph outputs live to the end anyway
-            fetch = [*taps.names, *(o for o in self.graph_outputs() if o not in taps.seen)]
+            left = set(taps.deferred.values())
+            fetch = [*taps.names, *(o for o in self.graph_outputs() if o not in taps.seen and o not in left)]
         else:
             fetch = list(piece)
         fetched = set(fetch)
         outputs = [o for o in self.graph_outputs() if o in fetched]
+        deferred = [taps.deferred[id(r)] for r in checked if id(r) in taps.deferred]
         while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
@@ -805,13 +923,19 @@ class _Attempt:
                 if need > memory_budget:
                     return skip_all(f"{failure}; larger sizes: {over_budget(need, memory_budget, sizes)}")
                 continue
-            if first is None:
-                exact = frozenset(self.exact_outputs(shapes))
-                held = sum(got[o].nbytes for o in outputs if isinstance(got[o], np.ndarray))
+            made = first is None
+            if made:
+                exact = self.exact if self.exact is not None else frozenset(self.exact_outputs(shapes))
+                inputs = {n: got[n] for r in checked if id(r) in taps.deferred for n in taps.views[id(r)].values()}
+                held = sum(a.nbytes for a in {id(a): a for a in [*(got[o] for o in outputs), *inputs.values()]
+                                              if isinstance(a, np.ndarray)}.values())
                 digest = piece is not None or need + held > memory_budget  # else kept: no hashing
                 first = CheckedRun(feeds, {o: Digest.of(got[o]) if digest and o in exact else got[o] for o in outputs},
-                                   {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes, exact)
-            pending = [r for r in pending if not _check_if_reached(r, got, taps, self.marks)]
+                                   {k: elems.get(k, 0) for k in [*feeds, *outputs, *deferred]}, shapes, exact)
+            expected: dict = {}
+            pending = [r for r in pending if not _check_if_reached(r, got, taps, self.marks, expected)]
+            if made and first is not None:  # deferred rewrites are in the main graph: reached by the first run
+                first.outputs.update((o, Digest.of(v.value()) if digest else v) for o, v in expected.items())
             del got
         self.sizes, self.shapes = sizes, shapes  # (grown, for later pieces)
         if piece is not None:
@@ -867,8 +991,10 @@ def _make_session(model):
     return onnxruntime_session(model)
 
 
-def _check_if_reached(r, got: dict, taps, marks: dict) -> bool:
-    """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets marks[id(r)]."""
+def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
+    """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets marks[id(r)].
+    A deferred rewrite (``taps.deferred``) is not compared here: its reference output goes to
+    ``expected`` (output name -> array) and its mark is AWAITING."""
     from ..semantics.reference import apply_plan
     if id(r) in taps.branch:
         cond, then = taps.branch[id(r)]
@@ -892,6 +1018,12 @@ def _check_if_reached(r, got: dict, taps, marks: dict) -> bool:
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
+    if id(r) in taps.deferred:
+        settled, plan, _ = _reference_plan(r, view, taps.plan)
+        if settled is None:
+            expected[r.output_name] = Reference(plan, taps.index(plan), view[r.data_name])
+        marks[id(r)] = AWAITING if settled is None else settled
+        return True
     marks[id(r)] = _check_one(r, view, taps.plan, apply_plan)
     return True
 
@@ -904,9 +1036,11 @@ class _Taps:
     loop: set = dataclasses.field(default_factory=set)      # id(record) of rewrites in Loop bodies
     calls: dict = dataclasses.field(default_factory=dict)   # id(record) -> [view per call of its function]
     elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
+    deferred: dict = dataclasses.field(default_factory=dict)  # id(record) -> its output, left to the as-shipped run
 
     seen: set = dataclasses.field(default_factory=set)
     plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan: models repeat slices
+    indexes: dict = dataclasses.field(default_factory=dict)  # id(Plan) -> its numpy index
 
     def plan(self, spec, shape):
         from ..semantics.plan import make_plan
@@ -920,6 +1054,14 @@ class _Taps:
             raise self.plans[key]
         return self.plans[key]
 
+    def index(self, plan) -> tuple:
+        """reference.plan_index of a plan of :meth:`plan` (made once per plan)."""
+        from ..semantics.reference import plan_index
+        key = id(plan)  # (plans are kept in ``plans``: the id stays theirs)
+        if key not in self.indexes:
+            self.indexes[key] = plan_index(plan)
+        return self.indexes[key]
+
     def fetch(self, name: str) -> str:
         if name not in self.seen:
             self.seen.add(name)
@@ -927,11 +1069,14 @@ class _Taps:
         return name
 
 
-def _tap_model(proto, records: list, loops: bool = True):
+def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = frozenset()):
     """A copy of ``proto`` exposing, as graph outputs, what reaches each rewrite and what it
     gives: main-graph tensors directly; tensors of an ``If`` branch through extra outputs of
     both branches (an empty tensor of the type in the other one) and of the If node; tensors
-    of a ``Loop`` body (with ``loops``) as extra scan outputs, stacked per iteration."""
+    of a ``Loop`` body (with ``loops``) as extra scan outputs, stacked per iteration.
+    ``deferred``: main-graph rewrite outputs (graph outputs of ``proto``) not fetched -- the
+    as-shipped run gives them: the copy neither outputs nor computes them (it keeps only the
+    nodes its outputs need)."""
     import onnx
     tapped = onnx.ModelProto()
     tapped.CopyFrom(proto)
@@ -957,8 +1102,11 @@ def _tap_model(proto, records: list, loops: bool = True):
         elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
         elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
         if r.graph == "main":
-            names = _present(g, [r.data_name, *r.index_names.values(), r.output_name], present)
+            own = [] if r.output_name in deferred else [r.output_name]
+            names = _present(g, [r.data_name, *r.index_names.values(), *own], present)
             taps.views[id(r)] = {name: taps.fetch(name) for name in names}
+            if not own:
+                taps.deferred[id(r)] = r.output_name
         elif len(ifs.get(r.graph, ())) == 1:
             node, attr = ifs[r.graph][0]
             names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
@@ -985,6 +1133,11 @@ def _tap_model(proto, records: list, loops: bool = True):
     for name in taps.names:
         if name not in outputs:
             g.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    if deferred:
+        kept = [vi for vi in g.output if vi.name not in deferred or vi.name in taps.seen]
+        del g.output[:]
+        g.output.extend(kept)
+        _prune(g)
     return tapped, taps
 
 
@@ -1097,10 +1250,14 @@ def _dims_reaching(proto, node_name: str | None) -> list:
     return keys
 
 
-def _check_one(r, got: dict, make_plan, apply_plan) -> str:
-    missing = [name for name in (r.data_name, r.output_name) if name not in got]
-    if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
-        return skipped(f"the in-place run could not expose {', '.join(repr(m) for m in missing)}")
+def _reference_plan(r, got: dict, make_plan):
+    """(None, plan, where) for record ``r`` on this run's tensors ``got``: the flavour's plan of
+    its spec with the runtime index values that reached it, at the real input shape (``where()``
+    names them, for messages); or (the status that settles ``r`` without a comparison, None,
+    where): a data tensor not exposed, or a reference that raises (the original fails there: a
+    failure) or has no defined result."""
+    if r.data_name not in got:
+        return skipped(f"the in-place run could not expose {r.data_name!r}"), None, str
     x = got[r.data_name]
     n = r.spec.n
     # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
@@ -1111,23 +1268,36 @@ def _check_one(r, got: dict, make_plan, apply_plan) -> str:
     def where() -> str:  # only a failure or a skip names the input
         return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
     try:
-        expected = apply_plan(make_plan(spec, tuple(x.shape)), x)
+        return None, make_plan(spec, tuple(x.shape)), where
     except StridedSliceError as exc:
         if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
-            return skipped(f"{where()}: the original's result is undefined ({_line(exc)})")
+            return skipped(f"{where()}: the original's result is undefined ({_line(exc)})"), None, where
         if exc.unsupported:  # TFLite (plan_tflite): a result the reference does not express
-            return skipped(f"{where()}: the original's result is not expressible here ({_line(exc)})")
-        return failed(f"{where()}: the original raises ({_line(exc)}), the converted model ran")
-    y = got[r.output_name]
+            return skipped(f"{where()}: the original's result is not expressible here ({_line(exc)})"), None, where
+        return failed(f"{where()}: the original raises ({_line(exc)}), the converted model ran"), None, where
+
+
+def _check_one(r, got: dict, make_plan, apply_plan) -> str:
+    missing = [name for name in (r.data_name, r.output_name) if name not in got]
+    if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
+        return skipped(f"the in-place run could not expose {', '.join(repr(m) for m in missing)}")
+    settled, plan, where = _reference_plan(r, got, make_plan)
+    if settled is not None:
+        return settled
+    return same_slice(got[r.output_name], apply_plan(plan, got[r.data_name]), where())
+
+
+def same_slice(y, expected, where: str) -> str:
+    """A rewrite's output ``y`` against the reference's ``expected``, bitwise (a slice moves data)."""
     if y.shape != expected.shape:
-        return failed(f"{where()}: shape {list(y.shape)} != expected {list(expected.shape)}")
+        return failed(f"{where}: shape {list(y.shape)} != expected {list(expected.shape)}")
     if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
         same = y.astype(object).tolist() == expected.astype(object).tolist()
-        return PASSED if same else failed(f"{where()}: string values differ")
+        return PASSED if same else failed(f"{where}: string values differ")
     if y.dtype != expected.dtype:
-        return failed(f"{where()}: dtype {y.dtype} != expected {expected.dtype}")
+        return failed(f"{where}: dtype {y.dtype} != expected {expected.dtype}")
     if y.tobytes() != expected.tobytes():
-        return failed(f"{where()}: values differ")
+        return failed(f"{where}: values differ")
     return PASSED
 
 
