@@ -878,6 +878,11 @@ def _index_candidates(dim) -> list[int]:
     return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
 
 
+def _inside_candidates(dim) -> list[int]:
+    d = dim if isinstance(dim, int) else 3
+    return list(range(-d, d)) or [0]
+
+
 def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
@@ -896,13 +901,15 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
         dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
     except StridedSliceError:
         return None
-    for _ in range(tries):
+    for attempt in range(tries):
         values = {}
-        for f in fields:
+        inside = attempt % 2 == 1  # every other draw inside the axes, strides positive: valid
+        for f in fields:  # for single indices too, which the wide draws rarely are on small axes
             if f == "strides":
-                values[f] = [int(rng.choice(_STRIDE_CANDIDATES)) for _ in range(spec.n)]
+                values[f] = [int(rng.choice(_STRIDE_CANDIDATES if not inside else (1, 2))) for _ in range(spec.n)]
             else:
-                values[f] = [int(rng.choice(_index_candidates(dims.get(k)))) for k in range(spec.n)]
+                values[f] = [int(rng.choice(_index_candidates(dims.get(k)) if not inside else
+                                            _inside_candidates(dims.get(k)))) for k in range(spec.n)]
         feed = {f"x{i}": x}
         for f in fields:
             dtype = np.int32 if case.index_types.get(f) == "int32" else np.int64
