@@ -40,7 +40,8 @@ def slice_model(flavor: str, slices: list, vectors: dict, data=("N", "M"), dtype
             else:
                 inits.append(helper.make_tensor(f"{f}{i}", dtype, [len(v)], v))
                 names.append(f"{f}{i}")
-        n = next(len(v) for v in (begin, end, strides) if not isinstance(v, str))
+        n = next(len(v) if not isinstance(v, str) else vectors[v][0] for v in (begin, end, strides)
+                 if not isinstance(v, str) or vectors[v] and isinstance(vectors[v][0], int))
         nodes.append(helper.make_node("StridedSlice", ["x", *names], [f"y{i}"], name=f"ss{i}",
                                       domain=OV_DOMAIN if flavor == "openvino" else TF_DOMAIN,
                                       **_attrs(flavor, n, masks)))
