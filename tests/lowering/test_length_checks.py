@@ -197,3 +197,61 @@ def test_unread_end_of_another_length_fails_like_tensorflow():
         assert _tensorflow(x, {"begin": [1, 2], "end": wrong, "strides": [1, 1]}, {"shrink_axis_mask": 3}) is None
         with pytest.raises(Exception):
             session.run(["y"], {"x": x, "end": np.array(wrong, np.int64)})
+
+
+def _litert_model(runtime: str, consts: dict, masks: dict) -> bytes:
+    """A .tflite of one STRIDED_SLICE on x[4, 5] with ``runtime`` an int32 input of shape [None]
+    (TensorFlow's converter)."""
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([4, 5], tf.float32), tf.TensorSpec([None], tf.int32)])
+    def f(x, v):
+        args = {k: tf.constant(c, tf.int32) for k, c in consts.items()}
+        return tf.raw_ops.StridedSlice(input=x, **{**args, runtime: v}, **masks)
+    return tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], f).convert()
+
+
+def _litert(content: bytes, x, vec):
+    from ai_edge_litert.interpreter import Interpreter
+    interp = Interpreter(model_content=content)
+    details = interp.get_input_details()
+    v = next(d for d in details if d["dtype"] == np.int32)
+    xi = next(d for d in details if d["dtype"] == np.float32)
+    try:
+        interp.resize_tensor_input(v["index"], [len(vec)])
+        interp.allocate_tensors()
+        interp.set_tensor(xi["index"], x)
+        interp.set_tensor(v["index"], np.asarray(vec, np.int32))
+        interp.invoke()
+    except (RuntimeError, ValueError):
+        return None
+    return np.array(interp.get_tensor(interp.get_output_details()[0]["index"]))
+
+
+@pytest.mark.parametrize("runtime, masks", [("end", {"shrink_axis_mask": 3}), ("strides", {"end_mask": 1})])
+def test_litert_checks_begin_against_end_and_reads_the_first_strides(runtime, masks):
+    """LiteRT raises when begin and end differ in length (an end no axis reads too), runs on
+    with strides longer than begin (their first entries; shorter ones read past the vector:
+    undefined, not compared).  The TFLite-flavour conversion, in onnxruntime's default session,
+    does the same."""
+    consts = {"begin": [1, 2], "end": [3, 4], "strides": [1, 1]}
+    fixed = {f: v for f, v in consts.items() if f != runtime}
+    content = _litert_model(runtime, fixed, masks)
+    result = convert(_model("tflite", (4, 5), fixed, runtime, masks))
+    assert result.report.verdict == "verified", result.report.model_checks
+    session = _default_session(result.model.SerializeToString())
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    lengths = (1, 2, 3) if runtime != "strides" else (2, 3)
+    outcomes = []
+    for length in lengths:
+        vec = (consts[runtime] + [1])[:length]
+        want = _litert(content, x, vec)
+        try:
+            got = session.run(["y"], {"x": x, runtime: np.asarray(vec, np.int64)})[0]
+        except Exception:
+            got = None
+        assert (got is None) == (want is None), (runtime, vec)
+        if got is not None:
+            assert got.shape == want.shape and got.tobytes() == want.tobytes(), (runtime, vec)
+        outcomes.append(want is not None)
+    assert outcomes == ([False, True, False] if runtime == "end" else [True, True])
