@@ -15,8 +15,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelError, OnnxSliceToolsError, StridedSliceError, one_line
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_PIPE = 0, 1, 2, 141
 
@@ -138,7 +142,7 @@ def _parse_shape(text: str | None):
     text = text.strip()
     if text in ("?", "unknown"):
         return None
-    dims = []
+    dims: list[int | str | None] = []
     for part in _items(text, "--shape", "5,N,?"):
         if part.lstrip("-").isdigit():
             if int(part) < 0:
@@ -351,7 +355,7 @@ def _inspect(args, path) -> int:
     described: dict = {}  # lowerings are shared by the nodes of one spec and shape: describe each once
     rows = []
     for r in rep.records:
-        row = {"node": r.node, "graph": r.graph, "flavor": r.flavor}
+        row: dict[str, Any] = {"node": r.node, "graph": r.graph, "flavor": r.flavor}
         if r.lowering is None:
             row["error"] = r.error
         else:
@@ -431,7 +435,8 @@ def cmd_verify(args) -> int:
         from ..api import verify_model_file
         checks = verify_model_file(args.model)
         table = Table(title=one_line(str(args.model)), min_width=60)
-        table.add_column("check"), table.add_column("result", overflow="fold")
+        table.add_column("check")
+        table.add_column("result", overflow="fold")
         for name, status in checks.items():
             table.add_row(name, one_line(status))
         _console().print(table)
@@ -455,7 +460,8 @@ def cmd_verify(args) -> int:
         raise ModelError(f"--input-shapes: {exc.reason}", path=exc.path) from None
     table = Table(title=one_line(f"{args.model} (reference evaluator) vs {args.converted} (onnxruntime)"),
                   min_width=60)
-    table.add_column("output"), table.add_column("result", overflow="fold")
+    table.add_column("output")
+    table.add_column("result", overflow="fold")
     for name, status in cmp.outputs.items():
         table.add_row(one_line(name), one_line(str(status)))
     _console().print(table)
@@ -479,7 +485,8 @@ def _verify_against_framework(args) -> int:
     converted = load_model_proto(args.converted)
     check = verify_against_source(args.model, converted, trials=args.trials)
     table = Table(title=one_line(f"{args.model} (its framework) vs {args.converted} (onnxruntime)"), min_width=60)
-    table.add_column("output"), table.add_column("result", overflow="fold")
+    table.add_column("output")
+    table.add_column("result", overflow="fold")
     for name, status in check.outputs.items():
         table.add_row(one_line(name), one_line(status))
     _console().print(table)
@@ -545,7 +552,9 @@ class _BatchProgress:
 
     def __init__(self, fancy: bool, quiet: bool = False, jsonl: bool = False):
         self.fancy, self.quiet, self.jsonl = fancy and not quiet, quiet, jsonl
-        self.done, self.total, self.bar, self.running = 0, 0, None, {}
+        self.done, self.total = 0, 0
+        self.bar: Progress | None = None
+        self.running: dict[str, None] = {}  # the models being converted, in start order
 
     def start(self, total: int) -> None:
         self.total = total
@@ -557,15 +566,15 @@ class _BatchProgress:
             self.bar.start()
             self.task = self.bar.add_task("", total=total)
 
-    def _describe(self) -> None:
+    def _describe(self, bar: Progress) -> None:
         names = [one_line(Path(p).name) for p in self.running]
         text = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
-        self.bar.update(self.task, description=text)
+        bar.update(self.task, description=text)
 
     def begin(self, src: str) -> None:
         self.running[src] = None
         if self.bar is not None:
-            self._describe()
+            self._describe(self.bar)
 
     def result(self, entry: dict) -> None:
         self.done += 1
@@ -574,7 +583,7 @@ class _BatchProgress:
             print(json.dumps(entry), flush=True)
         if self.bar is not None:
             self.bar.update(self.task, advance=1)
-            self._describe()
+            self._describe(self.bar)
             return
         if self.quiet:
             return

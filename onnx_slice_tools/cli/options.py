@@ -70,5 +70,6 @@ def contradiction(args) -> str | None:
     """The one line saying which options of ``args`` (a parsed command line) contradict each
     other, or None when they are consistent.  ``explain``'s spec options are checked where the
     spec is built (main._spec_from_args), before any work too."""
-    rule = _RULES.get(getattr(args, "command", None))
+    command = getattr(args, "command", None)
+    rule = _RULES.get(command) if command is not None else None
     return rule(args) if rule else None

@@ -57,8 +57,10 @@ class _Deferred(types.ModuleType):
         return getattr(real, attr)
 
 
-class _Forwarding(types.ModuleType):
-    """A placeholder whose real module is loaded: attributes it lacks come from there."""
+class _Forwarding(_Deferred):
+    """A placeholder whose real module is loaded: attributes it lacks come from there.  A
+    subclass of :class:`_Deferred` because a placeholder becomes one in place (its class is
+    swapped on first use), so it is still that placeholder."""
 
     def __getattr__(self, attr: str):
         return getattr(self.__dict__["_real"], attr)

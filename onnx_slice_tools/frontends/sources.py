@@ -538,13 +538,15 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     if input_ranges and kind == "tflite":
         raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
                          path=str(path))
-    loaded = None if kind == "tflite" else load_tf(path, input_shapes=input_shapes, signature=signature)
-    if input_ranges:
-        names = [spec.name for spec in loaded[1]]
-        for name in input_ranges:
-            if name not in names:
-                raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
-                                 f"{', '.join(names)})", path=str(path))
+    loaded = None
+    if kind != "tflite":
+        loaded = load_tf(path, input_shapes=input_shapes, signature=signature)
+        if input_ranges:
+            names = [spec.name for spec in loaded[1]]
+            for name in input_ranges:
+                if name not in names:
+                    raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
+                                     f"{', '.join(names)})", path=str(path))
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
                          output_names=output_names, signature=signature, loaded=loaded)

@@ -18,8 +18,9 @@ Nothing here imports onnx or onnx-ir.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
@@ -117,6 +118,19 @@ class RewriteChanges:
     renamed: dict = field(default_factory=dict)   # consumers read the data instead of an identity's output
 
 
+class RewriteOutcome(Protocol):
+    """What :meth:`RewriteResult.merged` reads of a result: :class:`RewriteResult` and the onnx-ir
+    pass's ``PassResult`` subclass (rewrite/ir_pass.py), both dataclasses with these fields."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    modified: bool
+    records: list
+    changes: RewriteChanges
+
+
+_Outcome = TypeVar("_Outcome", bound=RewriteOutcome)
+
+
 @dataclass
 class RewriteResult:
     """A rewrite's outcome on either representation: the model (edited in place), whether it
@@ -128,14 +142,15 @@ class RewriteResult:
     records: list = field(default_factory=list)
     changes: RewriteChanges = field(default_factory=RewriteChanges)
 
-    def merged(self, later):
+    def merged(self: _Outcome, later: RewriteOutcome) -> _Outcome:
         """This result followed by ``later`` (another pass on the same model): records and
-        changes together, for one structural proof."""
+        changes together, for one structural proof.  A result of the same class as this one."""
         a, b = self.changes, later.changes
         changes = RewriteChanges(a.removed_nodes | b.removed_nodes, a.removed_initializers | b.removed_initializers,
                                  a.added_nodes | b.added_nodes, a.added_initializers | b.added_initializers,
                                  {**a.renamed, **b.renamed})
-        return type(self)(self.model, self.modified or later.modified, self.records + later.records, changes)
+        return dataclasses.replace(self, modified=self.modified or later.modified, records=self.records + later.records,
+                                   changes=changes)
 
 
 def changes_of(records: list, removed: dict, added_nodes, added_initializers) -> RewriteChanges:

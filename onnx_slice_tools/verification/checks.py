@@ -12,6 +12,7 @@ and :func:`detail` also read a plain string status (older words included), and
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ..errors import first_line as _first_line
 
@@ -85,7 +86,7 @@ def detail(status: str | None) -> str:
     return "" if status == "passed" else status
 
 
-def verdict(statuses: list[tuple[str, str | None]], *, strict: bool = False) -> str:
+def verdict(statuses: Sequence[tuple[str, str | None]], *, strict: bool = False) -> str:
     """``"verified"`` when every check passed, ``"failed"`` when one failed (or, with
     ``strict``, was skipped), else ``"unverified (<what was skipped, why>)"``."""
     kinds = [(name, s, kind(s)) for name, s in statuses]

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -177,9 +179,9 @@ def _probe_inputs(op: str, opset: int):
     """(node inputs, extra initializers) of a one-node probe of ``op``."""
     from onnx import TensorProto, helper
     i64 = TensorProto.INT64
-    consts = {"s": [0], "e": [1], "a": [0], "st": [1], "sh": [1, 2], "g": 0}
-    inits = [helper.make_tensor(k, i64, [] if k == "g" else [len(v)], [v] if k == "g" else v)
-             for k, v in consts.items()]
+    consts = {"s": [0], "e": [1], "a": [0], "st": [1], "sh": [1, 2]}
+    inits = [helper.make_tensor(k, i64, [len(v)], v) for k, v in consts.items()]
+    inits.append(helper.make_tensor("g", i64, [], [0]))  # Gather's index: a scalar
     axes_in = opset >= 13
     inputs = {"Slice": ["x", "s", "e", "a", "st"], "Squeeze": ["x", "a"] if axes_in else ["x"],
               "Unsqueeze": ["x", "a"] if axes_in else ["x"], "Reshape": ["x", "sh"], "Gather": ["x", "g"],
@@ -282,12 +284,10 @@ def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = froze
                 continue
             out += concrete_shapes(sub, limit=max(2, limit // 2))
         return out
-    choices = []
+    choices: list[list[int]] = []
     for k, d in enumerate(shape):
-        if k in relaxed:
-            choices.append(list(dict.fromkeys(min(d, s) for s in _PASS_KNOWN)))
-        elif isinstance(d, int):
-            choices.append([d])
+        if isinstance(d, int):  # a relaxed axis is of known size: smaller sizes too
+            choices.append(list(dict.fromkeys(min(d, s) for s in _PASS_KNOWN)) if k in relaxed else [d])
         else:
             choices.append(_candidate_sizes(plan, k))
     if any(not c for c in choices):
@@ -475,9 +475,9 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
     names = NameAllocator()
     consts = ProtoConstantPool("k/", names)
     inputs, outputs, nodes = [], [], []
-    ids = ids if ids is not None else range(len(cases))
-    names.taken.update(f"x{i}" for i in ids)
-    for i, case in zip(ids, cases):
+    numbers: Sequence[int] = ids if ids is not None else range(len(cases))
+    names.taken.update(f"x{i}" for i in numbers)
+    for i, case in zip(numbers, cases):
         shape = case.lowering.plan.input_shape
         inputs.append(helper.make_tensor_value_info(f"x{i}", case.elem_type, None if shape is None else list(shape)))
         runtime = {}
@@ -565,6 +565,8 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
 RUNTIME_TRIALS = 24
 #: Runtime index values the framework rejects, kept per rewrite to check onnxruntime fails too.
 MUST_FAIL_DRAWS = 3
+#: Input sizes the framework rejects, kept per rewrite as must-fail runs (:func:`_keep_rejected_sizes`).
+REJECTED_SIZES = 2
 
 
 @dataclass
@@ -575,7 +577,7 @@ class _CaseRun:
     case: CheckCase
     shapes: list
     bytes: dict                              # shape -> bytes of one run
-    baseline: dict | None = None             # a valid feed of its smallest shape
+    baseline: dict = field(default_factory=dict)  # a valid feed of its smallest shape (once drawn)
     baseline_bytes: int = 0
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
@@ -675,6 +677,7 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
             p.wrong_lengths = _wrong_lengths(p.case, p.index, drawn[0])
+            _keep_rejected_sizes(p, rng)
             return p.baseline
     if p.case.runtime_fields:
         p.case.result.onnxruntime = skipped("the framework rejects every runtime index value tried")
@@ -703,6 +706,41 @@ def _wrong_lengths(case: CheckCase, i: int, feed: dict) -> list:
             out.append((changed, {f: wrong}, f"{f} of length {len(wrong)}, the others {spec.n}: "
                                              "begin, end and strides of different lengths"))
     return out
+
+
+def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
+    """Input sizes the framework rejects, kept as must-fail runs: for each index (shrink) axis
+    whose index is a constant and whose size is unknown at conversion time, the sizes it is out
+    of range for (0 and the largest such size; at most ``REJECTED_SIZES`` runs), the other axes
+    at the baseline's sizes (at least 1 where unknown, so the index is really read) and runtime
+    begin/end/strides at the baseline's values: ``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run
+    time.  (Rejected runtime index values have their own draws: :func:`_draw`.)"""
+    case = p.case
+    plan = case.lowering.plan
+    shape = plan.input_shape
+    if shape is None or not p.baseline_shape or not p.baseline:
+        return
+    i = p.index
+    runtime = {f"{f[0]}{i}": p.baseline[f"{f[0]}{i}"] for f in case.runtime_fields}
+    spec = with_values(case.written_spec, {f: runtime[f"{f[0]}{i}"].tolist() for f in case.runtime_fields})
+    kept = 0
+    for a in plan.axes:
+        if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
+            continue
+        for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
+            trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
+                          for k, d in enumerate(p.baseline_shape))
+            try:
+                make_plan(spec, trial)
+                continue  # accepted (a size past 4096 clipped): nothing to fail on
+            except StridedSliceError as exc:
+                if exc.undefined or exc.unsupported:  # TFLite: no result to fail on (plan_tflite)
+                    continue
+                reason = first_line(exc)
+            x = random_input(trial, case.dtype, rng)
+            if kept < REJECTED_SIZES and x.size * x.dtype.itemsize <= 2 ** 20:
+                p.must_fail.append(({f"x{i}": x, **runtime}, {}, reason))
+                kept += 1
 
 
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
@@ -769,7 +807,7 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
 
 
 def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> None:
-    feeds = {}
+    feeds: dict = {}
     for p in group:
         feeds.update(p.baseline)
     compared = {}
@@ -804,7 +842,7 @@ def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> 
                 outs[i] = exc
     for i, (p, shape, exp) in compared.items():
         res = p.case.result
-        got = outs.get(i)
+        got = outs[i]  # every compared case has its output or its exception
         if isinstance(got, Exception):
             res.onnxruntime = failed(f"input {shape}{_values_text(p.case, feeds, i)}: "
                                      f"{_RUNTIME.get()} failed: {first_line(got)}")
@@ -858,7 +896,7 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
         group = [p]
         session = _check_session(_any_shape(build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
-    base = {}
+    base: dict = {}
     for q in group:
         if q is not p:
             base.update(q.baseline)
@@ -872,7 +910,8 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
         if _RUNTIME.get() == "openvino":  # as with indices out of range: a gap of the runtime, said
             res.run_time_errors = skipped(f"openvino: OpenVINO runs on with {values} ({reason})")
             return
-        res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)} with {values}: the framework "
+        with_values = f" with {values}" if values else ""
+        res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)}{with_values}: the framework "
                                  f"rejects it ({reason}) but {_RUNTIME.get()} returned shape {list(got.shape)}")
         return
     if _RUNTIME.get() == "openvino" and p.must_fail:
@@ -895,7 +934,8 @@ def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
             continue
         feed, exp, values = drawn
         try:
-            got = np.asarray(ev.run(None, feed)[0])
+            # a list (a dict only with intermediate=True, which onnx's annotation does not tell apart)
+            got = np.asarray(cast("list[Any]", ev.run(None, feed))[0])
         except Exception as exc:
             res.reference_evaluator = skipped(f"onnx's reference evaluator failed: {first_line(exc)}")
             return
@@ -931,7 +971,6 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
     draws are kept (up to MUST_FAIL_DRAWS) as must-fail cases."""
-    from dataclasses import replace
     case, i = p.case, p.index
     spec = case.written_spec
     x = random_input(shape, case.dtype, rng)
@@ -958,7 +997,7 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
         for f in fields:
             dtype = np.int32 if case.index_types.get(f) == "int32" else np.int64
             feed[f"{f[0]}{i}"] = np.array(values[f], dtype=dtype)
-        full = replace(spec, runtime_length=None, **values)
+        full = with_values(spec, values)
         try:
             exp = apply_plan(make_plan(full, shape), x)
         except StridedSliceError as exc:
@@ -970,6 +1009,15 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
             continue
         return feed, exp, values
     return None
+
+
+def with_values(spec: SliceSpec, values: Mapping[str, Sequence[int]]) -> SliceSpec:
+    """``spec`` with the run-time ``values`` of some of begin/end/strides (``{"begin": [..]}``)
+    filled in: the spec the framework runs on that feed."""
+    def value(name: str, current: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return tuple(values[name]) if name in values else current
+    return replace(spec, runtime_length=None, begin=value("begin", spec.begin), end=value("end", spec.end),
+                   strides=value("strides", spec.strides))
 
 
 def _compare_arrays(got: np.ndarray, exp, shape) -> str | None:

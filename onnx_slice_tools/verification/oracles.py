@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -62,17 +62,19 @@ def _index_dtype(values) -> Any:
 def tf_strided_slice(x: np.ndarray, spec: SliceSpec, index_dtype=None) -> Outcome:
     """``tf.strided_slice`` on x (eager, CPU)."""
     tf = _tensorflow()
-    vals = spec.begin + spec.end + spec.strides
-    dt = index_dtype or _index_dtype(vals)
+    begin, end, strides = spec.begin, spec.end, spec.strides
+    if begin is None or end is None or strides is None:
+        raise TypeError("tf_strided_slice needs a spec whose begin, end and strides are all known")
+    dt = index_dtype or _index_dtype(begin + end + strides)
 
     def signed(m: int) -> int:
         return m - 2 ** 32 if m >= 2 ** 31 else m
 
     try:
         out = tf.strided_slice(
-            x, tf.constant(spec.begin, dt, shape=[len(spec.begin)]),
-            tf.constant(spec.end, dt, shape=[len(spec.end)]),
-            tf.constant(spec.strides, dt, shape=[len(spec.strides)]),
+            x, tf.constant(begin, dt, shape=[len(begin)]),
+            tf.constant(end, dt, shape=[len(end)]),
+            tf.constant(strides, dt, shape=[len(strides)]),
             **{m: signed(getattr(spec, m)) for m in MASK_NAMES})
         arr = out.numpy()
     except (tf.errors.InvalidArgumentError, ValueError) as exc:
@@ -125,7 +127,6 @@ def openvino_strided_slice(x: np.ndarray, spec: SliceSpec) -> Outcome:
     String tensors are validated but not evaluated (``evaluate`` crashes on them).
     """
     ov, ops = _openvino()
-    from dataclasses import replace
     masks = _ov_masks(spec)
     is_string = x.dtype.kind in "SUO"
     try:
@@ -208,7 +209,10 @@ def strided_slice_tflite_model(shape, dtype, spec: SliceSpec, *, version: int | 
             t.buffer = len(buffers) - 1
         return t
 
-    ttype = getattr(s.TensorType, _tflite_type(dtype))
+    type_name = _tflite_type(dtype)
+    if type_name is None:
+        raise ValueError(f"dtype {np.dtype(dtype)} has no TFLite tensor type here")
+    ttype = getattr(s.TensorType, type_name)
     n = spec.n
     graph = s.SubGraphT()
     graph.name = "main"
@@ -348,8 +352,6 @@ def random_lowering_input(src, flavor: str, *, runtime_chance: float, max_rank: 
     begin/end/strides a runtime value with probability ``runtime_chance``: (input kind, plan,
     runtime fields), or None when the framework rejects the spec (the target tests and
     scripts/target_corpus.py draw their cases here)."""
-    from dataclasses import replace
-
     from ..errors import StridedSliceError
     from ..semantics.plan import make_plan
     x, spec = random_case(src, flavor, max_rank=max_rank)
@@ -359,7 +361,7 @@ def random_lowering_input(src, flavor: str, *, runtime_chance: float, max_rank: 
     try:
         make_plan(spec, x.shape)
         if fields:
-            spec = replace(spec, runtime_length=spec.n, **{f: None for f in fields})
+            spec = _at_runtime(spec, fields)
         return mode, make_plan(spec, shape), fields
     except StridedSliceError:
         return None
@@ -447,7 +449,17 @@ def random_case(src: RandomSource, flavor: str, max_rank: int = 6) -> tuple[np.n
     if src.chance(0.15):  # masks of other lengths: empty, or unequal (OpenVINO rejects the latter)
         k = src.choice(MASK_NAMES)
         masks[k] = masks[k][: src.integer(0, width)]
-    return x, from_openvino(begin, end, strides, **masks)
+    return x, from_openvino(begin, end, strides, begin_mask=masks["begin_mask"], end_mask=masks["end_mask"],
+                            new_axis_mask=masks["new_axis_mask"], shrink_axis_mask=masks["shrink_axis_mask"],
+                            ellipsis_mask=masks["ellipsis_mask"])
+
+
+def _at_runtime(spec: SliceSpec, fields: Sequence[str]) -> SliceSpec:
+    """``spec`` with the index ``fields`` ("begin", "end", "strides") given at run time: their
+    values unknown, their length kept as ``runtime_length``."""
+    return replace(spec, runtime_length=spec.n, begin=None if "begin" in fields else spec.begin,
+                   end=None if "end" in fields else spec.end,
+                   strides=None if "strides" in fields else spec.strides)
 
 
 def _clip32(v: int) -> int:
@@ -461,12 +473,12 @@ def compare(ours: Outcome, theirs: Outcome) -> str | None:
                 f"runtime {'accepted' if theirs.ok else 'rejected'} ({theirs.error or theirs.shape})")
     if not ours.ok:
         return None
-    if theirs.shape is not None and tuple(ours.shape) != tuple(theirs.shape):
+    if theirs.shape is not None and (ours.shape is None or tuple(ours.shape) != tuple(theirs.shape)):
         return f"shape: ours {ours.shape}, runtime {theirs.shape}"
     if theirs.values is not None:
         a, b = ours.values, theirs.values
-        if a.shape != b.shape:
-            return f"value shape: ours {a.shape}, runtime {b.shape}"
+        if a is None or a.shape != b.shape:
+            return f"value shape: ours {None if a is None else a.shape}, runtime {b.shape}"
         if a.dtype != b.dtype:
             return f"dtype: ours {a.dtype}, runtime {b.dtype}"
         if a.tobytes() != b.tobytes():
@@ -491,14 +503,12 @@ def compare_tflite(ours: Outcome, theirs: Outcome) -> str | None:
 def our_outcome(x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
     """Our reference on x; ``runtime``: the index fields given at run time, whose plan may be
     refused (e.g. TFLite's offset with a run-time end) where the constant spec is not."""
-    from dataclasses import replace
-
     from ..errors import StridedSliceError
     from ..semantics.plan import make_plan
     from ..semantics.reference import slice_array
     try:
         if runtime:
-            make_plan(replace(spec, runtime_length=spec.n, **{f: None for f in runtime}), x.shape)
+            make_plan(_at_runtime(spec, runtime), x.shape)
         arr = slice_array(spec, x)
     except StridedSliceError as exc:
         return Outcome(False, error=str(exc))

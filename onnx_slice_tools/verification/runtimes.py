@@ -9,6 +9,9 @@ line naming the ``openvino`` extra.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ..errors import OnnxSliceToolsError
@@ -177,7 +180,8 @@ def require(name: str) -> None:
         _import_openvino()
 
 
-_FACTORIES = {ONNXRUNTIME: onnxruntime_session, OPENVINO: _OpenVINOSession, REFERENCE: _ReferenceSession}
+#: the runtimes with named configurations (the reference evaluator has one: built apart)
+_FACTORIES: dict[str, Callable[[bytes, str], Any]] = {ONNXRUNTIME: onnxruntime_session, OPENVINO: _OpenVINOSession}
 
 
 def make_session(name: str, model_bytes: bytes, config: str = FAST):

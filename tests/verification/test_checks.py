@@ -293,6 +293,46 @@ def test_check_catches_a_graph_that_returns_where_the_framework_raises():
     assert cases[1].result.onnxruntime == "passed" and cases[1].result.must_fail_checked > 0
 
 
+def test_sizes_the_framework_rejects_are_must_fail_runs():
+    """A static shrink index on a dim unknown at conversion time (``x[:, 2]`` on ``[N, M]``):
+    the checks run the sizes TF rejects (M = 0 and M = 2) and onnxruntime must fail on them."""
+    case = CheckCase(lower(make_plan(from_index_expr("x[:, 2]"), ("N", "M")), 17), np.dtype(np.float32), T.FLOAT)
+    check_lowerings([case], 17)
+    assert case.result.onnxruntime == "passed" and case.result.must_fail_checked == 2, case.result
+
+
+def test_check_catches_a_graph_that_returns_for_a_size_the_framework_rejects(monkeypatch):
+    """A runtime that returns data where the framework rejects the input size fails the check."""
+    import onnx_slice_tools.verification.lowerings as lowerings
+    real = lowerings._check_session
+
+    class Lenient:  # returns an empty result instead of the run-time error
+        def __init__(self, session):
+            self.session = session
+
+        def __getattr__(self, name):
+            return getattr(self.session, name)
+
+        def run(self, names, feeds):
+            try:
+                return self.session.run(names, feeds)
+            except Exception:
+                return [np.zeros((0,), np.float32) for _ in names]
+
+        def run_with_ort_values(self, names, feeds):
+            try:
+                return self.session.run_with_ort_values(names, feeds)
+            except Exception:
+                return [OrtValue.ortvalue_from_numpy(np.zeros((0,), np.float32)) for _ in names]
+
+    from onnxruntime import OrtValue
+    monkeypatch.setattr(lowerings, "_check_session", lambda data: Lenient(real(data)))
+    case = CheckCase(lower(make_plan(from_index_expr("x[:, 2]"), ("N", "M")), 17), np.dtype(np.float32), T.FLOAT)
+    check_lowerings([case], 17)
+    assert case.result.onnxruntime.startswith("failed: input [") and "the framework rejects it" in \
+        case.result.onnxruntime, case.result.onnxruntime
+
+
 # --------------------------------------------------------------------------- whole-model comparison
 
 def _loop_model(iterations: int):
