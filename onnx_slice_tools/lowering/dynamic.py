@@ -32,6 +32,7 @@ Node inputs refer to ``X`` (the data), ``("in", field)`` (a runtime vector),
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from ..semantics.plan import INDEX, RANGE, Plan
 from ..semantics.spec import TF, TFLITE
@@ -128,11 +129,16 @@ class Builder:
         return ("node", len(self.ops) - 1)
 
 
+#: ``prelude(builder, plan)``: puts run-time vectors in the builder before the lowering reads them
+#: (lowering/tflite.seed_indices).
+Prelude = Callable[[Builder, Plan], None]
+
+
 def const_input(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
-def _start(plan: Plan, opset: int, index_types: dict | None, prelude, ties: tuple = (),
+def _start(plan: Plan, opset: int, index_types: dict | None, prelude: Prelude | None, ties: tuple = (),
            tie_into: str | None = None) -> tuple:
     """The builder of a runtime-index lowering and which of begin/end/strides are runtime
     values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
@@ -210,7 +216,7 @@ def _tie_output(b: Builder) -> None:
         b.add("Where", total, last, last)
 
 
-def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude=None):
+def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude: Prelude | None = None):
     """(ops, notes, index dtype) computing ``plan`` whose spec has runtime begin/end/strides.
 
     ``index_types``: "int32"/"int64"/None (unknown) for each runtime field.  ``prelude(builder,
@@ -255,7 +261,7 @@ def _shrink_begins(b: Builder, plan: Plan, shrinks: list, runtime: dict, top=Non
     guard = spec.flavor == TF and runtime["strides"]
     if not guard:
         return b.inp("begin") if runtime["begin"] else None
-    begins = b.inp("begin") if runtime["begin"] else const_input(
+    begins = b.inp("begin") if spec.begin is None else const_input(
         spec.begin[k] if any(a.index == k for a in shrinks) else 0 for k in range(spec.n))
     bad = b.add("Less", b.inp("strides"), ("scalar", 1))
     positions = tuple(any(a.index == k for a in shrinks) for k in range(spec.n))
@@ -430,7 +436,10 @@ class Dims:
     """Input dims (in the index type): constants when known, else read from ``Shape`` once."""
 
     def __init__(self, b: Builder, plan: Plan):
-        self.b, self.plan, self._shape, self._rank, self._cache = b, plan, None, None, {}
+        self.b, self.plan = b, plan
+        self._shape: tuple | None = None  # the input's Shape node, made once
+        self._rank: tuple | None = None   # the Shape of that (unknown rank)
+        self._cache: dict[tuple[int, ...], tuple] = {}
 
     def of(self, axes: list) -> tuple:
         known = [a.dim for a in axes]
@@ -499,10 +508,10 @@ def _canonical_bounds(b: Builder, plan: Plan, axes: list, runtime: dict, dims: D
         # OpenVINO's reverse begin: [0, dim - 1], so min(0, dim - 1) (-1 on an empty axis) below
         below = None if field == "end" or plan.flavor == TF else (lambda: _minmax(b, "Min", lower, hi))
         value = clamp(b, raw, dim, lower, hi, masked, below)
-        if any(masked):
-            fill = where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
-            value = where(b, ("bool", tuple(masked)), fill, value)
-        return value
+        if value is not None and not any(masked):
+            return value
+        fill = where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
+        return fill if value is None else where(b, ("bool", tuple(masked)), fill, value)
 
     starts = canon("begin", [a.begin_masked for a in axes], lo_begin)
     ends = canon("end", [a.end_masked for a in axes], lo)
@@ -572,14 +581,13 @@ def _layout(b: Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     """Remove the shrunk (size-1) axes and insert the new ones: Squeeze + Unsqueeze, or one
     Reshape (allowzero) to a shape read from ``Shape`` where the target forbids reshaping a
     possibly empty tensor with dynamic dims (OpenVINO infers those dims from the element count)."""
-    from ..semantics.plan import NEW
     from .targets import RESHAPE_EMPTY
     inserted = plan.inserted_axes
     out_shape = plan.output_shape
     if not shrunk and not inserted:
         return cur
     static = out_shape is not None and all(isinstance(d, int) for d in out_shape)
-    if target.forbids(RESHAPE_EMPTY) and static and 0 in out_shape and b.opset >= 14:
+    if target.forbids(RESHAPE_EMPTY) and out_shape is not None and static and 0 in out_shape and b.opset >= 14:
         # the plan knows the empty output's shape (OpenVINO may not: runtime bounds)
         return b.add("Reshape", cur, ("const64", tuple(out_shape)), attrs=(("allowzero", 1),))
     if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static:
@@ -588,8 +596,8 @@ def _layout(b: Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
             return b.add("Reshape", cur, ("const64", copied))
     if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static and b.opset >= 14:
         src = []
-        for o in plan.outputs:
-            src.append(plan.input_rank if o.kind == NEW else plan.axes[o.source].axis)
+        for o in plan.outputs:  # known rank: each output is a new axis (no source) or an input axis
+            src.append(plan.input_rank if o.source is None else plan.axes[o.source].axis)
         shape = b.add("Shape", cur)
         if inserted:  # new axes read an appended 1
             shape = b.add("Concat", shape, ("const64", (1,)), attrs=(("axis", 0),))
@@ -612,12 +620,11 @@ def _copy_shape(plan: Plan, out_shape) -> tuple | None:
     """A Reshape shape (allowzero 0) for the layout step when every dynamic output dim sits at
     the position of its input axis: 0 there (copy the dim, exact for a size of 0 too), the
     known sizes elsewhere; None otherwise."""
-    from ..semantics.plan import NEW
     shape = []
     for j, (o, d) in enumerate(zip(plan.outputs, out_shape)):
         if isinstance(d, int) and d > 0:
             shape.append(d)
-        elif o.kind != NEW and plan.axes[o.source].axis == j and not isinstance(d, int):
+        elif o.source is not None and plan.axes[o.source].axis == j and not isinstance(d, int):
             shape.append(0)
         else:
             return None
@@ -664,7 +671,8 @@ def _guard(b: Builder, index: tuple, dim: tuple) -> tuple:
     return add(b, index, b.add("Gather", const_input([0]), probe, attrs=(("axis", 0),)))
 
 
-def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None, prelude=None):
+def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None,
+                     prelude: Prelude | None = None):
     """(ops, notes, index dtype) computing ``plan`` within ``target``'s constraints (lowering/targets.py).
 
     Shrinks leave the axis for the layout step: ``Slice(i, i + 1)`` where the index is checked at

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import cast
 
 import onnx_ir as ir
 
@@ -28,7 +29,7 @@ from ..graphs.walk import all_nodes
 from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, emit, steps
 from ..errors import StridedSliceError
-from ..semantics.plan import make_plan
+from ..semantics.plan import Dim, make_plan
 from ..semantics.spec import SliceSpec
 from .core import ProtoAttr, proto_attr_value
 from .core import OPENVINO_DOMAINS, TF_DOMAIN, GraphFacts, RewriteChanges, RewriteRecord, RewriteResult, Rewriter
@@ -93,7 +94,7 @@ def value_dims(value) -> tuple | None:
     """A value's shape as plan dims (int, symbolic name, None), or None when the rank is unknown."""
     if value is None or value.shape is None:
         return None
-    dims = []
+    dims: list[Dim] = []
     for d in value.shape:
         if isinstance(d, int):
             dims.append(d)
@@ -143,12 +144,16 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
     def __call__(self, model, shapes: dict | None = None) -> StridedSliceRewriteResult:
         """Run the pass (``ir.passes.InPlacePass.__call__``); ``shapes``: as the constructor's, for this call."""
         if shapes is None:
-            return super().__call__(model)
+            return self._run(model)
         kept, self.shapes = self.shapes, shapes
         try:
-            return super().__call__(model)
+            return self._run(model)
         finally:
             self.shapes = kept
+
+    def _run(self, model) -> StridedSliceRewriteResult:
+        # InPlacePass.__call__ (typed PassResult) returns what call() returned, after its checks
+        return cast(StridedSliceRewriteResult, super().__call__(model))
 
     def call(self, model) -> StridedSliceRewriteResult:
         shapes = self.shapes
@@ -367,6 +372,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
     node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
     inferred (a node's inferred types depend on its inputs' alone)."""
+    from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
@@ -379,7 +385,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -425,6 +431,8 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     ``copy``: ``sk`` is the caller's model (copied before the first declaration)."""
     import onnx
     from onnx import numpy_helper
+
+    from ..graphs.shape_inference import infer
     g = sk.graph
     slices = [n for n in g.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
     if not slices:
@@ -474,12 +482,15 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             if key not in parsed:
                 attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
                 node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-                try:
-                    spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
-                                               lambda v: None, parse_cache)
-                    parsed[key] = None if runtime or node_flavor is None else spec
-                except (StridedSliceError, ValueError):
+                if node_flavor is None:  # no flavour, no spec to plan
                     parsed[key] = None
+                else:
+                    try:
+                        spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
+                                                   lambda v: None, parse_cache)
+                        parsed[key] = None if runtime else spec
+                    except (StridedSliceError, ValueError):
+                        parsed[key] = None
             spec = parsed[key]
             if spec is None:
                 continue
@@ -501,7 +512,7 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
                 outputs[vi.name].type.CopyFrom(vi.type)
             else:
                 sk.graph.value_info.append(vi)
-        inferred = infer_isolated(sk)
+        inferred = infer(sk)
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
@@ -527,21 +538,6 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
         as_input = t.data_location == 1 or t.ByteSize() > max_bytes  # EXTERNAL or big: a typed input there
         out[name] = (t.data_type or None if as_input else t.data_type, tuple(t.dims))
     return out
-
-
-def infer_isolated(model, strict: bool = False):
-    """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
-    in a helper process (graphs/shape_inference.py): a negative dim reaching e.g. a Slice *aborts* the process
-    inside onnx 1.23 (a failed std::clamp assertion).  ``model``: a ModelProto or its bytes.
-    Returns the inferred model; raises RuntimeError with onnx's message, or saying inference
-    aborted."""
-    import os
-
-    import onnx
-    if not hasattr(os, "fork"):
-        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
-    from ..graphs.shape_inference import infer_shapes
-    return onnx.load_from_string(infer_shapes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
 
 
 def _ancestors(graph, names) -> list:

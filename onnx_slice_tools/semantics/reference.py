@@ -16,13 +16,18 @@ def apply_plan(plan: Plan, x: np.ndarray) -> np.ndarray:
     """Run a plan made for ``x.shape`` on ``x``; returns a new, contiguous array."""
     if plan.input_shape != tuple(x.shape):
         raise ValueError(f"plan was made for shape {plan.input_shape}, array has {x.shape}")
-    index = []
+    index: list[int | slice] = []
     for a in plan.axes:
         if a.kind == INDEX:
+            if a.start is None:
+                raise ValueError(f"the plan has no index for axis {a.axis} (begin is given at run time)")
             index.append(a.start)
         elif a.kind == RANGE:
             if a.size == 0:
                 index.append(slice(0, 0))
+            elif a.start is None or a.stride is None or not isinstance(a.size, int):
+                raise ValueError(f"the plan has no range for axis {a.axis} (begin, end or strides is given "
+                                 "at run time)")
             else:
                 stop = a.start + a.size * a.stride
                 index.append(slice(a.start, None if stop < 0 else stop, a.stride))

@@ -283,11 +283,11 @@ def _dim_key(vi, k, d):
     return d.dim_param or f"{vi.name}:{k}"
 
 
-def infer(sk, sizes):
+def infer_at_sizes(sk, sizes):
     """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found."""
-    from ..rewrite.ir_pass import infer_isolated
+    from ..graphs.shape_inference import infer
     try:
-        inferred = infer_isolated(_with_sizes(sk, sizes))
+        inferred = infer(_with_sizes(sk, sizes))
     except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
     shapes, bad = {}, None
@@ -342,7 +342,7 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
             if not d.HasField("dim_value") and key not in keys and key not in pins:
                 keys.append(key)
     sizes = {**{k: _BASE for k in keys}, **pins}
-    shapes, bad = infer(sk, sizes)
+    shapes, bad = infer_at_sizes(sk, sizes)
     if bad is None:
         return sizes, shapes
     if not keys:
@@ -353,10 +353,10 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
         if size > _MAX_SIZE or not keys:
             raise Skip(f"no input size up to {_MAX_SIZE} gives valid shapes ({bad})")
         sizes = {**{k: size for k in keys}, **pins}
-        shapes, bad = infer(sk, sizes)
+        shapes, bad = infer_at_sizes(sk, sizes)
     for k in keys:  # then back to small, one dim at a time, where that stays valid
         trial = dict(sizes, **{k: _BASE})
-        got, problem = infer(sk, trial)
+        got, problem = infer_at_sizes(sk, trial)
         if problem is None:
             sizes, shapes = trial, got
     return sizes, shapes
@@ -681,7 +681,7 @@ class _Attempt:
             for k, v in self.sizes.items():
                 if v == _BASE and k not in self.pins:
                     trial = dict(smaller, **{k: 1})
-                    got, bad = infer(self.sk, trial)
+                    got, bad = infer_at_sizes(self.sk, trial)
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
@@ -824,7 +824,7 @@ class _Attempt:
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-                shapes, bad = infer(sk, sizes)
+                shapes, bad = infer_at_sizes(sk, sizes)
                 need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")

@@ -38,7 +38,7 @@ from ..errors import StridedSliceError
 from ..errors import first_line
 from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
-from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
+from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.reference import apply_plan
 from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, SHIPPED, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
 from .runtimes import make_session as runtime_session
@@ -443,25 +443,16 @@ def declared_conflict(declared: tuple | None, planned: tuple | None) -> str | No
     """A shape the original model declared for the node's output contradicts the plan: another
     rank, or another number for a dim both know.  (Exporters name unknown dims ``unk__7``:
     a name where the plan knows the size is less information, not a contradiction.)"""
-    if declared is None or planned is None:
-        return None
-    if len(declared) != len(planned):
-        return f"rank {len(declared)} != planned {len(planned)}"
-    for i, (a, b) in enumerate(zip(declared, planned)):
-        if isinstance(a, int) and isinstance(b, int) and a != b:
-            return f"dim {i}: declared {a} != planned {b}"
-    return None
+    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
+
+
+def _declared_vs_planned(a: Dim, b: Dim) -> str | None:
+    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
 
 
 def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
-    if planned is None or inferred is None:
-        return None
-    if len(inferred) != len(planned):
-        return f"rank {len(inferred)} != planned {len(planned)}"
-    for i, (a, b) in enumerate(zip(inferred, planned)):
-        if not _dims_compatible(a, b, lenient):
-            return f"dim {i}: inferred {a} != planned {b}"
-    return None
+    return shape_conflict(inferred, planned, lambda a, b: None if _dims_compatible(a, b, lenient)
+                          else f"inferred {a} != planned {b}", "planned ")
 
 
 def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
@@ -509,8 +500,8 @@ def _any_shape(proto):
 
 
 def _infer(proto) -> dict:
-    import onnx
-    inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    from ..graphs.shape_inference import infer
+    inferred = infer(proto, strict=True)
     shapes = {}
     for vi in inferred.graph.output:
         tt = vi.type.tensor_type
