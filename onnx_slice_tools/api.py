@@ -504,6 +504,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
 
     from .cleanup.passes import cleanup as run_cleanup
     from .cleanup.passes import cleanup_check
+    from .verification.input_ranges import index_vectors
     plain = m is None
     try:
         if plain:
@@ -525,7 +526,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.model_checks["cleanup"] = cleanup_check(
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
             load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
-            run_before=run_before, sized=sized)
+            run_before=run_before, sized=sized, vectors=index_vectors(before, report.records)[0])
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
 

@@ -1302,7 +1302,8 @@ def _session(proto):
 
 
 def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,
-                  load_weights=None, trials: int = 2, seed: int = 0, run_before=None, sized=None) -> str:
+                  load_weights=None, trials: int = 2, seed: int = 0, run_before=None, sized=None,
+                  vectors: dict | None = None) -> str:
     """Run the model before and after cleanup in onnxruntime on the same random inputs and
     compare every graph output bitwise (shape, dtype, bytes).  Inputs are sized as for the
     in-place run (inplace.choose_sizes: small, grown only where shape inference needs it), then,
@@ -1313,10 +1314,13 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     ``run_before(feeds) -> outputs``: a session of the model before cleanup that already exists
     (the in-place check's, whose taps only add outputs): no second session of it.  ``sized``:
     ``inplace.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
+    ``vectors``: the index vector inputs of the rewrites (input_ranges.index_vectors): fed at
+    the length and in the ranges their slices need, in every size assignment tried.
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import Skip, infer_at_sizes, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
+    from ..verification.inplace import (Skip, infer_at_sizes, over_budget, choose_sizes, estimate_bytes, random_feeds,
+                                        same_values, vector_pins)
     from ..rewrite.shapes import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
@@ -1325,12 +1329,13 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
         return passed("by structure: every output is computed as before; duplicates merged, dead nodes removed")
     sk = None if sized else skeleton(before_proto)
     try:
-        sizes, shapes = sized or choose_sizes(sk)
+        pins = vector_pins(before_proto, vectors or {})
+        sizes, shapes = sized or choose_sizes(sk, pins)
     except Skip as exc:
         return skipped(str(exc))
-    keys = list(sizes)
-    candidates = [sizes] + [{k: v for k in keys} for v in (4, 6, 8)] + \
-                 [{k: 2 + i for i, k in enumerate(keys)}, {k: 4 + 2 * i for i, k in enumerate(keys)}]
+    keys = [k for k in sizes if k not in pins]
+    candidates = [sizes] + [{**{k: v for k in keys}, **pins} for v in (4, 6, 8)] + \
+                 [{**{k: 2 + i for i, k in enumerate(keys)}, **pins}, {**{k: 4 + 2 * i for i, k in enumerate(keys)}, **pins}]
     load = load_weights or (lambda p: p)
     s_after = None
     rng = np.random.default_rng(seed)
@@ -1360,7 +1365,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
                 return failed(f"onnxruntime cannot load the cleaned model: {_first_line(exc)}")
         for _ in range(trials):
             try:
-                feeds = random_feeds(before_proto, cand, got_shapes, rng)
+                feeds = random_feeds(before_proto, cand, got_shapes, rng, vectors)
                 expected = run_before(feeds)
             except Exception as exc:
                 problem = f"the model before cleanup rejects random inputs: {_first_line(exc)}"

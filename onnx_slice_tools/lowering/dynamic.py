@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..semantics.plan import INDEX, RANGE, Plan
-from ..semantics.spec import TF
+from ..semantics.spec import TF, TFLITE
 
 INT32_MAX = 2 ** 31 - 1
 INT32_MIN = -(2 ** 31)
@@ -87,20 +87,42 @@ class Builder:
         self.dtype = known.pop() if len(known) == 1 and None not in known else "int64"
         self.types = index_types
         self.lengths: dict = {}  # runtime fields of unknown length -> the length they must have
+        self.prefix: frozenset = frozenset()  # of those, fields whose first entries count, longer ones allowed
+        self.ties: tuple = ()  # fields of unknown length the output does not depend on ...
+        self.tie_into: str | None = None  # ... checked where this field (one it depends on) is read
         self._inputs: dict = {}
 
     def inp(self, field: str) -> tuple:
         """The runtime vector ``field`` in the index type (cast once when needed), through a
         ``Reshape`` to its length where that is not known statically: the run fails where the
-        framework's does (begin, end and strides of different lengths)."""
+        framework's does (begin, end and strides of different lengths).  ``tie_into`` also
+        checks the length of each of ``ties`` (``Reshape`` to its ``Shape``).  A field of
+        ``prefix`` is cut to its length instead (``Slice``: TFLite reads the first entries of
+        strides and checks no length)."""
         if field not in self._inputs:
             ref = ("in", field)
-            if field in self.lengths:
+            if field in self.prefix:
+                ref = self.add("Slice", ref, ("const64", (0,)), ("const64", (self.lengths[field],)))
+            elif field in self.lengths:
                 ref = self.add("Reshape", ref, ("const64", (self.lengths[field],)))
             if self.types.get(field) != self.dtype:
                 ref = self.add("Cast", ref, attrs=(("to", self.dtype),))
+            if field == self.tie_into:
+                for other in self.ties:
+                    ref = self._tied(ref, other)
+                self.ties = ()
             self._inputs[field] = ref
         return self._inputs[field]
+
+    def _tied(self, ref: tuple, other: str) -> tuple:
+        """``ref`` (a vector of the spec's length) as ``Max(ref, Min(g, ref))``, its own values,
+        where ``g`` is ``other`` through a ``Reshape`` to that length: the values make the check
+        part of the result (a check read only through its shape is folded away by onnxruntime's
+        optimiser, and OpenVINO checks no ``Reshape`` to a computed shape)."""
+        g = self.add("Reshape", ("in", other), ("const64", (self.lengths[other],)))
+        if self.types.get(other) != self.dtype:
+            g = self.add("Cast", g, attrs=(("to", self.dtype),))
+        return self.add("Max", ref, self.add("Min", g, ref))
 
     def add(self, op_type: str, *inputs, attrs=(), axes=()) -> tuple:
         self.ops.append(DynOp(op_type, tuple(inputs), tuple(attrs), tuple(axes)))
@@ -116,16 +138,82 @@ def const_input(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
-def _start(plan: Plan, opset: int, index_types: dict | None, prelude: Prelude | None) -> tuple:
+def _start(plan: Plan, opset: int, index_types: dict | None, prelude: Prelude | None, ties: tuple = (),
+           tie_into: str | None = None) -> tuple:
     """The builder of a runtime-index lowering and which of begin/end/strides are runtime
     values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
     runtime = {f: getattr(plan.spec, f) is None for f in ("begin", "end", "strides")}
     b = Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
     written = plan.source if plan.source is not None else plan.spec
     b.lengths = {f: written.n for f in written.unsized if getattr(written, f) is None}
+    if written.flavor == TFLITE:
+        b.prefix = frozenset(f for f in b.lengths if f == "strides")
+    b.ties, b.tie_into = ties, tie_into
     if prelude is not None:
         prelude(b, plan)
     return b, runtime
+
+
+def _length_checked(lower):
+    """``lower(b, plan, runtime, *args) -> (ops, notes, dtype)`` made to check the length of
+    every runtime vector of unknown length, the ones the lowering never reads included (the
+    end of a single index, strides under masks): the frameworks check them all (TFLite all but
+    strides).  When some are not read, the lowering runs again with them tied to the first
+    vector it reads (:meth:`Builder.inp`); when it reads none, the result goes through a
+    ``Where`` whose condition reads them (:func:`_tie_output`)."""
+    import functools
+
+    @functools.wraps(lower)
+    def run(plan: Plan, *args, opset: int = 13, index_types: dict | None = None, prelude=None):
+        b, runtime = _start(plan, opset, index_types, prelude)
+        out = lower(b, plan, runtime, *args)
+        used = used_fields(out[0])
+        unread = tuple(f for f in b.lengths if f not in used and f not in b.prefix)
+        if not unread:
+            return out
+        into = next((f for f in ("begin", "end", "strides") if f in used), None)
+        b, runtime = _start(plan, opset, index_types, prelude, ties=unread, tie_into=into)
+        ops, notes, dtype = lower(b, plan, runtime, *args)
+        if b.ties:  # no vector read: the output itself waits for the check
+            _tie_output(b)
+        return tuple(b.ops), notes, dtype
+    return run
+
+
+def used_fields(ops) -> set:
+    """The runtime fields (``("in", field)``) the last of ``ops`` (the output) depends on."""
+    used: set = set()
+    todo, seen = [len(ops) - 1], set()
+    while todo:
+        k = todo.pop()
+        if k in seen or k < 0:
+            continue
+        seen.add(k)
+        for ref in ops[k].inputs:
+            if ref[0] == "in":
+                used.add(ref[1])
+            elif ref[0] == "node":
+                todo.append(ref[1])
+    return used
+
+
+def _tie_output(b: Builder) -> None:
+    """The lowering's output (its last node) through ``Where(c, y, y)`` with a scalar ``c``
+    true, computed from each of ``b.ties`` through a ``Reshape`` to its length: the run fails
+    on another length.  The output keeps its shape (a scalar condition broadcasts)."""
+    last = ("node", len(b.ops) - 1)
+    total = None
+    for f in b.ties:
+        n = b.lengths[f]
+        if n == 0:  # (no entry to read: a length-0 spec's vectors stay unchecked)
+            continue
+        head = b.add("Slice", b.add("Reshape", ("in", f), ("const64", (n,))), ("const64", (0,)), ("const64", (1,)))
+        entry = b.add("Reshape", head, ("const64", ()))
+        cond = b.add("Equal", entry, entry)
+        total = cond if total is None else b.add("And", total, cond)
+    b.ties = ()
+    if total is not None:
+        b.add("Where", total, last, last)
 
 
 def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude: Prelude | None = None):
@@ -133,7 +221,11 @@ def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, 
 
     ``index_types``: "int32"/"int64"/None (unknown) for each runtime field.  ``prelude(builder,
     plan)``: computes run-time vectors first (lower_tflite.seed_indices)."""
-    b, runtime = _start(plan, opset, index_types, prelude)
+    return _lower_dynamic(plan, opset=opset, index_types=index_types, prelude=prelude)
+
+
+@_length_checked
+def _lower_dynamic(b: Builder, plan: Plan, runtime: dict):
     notes: list[str] = []
     cur = X
 
@@ -587,8 +679,12 @@ def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | No
     conversion, else ``Gather`` of a 1-D non-negative index that is out of range exactly where the
     framework raises (no 0-d index; on a statically empty tensor, where OpenVINO's CPU plugin
     crashes on a ``Gather``, a ``Slice`` whose index goes through :func:`_guard`)."""
+    return _lower_for_target(plan, target, opset=opset, index_types=index_types, prelude=prelude)
+
+
+@_length_checked
+def _lower_for_target(b: Builder, plan: Plan, runtime: dict, target):
     from .targets import SENTINEL
-    b, runtime = _start(plan, opset, index_types, prelude)
     dims = Dims(b, plan)
     notes: list[str] = []
     groups: list = []  # Slice argument groups: (starts, ends, axes, steps)

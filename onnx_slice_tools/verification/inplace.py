@@ -258,15 +258,25 @@ def _with_sizes(sk, sizes: dict):
     """A copy of the skeleton's inputs with every symbolic dim set from ``sizes`` (the skeleton
     itself, unmodified, when it has none)."""
     import onnx
-    if all(d.HasField("dim_value") for vi in _fed_inputs(sk) for d in vi.type.tensor_type.shape.dim):
+    if all(d.HasField("dim_value") for vi in _fed_inputs(sk) for d in vi.type.tensor_type.shape.dim) \
+            and not any(_unranked_vector(vi, sizes) for vi in _fed_inputs(sk)):
         return sk
     m = onnx.ModelProto()
     m.CopyFrom(sk)
     for vi in _fed_inputs(m):
+        if _unranked_vector(vi, sizes):  # an index vector of unknown rank: 1-D (index_vectors)
+            vi.type.tensor_type.shape.dim.add().dim_value = sizes[f"{vi.name}:0"]
+            continue
         for k, d in enumerate(vi.type.tensor_type.shape.dim):
             if not d.HasField("dim_value"):
                 d.dim_value = sizes[_dim_key(vi, k, d)]
     return m
+
+
+def _unranked_vector(vi, sizes: dict) -> bool:
+    """An input declared without a shape that :func:`choose_sizes` sized as a 1-D vector."""
+    return vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape") \
+        and f"{vi.name}:0" in sizes
 
 
 def _dim_key(vi, k, d):
@@ -316,36 +326,62 @@ def _bad_reshape(graph, shapes: dict) -> str | None:
     return None
 
 
-def choose_sizes(sk) -> tuple[dict, dict]:
+def vector_pins(proto, vectors: dict) -> dict:
+    """{dim key: length} fixing the unknown length of each index vector input (input_ranges.
+    index_vectors) of ``proto``; an input without a shape is keyed ``name:0`` (fed as 1-D).
+    Raises Skip when two vectors share a named dim but need different lengths."""
+    pins: dict = {}
+    declared = {vi.name: vi for vi in _fed_inputs(proto)}
+    for name, vec in vectors.items():
+        if not vec.pinned:
+            continue
+        vi = declared[name]
+        tt = vi.type.tensor_type
+        key = _dim_key(vi, 0, tt.shape.dim[0]) if tt.HasField("shape") else f"{name}:0"
+        if pins.get(key, vec.length) != vec.length:
+            raise Skip(f"input {name!r} needs length {vec.length}, but its dim {key!r} is also the length "
+                       f"{pins[key]} another index vector needs: no size runs both")
+        pins[key] = vec.length
+    return pins
+
+
+def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     """Sizes for the symbolic dims of the fed inputs: small (3); else 1 (a model whose constant
     Reshape fixes an unknown batch dim to 1); else grown where shape inference at those sizes
-    gives a negative dim (e.g. a 400-wide Conv kernel on a length) or a Reshape cannot take
-    them.  Returns (sizes, inferred shapes).  Raises Skip when no size up to 65536 works."""
+    gives a negative dim (e.g. a 400-wide Conv kernel on a length) or a Reshape cannot take them.
+    ``pins`` (:func:`vector_pins`): dims whose size is fixed -- the lengths index vectors
+    must have; never grown.  Returns (sizes, inferred shapes).  Raises Skip when no size up
+    to 65536 works."""
+    pins = pins or {}
     keys = []
     for vi in _fed_inputs(sk):
         if not vi.type.HasField("tensor_type"):
             raise Skip(f"input {vi.name!r} is not a tensor")
         tt = vi.type.tensor_type
         if not tt.HasField("shape"):
+            if f"{vi.name}:0" in pins:
+                continue
             raise Skip(f"input {vi.name!r} has an unknown rank")
         for k, d in enumerate(tt.shape.dim):
-            if not d.HasField("dim_value") and _dim_key(vi, k, d) not in keys:
-                keys.append(_dim_key(vi, k, d))
-    sizes = {k: _BASE for k in keys}
+            key = _dim_key(vi, k, d)
+            if not d.HasField("dim_value") and key not in keys and key not in pins:
+                keys.append(key)
+    sizes = {**{k: _BASE for k in keys}, **pins}
     shapes, bad = infer_at_sizes(sk, sizes)
     if bad is None:
         return sizes, shapes
     if not keys:
         raise Skip(f"the declared input sizes give invalid shapes ({bad})")
-    shapes, bad = infer_at_sizes(sk, {k: 1 for k in keys})  # a model fixed to batch 1 behind an unknown dim
+    ones = {**{k: 1 for k in keys}, **pins}
+    shapes, bad = infer_at_sizes(sk, ones)  # a model fixed to batch 1 behind an unknown dim
     if bad is None:
-        return {k: 1 for k in keys}, shapes
+        return ones, shapes
     size = _BASE
     while bad is not None:  # every symbolic dim together, x4 per step
         size *= 4
         if size > _MAX_SIZE or not keys:
             raise Skip(f"no input size up to {_MAX_SIZE} gives valid shapes ({bad})")
-        sizes = {k: size for k in keys}
+        sizes = {**{k: size for k in keys}, **pins}
         shapes, bad = infer_at_sizes(sk, sizes)
     for k in keys:  # then back to small, one dim at a time, where that stays valid
         trial = dict(sizes, **{k: _BASE})
@@ -418,22 +454,35 @@ def _index_bounds(proto, shapes: dict) -> dict:
 _SUB_BYTE = (21, 22, 23)
 
 
-def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator) -> dict:
+def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator, vectors: dict | None = None) -> dict:
     """Random values for every fed input: floats standard normal, integer indices in range,
-    other integers in [0, 3], distinct strings."""
+    index vectors of StridedSlices (``vectors``: input_ranges.index_vectors) entry by entry
+    inside what their slices accept (input_ranges.vector_ranges), other integers in [0, 3],
+    distinct strings."""
     from onnx import helper
+    from .input_ranges import vector_ranges
     from .inputs import SMALL_INTS, random_values
     bounds = _index_bounds(proto, shapes)
+    vectors = vectors or {}
     feeds = {}
     for vi in _fed_inputs(proto):
         tt = vi.type.tensor_type
-        shape = tuple(d.dim_value if d.HasField("dim_value") else sizes[_dim_key(vi, k, d)]
-                      for k, d in enumerate(tt.shape.dim))
+        if _unranked_vector(vi, sizes):
+            shape: tuple = (sizes[f"{vi.name}:0"],)
+        else:
+            shape = tuple(d.dim_value if d.HasField("dim_value") else sizes[_dim_key(vi, k, d)]
+                          for k, d in enumerate(tt.shape.dim))
         elem = tt.elem_type
         dtype = np.dtype(object) if elem == 8 else np.dtype(helper.tensor_dtype_to_np_dtype(elem))
         if elem in _SUB_BYTE and dtype.kind not in "iu":
             raise Skip(f"input {vi.name!r}: random values of element type {helper.tensor_dtype_to_string(elem)} "
                        "are not generated")
+        if vi.name in vectors and len(shape) == 1 and shape[0] == vectors[vi.name].length:
+            ranges = vector_ranges(vectors[vi.name], shapes)
+            if any(lo > hi for lo, hi in ranges):
+                raise Skip(f"input {vi.name!r}: no value of it is valid for every StridedSlice it feeds")
+            feeds[vi.name] = np.array([random_values(rng, (), dtype, ints=r) for r in ranges], dtype=dtype)
+            continue
         high = bounds.get(vi.name)
         feeds[vi.name] = random_values(rng, shape, dtype, ints=(0, high - 1) if high else SMALL_INTS)
     return feeds
@@ -688,7 +737,10 @@ class _Attempt:
         self.keep_session = keep_session
         self.session = self.error = self.thread = self.skip = None
         self.sk = self.sized = self.exact = self.own = None
+        self.vectors: dict = {}
+        self.pins: dict = {}
         rewritten = [r for r in records if r.lowering is not None]
+        self.rewritten = rewritten  # whose runtime index inputs fix input lengths (_sizes)
         deferred = self._deferrable(rewritten) if defer else frozenset()
         self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
@@ -705,9 +757,14 @@ class _Attempt:
         """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked)."""
         from ..rewrite.shapes import skeleton
         if self.sized is None:
+            from .input_ranges import index_vectors
             self.sk = skeleton(self.proto)
+            self.vectors, problem = index_vectors(self.proto, self.rewritten)
             try:
-                self.sized = choose_sizes(self.sk)
+                if problem is not None:
+                    raise Skip(problem)
+                self.pins = vector_pins(self.proto, self.vectors)
+                self.sized = choose_sizes(self.sk, self.pins)
             except Skip as exc:
                 self.sized = exc
         if isinstance(self.sized, Skip):
@@ -769,7 +826,7 @@ class _Attempt:
         if own > self.budget:
             smaller = dict(self.sizes)
             for k, v in self.sizes.items():
-                if v == _BASE:
+                if v == _BASE and k not in self.pins:
                     trial = dict(smaller, **{k: 1})
                     got, bad = infer_at_sizes(self.sk, trial)
                     if bad is None:
@@ -902,7 +959,7 @@ class _Attempt:
         while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
-                feeds = random_feeds(proto, sizes, shapes, rng)
+                feeds = random_feeds(proto, sizes, shapes, rng, self.vectors)
             except Skip as exc:
                 return skip_all(str(exc))
             try:
@@ -912,7 +969,7 @@ class _Attempt:
                     break  # an earlier run checked some: the rest stay "not reached"
                 shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
                 failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
-                grow = _dims_reaching(proto, _failing_node(str(exc)))
+                grow = [k for k in _dims_reaching(proto, _failing_node(str(exc))) if k not in self.pins]
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})

@@ -19,7 +19,9 @@ the declared shapes), the inputs and outputs of one run stay within the budget
 ``skipped: needs X MiB, budget Y MiB``.  Every ONNX element type is fed through
 ``OrtValue`` (:func:`ort_value`) and compared by bytes; a type onnxruntime has no
 kernel for is checked by onnx's reference evaluator instead.  Runtime index values
-the framework rejects are kept as must-fail cases: onnxruntime must fail on them.
+the framework rejects are kept as must-fail cases: onnxruntime must fail on them; so
+must every runtime on a runtime vector of unknown length fed one entry longer or shorter
+than the others (the frameworks raise on begin, end and strides of different lengths).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.reference import apply_plan
-from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
+from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, SHIPPED, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
 from .runtimes import make_session as runtime_session
 from ..semantics.spec import SliceSpec
 
@@ -474,7 +476,8 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
             dtype = TensorProto.INT32 if case.index_types.get(f) == "int32" else TensorProto.INT64
             runtime[f] = f"{f[0]}{i}"
             names.taken.add(runtime[f])
-            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [case.written_spec.n]))
+            length = f"{runtime[f]}_length" if f in case.written_spec.unsized else case.written_spec.n
+            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [length]))
         new, y = emit_proto(case.lowering, f"x{i}", opset, consts, f"r{i}", runtime)
         new[-1].output[0] = f"y{i}"
         nodes.extend(new)
@@ -569,6 +572,7 @@ class _CaseRun:
     baseline_bytes: int = 0
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
+    wrong_lengths: list = field(default_factory=list)  # (feed, values, reason): a vector of another length
 
 
 #: The runtime the per-rewrite checks run on: onnxruntime, or another of verification/runtimes.py for the
@@ -663,11 +667,36 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
         drawn = _draw(p, shape, rng)
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
+            p.wrong_lengths = _wrong_lengths(p.case, p.index, drawn[0])
             _keep_rejected_sizes(p, rng)
             return p.baseline
     if p.case.runtime_fields:
         p.case.result.onnxruntime = skipped("the framework rejects every runtime index value tried")
     return None
+
+
+def checked_lengths(spec: SliceSpec) -> list[str]:
+    """The runtime fields of unknown length whose length the framework checks against the
+    others': all of them, but TFLite's strides (LiteRT reads their first entries, checks no
+    length)."""
+    from ..semantics.spec import TFLITE
+    return [f for f in spec.unsized if getattr(spec, f) is None and not (f == "strides" and spec.flavor == TFLITE)]
+
+
+def _wrong_lengths(case: CheckCase, i: int, feed: dict) -> list:
+    """Must-fail runs of ``feed`` (a valid one) with one runtime vector of unknown length one
+    entry longer, or one shorter: the frameworks raise on begin, end and strides of different
+    lengths, the lowering's length check must fail there too."""
+    out = []
+    spec = case.written_spec
+    for f in checked_lengths(spec):
+        name = f"{f[0]}{i}"
+        vec = np.asarray(feed[name])
+        for wrong in ([*vec.tolist(), 0], vec.tolist()[:-1]) if len(vec) else ([0],):
+            changed = {**feed, name: np.array(wrong, dtype=vec.dtype)}
+            out.append((changed, {f: wrong}, f"{f} of length {len(wrong)}, the others {spec.n}: "
+                                             "begin, end and strides of different lengths"))
+    return out
 
 
 def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
@@ -825,9 +854,11 @@ def _run(session, feeds: dict, names: list[str], elem: dict, out_elem: dict) -> 
 
 
 #: Why the must-fail runs are not run on OpenVINO (measured on 2026.4's CPU plugin): no
-#: construction raises there -- out-of-range Gather indices read zeros or stale memory, Reshape,
-#: Squeeze, Expand, Concat and Add of mismatching shapes return data, its own StridedSlice
+#: construction raises there -- out-of-range Gather indices read zeros or stale memory, Reshape
+#: (to a computed shape), Squeeze, Expand, Concat and Add of mismatching shapes return data, its own StridedSlice
 #: returns data for an out-of-range shrink, and a step of 0 (Range, StridedSlice) kills the process.
+#: (A ``Reshape`` to a constant shape of another size fails in a default compile -- not with
+#: INFERENCE_NUM_THREADS 1 --: the length checks run there, in a default compile.)
 OPENVINO_NO_ERRORS = skipped("openvino: OpenVINO raises no run-time error (out-of-range indices read zeros or "
                             "stale memory; a step of 0 kills the process)")
 
@@ -837,14 +868,22 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     group's session with every other case fed its baseline (known to run) when no case of the
     group failed -- a failure is then this case's; else in a session of this case alone."""
     res = p.case.result
-    if not p.must_fail or kind(res.onnxruntime) == "failed":
+    if not (p.must_fail or p.wrong_lengths) or kind(res.onnxruntime) == "failed":
         return
-    if _RUNTIME.get() == "openvino":
-        res.run_time_errors = OPENVINO_NO_ERRORS
+    runs = p.wrong_lengths + p.must_fail
+    if _RUNTIME.get() == "openvino":  # OpenVINO fails a Reshape to a constant shape of another size
+        runs = p.wrong_lengths
+    elif _RUNTIME.get() != "onnxruntime" and p.case.lowering.target == "onnxruntime":
+        runs = p.wrong_lengths  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
+    if not runs:
+        if _RUNTIME.get() == "openvino":
+            res.run_time_errors = OPENVINO_NO_ERRORS
         return
-    if _RUNTIME.get() != "onnxruntime" and p.case.lowering.target == "onnxruntime":
-        return  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
-    if session is None or group is None or any(kind(q.case.result.onnxruntime) == "failed" for q in group):
+    if _RUNTIME.get() == "openvino":  # a default compile: the one-thread CPU plugin skips Reshape's size check
+        group = [p]
+        session = runtime_session(OPENVINO, _any_shape(build_model([p.case], opset, [p.index])).SerializeToString(),
+                                  SHIPPED)
+    elif session is None or group is None or any(kind(q.case.result.onnxruntime) == "failed" for q in group):
         group = [p]
         session = _check_session(_any_shape(build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
@@ -852,17 +891,22 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     for q in group:
         if q is not p:
             base.update(q.baseline)
-    for feed, values, reason in p.must_fail:
+    for feed, values, reason in runs:
         try:
             got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
         except Exception:
             res.must_fail_checked += 1
             res.run_time_errors = PASSED
             continue
+        if _RUNTIME.get() == "openvino":  # as with indices out of range: a gap of the runtime, said
+            res.run_time_errors = skipped(f"openvino: OpenVINO runs on with {values} ({reason})")
+            return
         with_values = f" with {values}" if values else ""
         res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)}{with_values}: the framework "
                                  f"rejects it ({reason}) but {_RUNTIME.get()} returned shape {list(got.shape)}")
         return
+    if _RUNTIME.get() == "openvino" and p.must_fail:
+        res.run_time_errors = OPENVINO_NO_ERRORS
 
 
 def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
@@ -909,6 +953,11 @@ def _index_candidates(dim) -> list[int]:
     return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
 
 
+def _inside_candidates(dim) -> list[int]:
+    d = dim if isinstance(dim, int) else 3
+    return list(range(-d, d)) or [0]
+
+
 def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
@@ -926,13 +975,15 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
         dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
     except StridedSliceError:
         return None
-    for _ in range(tries):
+    for attempt in range(tries):
         values = {}
-        for f in fields:
+        inside = attempt % 2 == 1  # every other draw inside the axes, strides positive: valid
+        for f in fields:  # for single indices too, which the wide draws rarely are on small axes
             if f == "strides":
-                values[f] = [int(rng.choice(_STRIDE_CANDIDATES)) for _ in range(spec.n)]
+                values[f] = [int(rng.choice(_STRIDE_CANDIDATES if not inside else (1, 2))) for _ in range(spec.n)]
             else:
-                values[f] = [int(rng.choice(_index_candidates(dims.get(k)))) for k in range(spec.n)]
+                values[f] = [int(rng.choice(_index_candidates(dims.get(k)) if not inside else
+                                            _inside_candidates(dims.get(k)))) for k in range(spec.n)]
         feed = {f"x{i}": x}
         for f in fields:
             dtype = np.int32 if case.index_types.get(f) == "int32" else np.int64

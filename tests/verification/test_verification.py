@@ -464,7 +464,7 @@ def test_a_cleanup_that_only_merges_duplicates_is_proven_without_a_run_a_wrong_o
                    [_ints("b", [0, 1]), _ints("e", [0, 2]), _ints("s", [1, 1])])
     real_choose, real_cleanup, real_session = inplace.choose_sizes, cleanup_module.cleanup, cleanup_module._session
     chosen, built = [], []
-    monkeypatch.setattr(inplace, "choose_sizes", lambda sk: chosen.append(1) or real_choose(sk))
+    monkeypatch.setattr(inplace, "choose_sizes", lambda sk, *pins: chosen.append(1) or real_choose(sk, *pins))
     monkeypatch.setattr(cleanup_module, "_session", lambda p: built.append(1) or real_session(p))
     report = convert(model).report
     assert report.cleanup["passes"]["CommonSubexpressionPass"]["removed"] == {"Neg": 1}
