@@ -271,7 +271,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     and report without onnx-ir's round trip, for models it applies to.  Returns (result or None,
     the proto read and validated from a path, for the onnx-ir path)."""
     from .io.files import load_plain_proto
-    from .rewrite.ir_pass import derive_shapes
+    from .rewrite.shapes import derive_shapes
     from .rewrite.proto_pass import ProtoStridedSliceRewritePass, declines, proto_default_opset, scan
     from .rewrite.proto_pass import set_proto_opset
     t0 = time.perf_counter()
@@ -310,16 +310,17 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     report.timings["rewrite"] = time.perf_counter() - t1
     inplace = None
     weights = proto_weight_bytes(proto) if verify else 0
+    clean = _provably_clean(report, proto, cleanup and result.modified and verify)
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},
-                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup)
+                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup and not clean[1])
     checked = _checked_run(inplace, proto, verify_memory, weights, lambda p: p) if verify else None
     m = None
     if cleanup and result.modified:
-        m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace)
+        m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace, clean)
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p)
+        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p, inplace)
     return ConvertResult(proto, report, m, inputs=inputs), None
 
 
@@ -370,11 +371,12 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
 
     def load_weights(p):
         return _with_external_data(p, model) if external else p
+    converting = lower_opset != target and all(r.lowering is not None for r in result.records)
+    clean = _provably_clean(report, proto, cleanup and result.modified and verify and not converting)
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
                           removed_domains=domains_before - set(m.opset_imports), weight_bytes=weights,
-                          load_weights=load_weights, keep_session=cleanup)
-    converting = lower_opset != target and all(r.lowering is not None for r in result.records)
+                          load_weights=load_weights, keep_session=cleanup and not converting and not clean[1])
     checked = None
     if verify and (converting or result.modified or not result.records):
         checked = _checked_run(inplace, proto, verify_memory, weights, load_weights)
@@ -387,9 +389,9 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
         if verify and converting:
             _check_conversion(report, proto, baseline, checked, load_weights)
     if cleanup and result.modified:  # what is saved is what the cleanup check ran
-        m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace)
+        m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace, clean)
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, verify_memory, weights, load_weights)
+        _check_shipped(report, proto, checked, verify_memory, weights, load_weights, inplace)
     return ConvertResult(proto, report, m)
 
 
@@ -419,14 +421,22 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
     report.timings["verify_opset"] = time.perf_counter() - t
 
 
-def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights) -> None:
+def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights,
+                   inplace=None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
-    (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``."""
+    (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``;
+    then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status."""
     from .verification.shipped import shipped_checks
     t = time.perf_counter()
     run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
+    compared: dict = {}
     report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
-                                              weight_bytes=weight_bytes, load_weights=load_weights, why_none=why))
+                                              weight_bytes=weight_bytes, load_weights=load_weights, why_none=why,
+                                              compared=compared))
+    if inplace is not None and getattr(inplace, "awaiting", None):
+        settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
+        report.model_checks["model_run"] = settled.status
+        report.record_inplace = settled.inplace
     report.timings["verify_shipped"] = time.perf_counter() - t
 
 
@@ -454,7 +464,20 @@ def _runnable_ir_version(current: int | None, opset: int) -> int:
     return min(max(current or 0, need), max(max_supported_ir_version(), need))
 
 
-def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None):
+def _provably_clean(report: Report, proto, asked: bool) -> tuple:
+    """(``proto``, whether the cleanup's pre-check (cleanup/scan.py) proves no pass can change
+    it): asked before the in-place run (``asked``), whose tapped session is kept for the
+    cleanup check only when a pass may change the model; answered again by :func:`_cleanup`."""
+    if not asked:
+        return None, False
+    from .cleanup.scan import nothing_to_clean
+    t = time.perf_counter()
+    clean = nothing_to_clean(proto)
+    report.timings["cleanup"] = time.perf_counter() - t
+    return proto, clean
+
+
+def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None, clean=(None, False)):
     """The cleanup passes (cleanup/passes.py) on the rewritten ``m``, after its verification, and --
     with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
@@ -464,14 +487,14 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
     it is, with no onnx-ir model, when they change nothing.  When the proto-level pre-check
     (cleanup/scan.py) proves no pass can change ``before``, the passes do not run: the report is
-    the one they would give."""
+    the one they would give (``clean``: :func:`_provably_clean`'s answer, used when it is of ``before``)."""
     from .cleanup.scan import nothing_to_clean, unchanged_report
     same = inplace is not None and inplace.proto is before
     run_before, sized = (inplace.run_outputs(), inplace.sized()) if same else (None, None)
     if inplace is not None:
         inplace.release()  # run_before holds the session until the check is done
-    t = time.perf_counter()
-    if nothing_to_clean(before):
+    t = time.perf_counter() - report.timings.get("cleanup", 0.0)
+    if clean[1] and clean[0] is before or clean[0] is not before and nothing_to_clean(before):
         report.cleanup = unchanged_report(before)
         report.timings["cleanup"] = time.perf_counter() - t
         if verify:
@@ -481,6 +504,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
 
     from .cleanup.passes import cleanup as run_cleanup
     from .cleanup.passes import cleanup_check
+    from .verification.input_ranges import index_vectors
     plain = m is None
     try:
         if plain:
@@ -502,7 +526,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         report.model_checks["cleanup"] = cleanup_check(
             before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
             load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
-            run_before=run_before, sized=sized)
+            run_before=run_before, sized=sized, vectors=index_vectors(before, report.records)[0])
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
 
@@ -535,13 +559,14 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
     thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
-    nothing was replaced); with ``keep_session`` its session is kept for the cleanup check (``_cleanup``)."""
+    nothing was replaced); with ``keep_session`` its session is kept for the cleanup check (``_cleanup``),
+    else the rewrites whose output the as-shipped run gives are left to it (inplace.start_inplace, ``defer``)."""
     from .verification.inplace import start_inplace, structural_diff
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
         pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=weight_bytes,
-                                load_weights=load_weights, keep_session=keep_session)
+                                load_weights=load_weights, keep_session=keep_session, defer=not keep_session)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
     report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget,
@@ -656,7 +681,11 @@ def verify_model_file(path) -> dict:
     """Validate an exported model file: the checker (full), strict shape inference, onnxruntime
     loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
     Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
+    from pathlib import Path
+
     import onnx
+
+    from .graphs.shape_inference import infer
     from .graphs.walk import all_nodes
     from .verification.runtimes import SHIPPED, onnxruntime_session
     m = load_ir(path)  # readable, external data inside the folder
@@ -667,7 +696,7 @@ def verify_model_file(path) -> dict:
     except Exception as exc:
         checks["checker_full"] = failed(_first_line(exc))
     try:
-        onnx.shape_inference.infer_shapes_path(str(path), os.devnull, check_type=True, strict_mode=True)
+        infer(Path(path).read_bytes(), strict=True)
         checks["strict_shape_inference"] = PASSED
     except Exception as exc:
         checks["strict_shape_inference"] = failed(_first_line(exc))

@@ -231,7 +231,7 @@ def bench_targets(runs: int) -> list[dict]:
     onnxruntime latency."""
     from onnx_slice_tools import convert
     from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
-    from onnx_slice_tools.rewrite.ir_pass import skeleton
+    from onnx_slice_tools.rewrite.shapes import skeleton
     from onnx_slice_tools.lowering.targets import TARGETS
     sys.path.insert(0, str(ROOT / "scripts"))
     import make_models

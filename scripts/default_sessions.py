@@ -2,13 +2,13 @@
 
     python scripts/default_sessions.py --cases 300 --seed 11
 
-Random specs of the three flavours (oracles.random_lowering_input: static, symbolic and
+Random specs of the three flavours (oracles.random_target_case: static, symbolic and
 unknown-rank inputs, each of begin/end/strides a runtime value with probability 0.3), lowered for
 each target; the model is loaded with default ``SessionOptions`` (ORT_ENABLE_ALL) and, for
 comparison, with optimisation off, and run on up to 4 input sizes x 4 draws of runtime values
-against the flavour's reference (shape, dtype, bytes; a rejected draw must fail).  Prints, per
-target and level, the specs with a wrong run, the models the target's audit flags
-(targets.find_violations) and the nodes of all lowerings.
+against the flavour's reference (oracles.reference_runs, as the test does: shape, dtype, bytes;
+a rejected draw must fail).  Prints, per target and level, the specs with a wrong run, the
+models the target's audit flags (targets.find_violations) and the nodes of all lowerings.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import argparse
 import random
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,50 +24,23 @@ import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from onnx_slice_tools.errors import StridedSliceError
-from onnx_slice_tools.lowering.lower import lower
 from onnx_slice_tools.lowering.targets import TARGETS, find_violations
-from onnx_slice_tools.semantics.plan import make_plan
-from onnx_slice_tools.semantics.reference import apply_plan
-from onnx_slice_tools.verification.lowerings import CheckCase, build_model, concrete_shapes, random_input
-from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input
+from onnx_slice_tools.verification.oracles import RandomSource, random_target_case, reference_runs
 
 
-def _index(rng, dim) -> int:
-    d = dim if isinstance(dim, int) else 3
-    return int(rng.choice([-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]))
-
-
-def wrong_run(session, case, rng) -> str | None:
+def wrong_run(session, case, src, rng) -> str | None:
     """The first run of ``case`` that differs from the reference, or None."""
-    plan, spec = case.lowering.plan, case.written_spec
-    fields, dtype = case.runtime_fields, next(iter(case.index_types.values()), "int64")
-    for shape in concrete_shapes(plan)[:4]:
-        x = random_input(shape, np.dtype(np.float32), rng)
+    for shape, values, feed, exp in reference_runs(case, src, rng, shapes=4, draws=4):
         try:
-            dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
-        except StridedSliceError:
+            got = session.run(["y0"], feed)[0]
+        except Exception as exc:  # a failure is right only where the reference rejects
+            if exp is not None:
+                return f"{list(shape)} {values}: failed ({str(exc)[:80]})"
             continue
-        for _ in range(4 if fields else 1):
-            values = {f: [int(rng.choice([-3, -2, -1, 0, 1, 1, 1, 2, 3])) if f == "strides" else _index(rng, dims.get(k))
-                          for k in range(spec.n)] for f in fields}
-            feed = {"x0": x, **{f"{f[0]}0": np.array(v, dtype=dtype) for f, v in values.items()}}
-            try:
-                exp = apply_plan(make_plan(replace(spec, runtime_length=None, **values) if values else spec, shape), x)
-            except StridedSliceError as exc:
-                if exc.undefined:
-                    continue
-                exp = None
-            try:
-                got = session.run(["y0"], feed)[0]
-            except Exception as exc:  # a failure is right only where the reference rejects
-                if exp is not None:
-                    return f"{list(shape)} {values}: failed ({str(exc)[:80]})"
-                continue
-            if exp is None:
-                return f"{list(shape)} {values}: ran where the framework raises"
-            if got.shape != exp.shape or got.dtype != exp.dtype or got.tobytes() != exp.tobytes():
-                return f"{list(shape)} {values}: shape {got.shape} vs {exp.shape}"
+        if exp is None:
+            return f"{list(shape)} {values}: ran where the framework raises"
+        if got.shape != exp.shape or got.dtype != exp.dtype or got.tobytes() != exp.tobytes():
+            return f"{list(shape)} {values}: shape {got.shape} vs {exp.shape}"
     return None
 
 
@@ -84,15 +56,10 @@ def main() -> int:
             src, rng = RandomSource(random.Random(args.seed)), np.random.default_rng(args.seed)
             count, bad, nodes, shown = 0, Counter(), 0, []
             while count < args.cases:
-                drawn = random_lowering_input(src, src.choice(["tf", "openvino", "tflite"]), runtime_chance=0.3,
-                                              max_rank=5)
+                drawn = random_target_case(src, target, runtime_chance=0.3)
                 if drawn is None:
                     continue
-                _, plan, fields = drawn
-                dtype = src.choice(["int32", "int64"])
-                case = CheckCase(lower(plan, 17, {f: dtype for f in fields}, target=target), np.dtype(np.float32), 1,
-                                 index_types={f: dtype for f in fields})
-                proto = build_model([case], 17)
+                case, proto = drawn
                 so = ort.SessionOptions()
                 so.log_severity_level = 4
                 if level is not None:
@@ -101,12 +68,12 @@ def main() -> int:
                 count += 1
                 nodes += case.lowering.node_count
                 bad["audit"] += bool(find_violations(proto, target))
-                problem = wrong_run(session, case, rng)
+                problem = wrong_run(session, case, src, rng)
                 if problem:
                     bad["wrong"] += 1
                     if len(shown) < 3:
                         shown.append(f"{case.written_spec.index_notation()} ({case.written_spec.flavor}) "
-                                     f"on {plan.input_shape}: {problem}")
+                                     f"on {case.lowering.plan.input_shape}: {problem}")
             print(f"{target:12s} {label:12s} specs={count} wrong={bad['wrong']} audit={bad['audit']} nodes={nodes}")
             for line in shown:
                 print("    " + line)

@@ -40,7 +40,7 @@ MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axi
 
 def build(x: np.ndarray, spec, runtime: list[str], symbolic: bool):
     """A one-StridedSlice model of ``spec`` on ``x``'s dtype; ``runtime`` fields are graph inputs."""
-    from onnx import TensorProto, helper
+    from onnx import AttributeProto, TensorProto, helper
     elem = helper.np_dtype_to_tensor_dtype(x.dtype)
     shape = [f"d{i}" for i in range(x.ndim)] if symbolic else list(x.shape)
     inputs = [helper.make_tensor_value_info("x", elem, shape)]
@@ -61,8 +61,10 @@ def build(x: np.ndarray, spec, runtime: list[str], symbolic: bool):
         domain = TF_DOMAIN
         if spec.flavor == "tflite":
             masks["offset"] = int(spec.offset)
-    node = helper.make_node("StridedSlice", ["x", "begin", "end", "strides"], ["y"], name="ss",
-                            domain=domain, **masks)
+    node = helper.make_node("StridedSlice", ["x", "begin", "end", "strides"], ["y"], name="ss", domain=domain)
+    for name, value in masks.items():  # typed explicitly: an OpenVINO mask list may be empty
+        kind = AttributeProto.INTS if isinstance(value, list) else AttributeProto.INT
+        node.attribute.append(helper.make_attribute(name, value, attr_type=kind))
     graph = helper.make_graph([node], "case", inputs, [helper.make_tensor_value_info("y", elem, None)],
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)])

@@ -53,3 +53,63 @@ def test_the_walk_finds_each_form():
     found = _violations(Path("m.py"), source)
     assert [v.split(": ", 1)[1] for v in found] == [
         "imports _Builder", "imports _infer", "uses inplace._over_budget"]
+
+
+#: The one module that calls onnx's shape inference (graphs/shape_inference.py, ``infer``).
+SHAPE_INFERENCE = PACKAGE / "graphs" / "shape_inference.py"
+_ONNX_INFERENCE_NAMES = {"shape_inference", "infer_shapes", "infer_shapes_path"}
+
+
+def _onnx_inference_uses(path: Path, source: str) -> list[str]:
+    """Every reach into onnx's shape inference: ``import onnx.shape_inference``, ``from onnx
+    import shape_inference``, ``from onnx[...].shape_inference import x``, and an attribute
+    ``.shape_inference`` / ``.infer_shapes`` / ``.infer_shapes_path`` of a name from onnx."""
+    tree = ast.parse(source)
+    found, onnx_names = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "onnx":
+                    onnx_names.add(alias.asname or "onnx")
+                    if set(alias.name.split(".")) & _ONNX_INFERENCE_NAMES:
+                        found.append(f"{path}:{node.lineno}: imports {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "onnx":
+            parts = set((node.module or "").split("."))
+            for alias in node.names:
+                onnx_names.add(alias.asname or alias.name)
+                if parts & _ONNX_INFERENCE_NAMES or alias.name in _ONNX_INFERENCE_NAMES:
+                    found.append(f"{path}:{node.lineno}: imports {alias.name} from {node.module}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _ONNX_INFERENCE_NAMES:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in onnx_names:
+                found.append(f"{path}:{node.lineno}: uses {ast.unparse(node)}")
+    return found
+
+
+def test_onnx_shape_inference_is_called_only_through_its_one_entry():
+    """Every shape inference of the package goes through graphs/shape_inference.py (``infer``:
+    the helper process, plain or strict), none calls onnx's own."""
+    found = [v for f in sorted(PACKAGE.rglob("*.py")) if f != SHAPE_INFERENCE
+             for v in _onnx_inference_uses(f, f.read_text())]
+    assert found == [], "\n".join(found)
+    assert _onnx_inference_uses(SHAPE_INFERENCE, SHAPE_INFERENCE.read_text()), "the entry itself no longer calls onnx"
+
+
+def test_the_shape_inference_walk_finds_each_form():
+    """The check can fail: each way to reach onnx's inference is reported; our entry is not."""
+    source = ("import onnx\n"
+              "import onnx.shape_inference\n"
+              "from onnx import shape_inference\n"
+              "from onnx.onnx_cpp2py_export.shape_inference import infer_shapes as f\n"
+              "from onnx import checker as C\n"
+              "from .graphs.shape_inference import infer\n"
+              "onnx.shape_inference.infer_shapes(m)\n"
+              "C.infer_shapes(m)\n"
+              "infer(m, strict=True)\n")
+    found = [v.split(": ", 1)[1] for v in _onnx_inference_uses(Path("m.py"), source)]
+    assert sorted(found) == sorted(["imports onnx.shape_inference", "imports shape_inference from onnx",
+                     "imports infer_shapes from onnx.onnx_cpp2py_export.shape_inference",
+                     "uses onnx.shape_inference.infer_shapes", "uses onnx.shape_inference", "uses C.infer_shapes"])

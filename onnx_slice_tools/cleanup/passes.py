@@ -18,9 +18,12 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
   constants compared by value) computed once per graph;
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
 
-``cleanup_scan.may_change`` tells on the proto, soundly and cheaply, when none of these passes can
-change a model (then ``convert`` does not run them).  Nothing changes a value's bits: folding evaluates only integer
-data movement and integer
+Each pass also owns its firing condition on the ModelProto, ``may_fire(index)`` over the
+protobuf index of cleanup/scan.py: a reason whenever the pass could change the model (shape-
+dependent parts taken as "may hold"), else None.  ``scan.may_change`` asks them all before any
+onnx-ir model exists; when none may fire, ``convert`` does not run the passes.
+
+Nothing changes a value's bits: folding evaluates only integer data movement and integer
 ``Add``/``Sub``/``Mul``/``Neg`` whose results fit the type; lifting and merging keep every op's
 elementwise computation.  Graph outputs keep their names, types and shapes (a node producing
 a graph output is never replaced).
@@ -35,12 +38,20 @@ import itertools
 import numpy as np
 import onnx_ir as ir
 
-from .scan import ELEMENTWISE as _ELEMENTWISE
-from .scan import NONDETERMINISTIC as _NONDETERMINISTIC
-from .scan import SMALL as _SMALL
+from .scan import DEFAULT_DOMAIN, EXOTIC, SMALL, MayChange, ProtoIndex, numel, tensor_array, where
 from ..errors import first_line as _first_line
 from ..graphs.walk import proto_graphs
 
+#: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed
+#: (exact arithmetic, comparisons and selection; no transcendental functions).
+ELEMENTWISE = frozenset({
+    "Cast", "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Sign", "Floor", "Ceil",
+    "Round", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+    "Where", "Identity", "BitShift",
+})
+#: Ops CSE never merges.
+NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
+                              "Multinomial", "Bernoulli", "Dropout"})
 _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 #: Above this many bytes of in-memory weights, shape inference (which serialises the model) is
@@ -137,7 +148,7 @@ def const_array(value) -> np.ndarray | None:
                 return np.array(producer.attributes["value_int"].value, dtype=np.int64)
             elif producer.attributes.get("value_ints") is not None:
                 return np.array(list(producer.attributes["value_ints"].value), dtype=np.int64)
-    if tensor is None or tensor.size > _SMALL:
+    if tensor is None or tensor.size > SMALL:
         return None
     try:
         return tensor.numpy()
@@ -302,8 +313,10 @@ def _fits(v: int, dtype: ir.DataType) -> bool:
 # --------------------------------------------------------------------------- passes
 
 
-class _CleanupPass(ir.passes.InPlacePass):
-    """A pass over every graph, subgraph and function body of a model."""
+class CleanupPass(ir.passes.InPlacePass):
+    """A pass over every graph, subgraph and function body of a model (``run_graph``), with its
+    firing condition on the ModelProto (``may_fire``) next to it: a new pass subclasses this,
+    goes into :func:`default_passes`, and overrides ``may_fire`` to be skipped when it cannot fire."""
 
     def call(self, model) -> ir.passes.PassResult:
         graphs = graphs_of(model)
@@ -316,12 +329,20 @@ class _CleanupPass(ir.passes.InPlacePass):
     def run_graph(self, graph, ctx: _Context) -> bool:
         raise NotImplementedError
 
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """Whether the pass may change the model ``index`` describes: a reason naming the pass
+        and the node, or None when it surely does not.  Sound, not exact: it may say yes where the
+        pass finds nothing, never no where it fires.  A pass without a condition of its own may
+        always fire."""
+        return f"{cls.__name__} may change it (it has no pre-check)"
+
 
 def _replace(old: ir.Value, new: ir.Value) -> None:
     old.replace_all_uses_with(new)
 
 
-class FoldShapeArithmeticPass(_CleanupPass):
+class FoldShapeArithmeticPass(CleanupPass):
     """Integer values of rank <= 1 whose every element is known (static dims, small constants,
     data movement, integer ``+ - *`` without overflow) become constants."""
 
@@ -344,6 +365,25 @@ class FoldShapeArithmeticPass(_CleanupPass):
             changed = True
         return changed
 
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        return _may_know_integers(index)
+
+
+def _may_know_integers(index: ProtoIndex) -> str | None:
+    """The condition of :class:`FoldShapeArithmeticPass` and :class:`RebuildShapeVectorsPass`
+    (both act on values whose integer elements ``_Facts`` knows): a node output that is not a
+    graph output and may have a fact, unless it is a Shape/Size of a graph input whose symbolic
+    dims deny one."""
+    for gi in index.graphs:
+        for node, ins, outs in gi.facts:
+            if outs[0].out_any:
+                continue
+            if node.op_type not in ("Shape", "Size") or not index.surely_symbolic(node, ins):
+                return (f"FoldShapeArithmeticPass or RebuildShapeVectorsPass may change "
+                        f"{where(node)} (integer value of known elements)")
+    return None
+
 
 def _folds(facts: _Facts, node) -> bool:
     if node.op_type == "Constant" or len(node.outputs) != 1 or node.outputs[0].is_graph_output():
@@ -355,7 +395,7 @@ def _known(fact) -> bool:
     return fact is not None and all(isinstance(e, int) for e in fact[2])
 
 
-class LiftScalarsPass(_CleanupPass):
+class LiftScalarsPass(CleanupPass):
     """``Unsqueeze(s, axes=[0])`` of a scalar ``s`` computed from ``Squeeze``-d length-1 vectors,
     scalar constants, ``Gather`` of one constant index and elementwise ops becomes the same
     computation on length-1 vectors (``Squeeze -> Cast -> Unsqueeze`` == ``Cast``).
@@ -414,7 +454,7 @@ class LiftScalarsPass(_CleanupPass):
                 return None
             index = ctx.constant(graph, idx.reshape(1), before, node.inputs[1].name or "i")
             return ctx.node(graph, "Gather", [node.inputs[0], index], {"axis": 0}, before, value, (1,))
-        if node.op_type not in _ELEMENTWISE or not node.inputs:
+        if node.op_type not in ELEMENTWISE or not node.inputs:
             return None
         if node.op_type == "Cast" and any(a not in ("to",) for a in node.attributes):
             return None
@@ -428,6 +468,73 @@ class LiftScalarsPass(_CleanupPass):
             if lifted[-1] is None:
                 return None
         return ctx.node(graph, node.op_type, lifted, dict(node.attributes), before, value, (1,))
+
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """An Unsqueeze (not a graph output) with known axes of a Squeeze, or of a value
+        :meth:`_lift` may lift (shapes taken as fitting)."""
+        memo: dict = {}
+        for gi, node, ins, outs in index.each("Unsqueeze"):
+            if outs[0].out_any:
+                continue
+            axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
+            if axes is None and len(ins) > 1 and ins[1] is not None:
+                axes = index.ints(ins[1])
+            if axes is None:
+                continue
+            if not ins:
+                return f"LiftScalarsPass may change {where(node)} (no input)"
+            src = ins[0]
+            producer = src.node if src is not None and src.kind == "node" else None
+            if producer is not None and producer.op_type == "Squeeze" and producer.domain in DEFAULT_DOMAIN:
+                return f"LiftScalarsPass may change {where(node)} (Unsqueeze of a Squeeze)"
+            if axes in ([0], [-1]) and _may_lift(index, src, gi.gid, 0, memo):
+                return f"LiftScalarsPass may change {where(node)} (a scalar computation to lift)"
+        return None
+
+
+def _may_lift(index: ProtoIndex, d, gid: int, depth: int, memo: dict) -> bool:
+    """:meth:`LiftScalarsPass._lift` may return a value for ``d`` (shapes taken as fitting);
+    ``memo``: id(def) -> the answer (a def belongs to one graph)."""
+    if d is None:
+        return False
+    if depth > 200:
+        return True
+    arr = index.array(d)
+    if arr is not None:
+        return arr is EXOTIC or arr.ndim == 0
+    if d.kind != "node" or d.graph != gid:
+        return False
+    hit = memo.get(id(d))
+    if hit is not None:
+        return hit
+    node = d.node
+    if node.domain not in DEFAULT_DOMAIN or len(node.output) != 1:
+        lift = False
+    elif node.op_type == "Squeeze":
+        lift = True
+    elif d.uses != 1 or d.out_any:
+        lift = False
+    elif node.op_type == "Gather":
+        lift = _scalar_index(index, node, d.ins)
+    elif node.op_type not in ELEMENTWISE or not node.input:
+        lift = False
+    elif node.op_type == "Cast" and any(a.name != "to" for a in node.attribute):
+        lift = False
+    else:
+        lift = all(x is not None and _may_lift(index, x, gid, depth + 1, memo) for x in d.ins)
+    memo[id(d)] = lift
+    return lift
+
+
+def _scalar_index(index: ProtoIndex, node, ins) -> bool:
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+    if axis not in (0, -1):
+        return False
+    if len(ins) < 2:
+        return True
+    idx = index.array(ins[1])
+    return idx is EXOTIC or (idx is not None and idx.ndim == 0)
 
 
 def _is_scalar(value) -> bool:
@@ -453,7 +560,7 @@ def _undo_squeeze(value, axes):
     return src
 
 
-class MergeSlicesPass(_CleanupPass):
+class MergeSlicesPass(CleanupPass):
     """``Slice(Slice(x))`` with constant parameters on distinct axes (non-negative, or negative
     with a known rank) becomes one ``Slice``, when the inner one has no other use."""
 
@@ -491,6 +598,38 @@ class MergeSlicesPass(_CleanupPass):
             changed = True
         return changed
 
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """A Slice of a Slice used once, both with constant parameters on axes that are distinct
+        (negative axes: may be, with the rank inference finds)."""
+        for gi, node, ins, _ in index.each("Slice"):
+            if len(ins) < 3 or ins[0] is None or ins[0].kind != "node":
+                continue
+            mid = ins[0]
+            inner = mid.node
+            if inner.op_type != "Slice" or inner.domain not in DEFAULT_DOMAIN or mid.graph != gi.gid \
+                    or len(inner.input) < 3 or mid.uses != 1 or mid.out_any:
+                continue
+            a, b = _proto_slice_params(index, mid.ins), _proto_slice_params(index, ins)
+            if a is None or b is None:
+                continue
+            axes = a[2] + b[2]
+            if any(ax < 0 for ax in axes) or len(set(axes)) == len(axes):
+                return f"MergeSlicesPass may change {where(node)} (Slice of a Slice)"
+        return None
+
+
+def _proto_slice_params(index: ProtoIndex, ins):
+    """:func:`_slice_params` on the index: a Slice's input defs ``ins``."""
+    starts, ends = index.ints(ins[1]), index.ints(ins[2])
+    if starts is None or ends is None or len(starts) != len(ends):
+        return None
+    axes = index.ints(ins[3]) if len(ins) > 3 and ins[3] is not None else list(range(len(starts)))
+    steps = index.ints(ins[4]) if len(ins) > 4 and ins[4] is not None else [1] * len(starts)
+    if axes is None or steps is None or len(axes) != len(starts) or len(steps) != len(starts):
+        return None
+    return starts, ends, axes, steps
+
 
 def _slice_params(node):
     """(starts, ends, axes, steps) of a Slice with constant parameters, or None."""
@@ -505,7 +644,7 @@ def _slice_params(node):
     return starts, ends, axes, steps
 
 
-class TransposeSliceTransposePass(_CleanupPass):
+class TransposeSliceTransposePass(CleanupPass):
     """``Transpose(Slice(Transpose(x, P)), Q)`` where ``Q`` undoes ``P`` becomes ``Slice(x)`` on
     the axes ``P`` maps the slice's axes to: tf2onnx's layout optimiser cannot push its NHWC/NCHW
     Transposes through a StridedSlice it kept as a custom node, so after the rewrite a channel
@@ -532,6 +671,18 @@ class TransposeSliceTransposePass(_CleanupPass):
             changed = True
         return changed
 
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """A Transpose of a Slice of a Transpose (either may be undone)."""
+        for _, node, ins, _ in index.each("Transpose"):
+            mid = ins[0] if ins else None
+            if mid is None or mid.kind != "node" or mid.node.op_type != "Slice" or not mid.ins:
+                continue
+            first = mid.ins[0]
+            if first is not None and first.kind == "node" and first.node.op_type == "Transpose":
+                return f"TransposeSliceTransposePass may change {where(node)} (a Slice between Transposes)"
+        return None
+
 
 def _transpose_pair(node, graph):
     """(the first Transpose, the Slice) when ``node`` is the second Transpose of a pair
@@ -557,7 +708,7 @@ def _transpose_pair(node, graph):
     return first, mid
 
 
-class ReshapeCopyDimsPass(_CleanupPass):
+class ReshapeCopyDimsPass(CleanupPass):
     """``Reshape(x, shape)`` whose shape is built from constants and dims of ``x`` itself, each
     at its own position (``x.reshape(tf.shape(x)[0], tf.shape(x)[1], 12, 64)``), gets a
     constant shape with 0 there (ONNX: "copy this dim", allowzero=0): the ``Shape -> Slice ->
@@ -603,6 +754,18 @@ class ReshapeCopyDimsPass(_CleanupPass):
             changed = True
         return changed
 
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """A Reshape (allowzero 0) whose shape is not a constant but may have a fact."""
+        for _, node, ins, _ in index.each("Reshape"):
+            allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+            if len(ins) != 2 or allowzero or ins[1] is None:
+                continue
+            shape = ins[1]
+            if index.array(shape) is None and index.has_fact(shape):
+                return f"ReshapeCopyDimsPass may change {where(node)}"
+        return None
+
 
 def _shape_list(value):
     return None if value.shape is None else list(value.shape)
@@ -630,7 +793,7 @@ _SHAPE_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsquee
                         "Add", "Sub", "Mul", "Neg", "Constant"})
 
 
-class RebuildShapeVectorsPass(_CleanupPass):
+class RebuildShapeVectorsPass(CleanupPass):
     """An int64 vector whose elements are constants and dims of one tensor ``x`` (``[b, s, 768]``
     from ``Shape -> Cast(int32) -> Gather -> Concat -> Cast(int64)``) is rebuilt as
     ``Concat(Shape(x, start, end), [768])`` when that takes fewer nodes than the arithmetic it
@@ -681,6 +844,10 @@ class RebuildShapeVectorsPass(_CleanupPass):
         if len(parts) == 1:
             return parts[0]
         return ctx.node(graph, "Concat", parts, {"axis": 0}, before, out, _shape_list(out))
+
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        return _may_know_integers(index)
 
 
 def _shape_pieces(fact):
@@ -738,7 +905,7 @@ def _exclusive_cone(root) -> int:
     return len(dead)
 
 
-class CommonSubexpressionPass(_CleanupPass):
+class CommonSubexpressionPass(CleanupPass):
     """Nodes with one op, equal attributes and the same inputs -- small constants compared by
     value -- are computed once per graph (onnx-ir's pass covers only the main graph and
     compares constants by identity)."""
@@ -762,6 +929,30 @@ class CommonSubexpressionPass(_CleanupPass):
             changed = True
         return changed
 
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """A node (none of its outputs a graph output) with the key of an earlier node of its
+        graph: :func:`_node_key` on the proto, never finer (equal keys there, equal here)."""
+        value_key = index.value_key
+        for gi in index.graphs:
+            keys: dict = {}
+            for node, ins, outs in gi.nodes:
+                op, domain = node.op_type, node.domain
+                if op in NONDETERMINISTIC:
+                    continue
+                attrs = _proto_attrs_key(node.attribute) if node.attribute else ()
+                if attrs is None:
+                    continue
+                if op == "Constant" and domain in DEFAULT_DOMAIN:
+                    key: tuple = ("Constant", node.overload, attrs)
+                else:
+                    key = ("" if domain == "ai.onnx" else domain, op, node.overload, len(outs),
+                           tuple([None if d is None else d.key if d.key is not None else value_key(d) for d in ins]),
+                           attrs)
+                if keys.setdefault(key, node) is not node and not any(d.out_any for d in outs):
+                    return f"CommonSubexpressionPass may change {where(node)} (an equal node before it)"
+        return None
+
 
 def _value_key(value):
     if value is None:
@@ -780,7 +971,7 @@ def _memo_value_key(value, memo: dict):
 
 
 def _node_key(node, value_keys: dict | None = None):
-    if node.op_type in _NONDETERMINISTIC:
+    if node.op_type in NONDETERMINISTIC:
         return None
     attrs = []
     for name, attr in sorted(node.attributes.items()):
@@ -788,7 +979,7 @@ def _node_key(node, value_keys: dict | None = None):
             return None
         v = attr.value
         if attr.type == ir.AttributeType.TENSOR:
-            if v.size > _SMALL:
+            if v.size > SMALL:
                 return None
             arr = v.numpy()
             v = (str(arr.dtype), arr.shape, arr.tobytes())
@@ -804,6 +995,48 @@ def _node_key(node, value_keys: dict | None = None):
     inputs = (tuple(_value_key(v) for v in node.inputs) if value_keys is None
               else tuple(_memo_value_key(v, value_keys) for v in node.inputs))
     return (node.op_identifier(), len(node.outputs), inputs, tuple(attrs))
+
+
+_NOKEY = object()  # an attribute value CSE never merges
+_ATTR_INT, _ATTR_FLOAT, _ATTR_STRING, _ATTR_TENSOR, _ATTR_FLOATS, _ATTR_INTS, _ATTR_STRINGS = 2, 1, 3, 4, 6, 7, 8
+
+
+def _proto_attrs_key(attributes) -> tuple | None:
+    """A node proto's attributes as :func:`_node_key` compares them, never finer; None: never merged."""
+    attrs = []
+    for a in sorted(attributes, key=lambda a: a.name):
+        v = _proto_attr_value(a)
+        if v is _NOKEY:
+            return None
+        attrs.append((a.name, a.type, v))
+    return tuple(attrs)
+
+
+def _proto_attr_value(a):
+    """An attribute's value as :func:`_node_key` compares it (NaN equal to NaN: coarser), or _NOKEY."""
+    t = a.type
+    if a.ref_attr_name:  # only functions have them (and functions are not pre-checked)
+        raise MayChange(f"may change: attribute {a.name!r} refers to a function attribute outside a function")
+    if t == _ATTR_INT:
+        return a.i
+    if t == _ATTR_FLOAT:
+        return "nan" if a.f != a.f else a.f
+    if t == _ATTR_STRING:
+        return a.s.decode("utf-8", errors="replace")
+    if t == _ATTR_INTS:
+        return tuple(a.ints)
+    if t == _ATTR_FLOATS:
+        return tuple("nan" if f != f else f for f in a.floats)
+    if t == _ATTR_STRINGS:
+        return tuple(s.decode("utf-8", errors="replace") for s in a.strings)
+    if t == _ATTR_TENSOR:
+        if numel(a.t) > SMALL:
+            return _NOKEY
+        arr = tensor_array(a.t)
+        return "exotic" if arr is EXOTIC else (str(arr.dtype), arr.shape, arr.tobytes())
+    if t == 0:
+        raise MayChange(f"may change: attribute {a.name!r} has no type (not pre-checked)")
+    return _NOKEY  # graphs, tensors, sparse tensors, type protos: never merged
 
 
 class RemoveDeadPass(ir.passes.InPlacePass):
@@ -829,6 +1062,61 @@ class RemoveDeadPass(ir.passes.InPlacePass):
                     del graph.initializers[name]
                     changed = True
         return ir.passes.PassResult(model, modified=changed)
+
+    @classmethod
+    def may_fire(cls, index: ProtoIndex) -> str | None:
+        """A value nothing uses (a dead node, an unused optional output, an unused initializer),
+        trailing empty inputs or outputs, or a BatchNormalization (onnx-ir trims its outputs)."""
+        for gi in index.graphs:
+            for node, what in gi.bad_io:
+                return f"RemoveDeadPass may change {where(node)}: {what}"
+            for d in gi.scope.values():
+                if d.uses or d.out_any:
+                    continue
+                if d.kind == "init":
+                    return f"RemoveDeadPass may change it: initializer {d.tensor.name!r} is not used"
+                if d.kind == "node":
+                    reason = _unused_output(index, d, gi.scope)
+                    if reason is not None:
+                        return reason
+        for _, node, _, _ in index.each("BatchNormalization"):
+            return f"RemoveDeadPass may change {where(node)} (BatchNormalization's outputs)"
+        return None
+
+
+def _unused_output(index: ProtoIndex, d, scope: dict) -> str | None:
+    """onnx-ir's RemoveUnusedNodesPass (and :func:`_remove_dead_in_bulk`) on ``d``, an output
+    nothing uses: its node is dead, or it is an optional output onnx-ir drops."""
+    node = d.node
+    outs = [scope[name] if name else None for name in node.output]
+    unused = [o is None or not o.uses and not o.out_any for o in outs]
+    if all(unused):
+        return f"RemoveDeadPass may change it: {where(node)} is dead"
+    if node.domain not in ("", "ai.onnx", "onnx.ai"):
+        return None
+    optional = _optional_outputs(index, node)
+    if optional is None or any(u and opt for u, opt in zip(unused, optional)):
+        return f"RemoveDeadPass may change {where(node)}: an unused optional output"
+    return None
+
+
+def _optional_outputs(index: ProtoIndex, node) -> list | None:
+    """Per output of the schema, whether it is optional; [] when onnx-ir leaves the outputs
+    (no schema, a variadic output); None when unsure."""
+    if node.domain == "onnx.ai":
+        return None
+    key = ("optional outputs", node.op_type, index.opset)
+    if key not in index.cache:
+        import onnx
+        try:
+            schema = onnx.defs.get_schema(node.op_type, index.opset, domain="")
+        except Exception:  # onnx-ir skips the node then too
+            index.cache[key] = []
+        else:
+            option = onnx.defs.OpSchema.FormalParameterOption
+            opts = [o.option for o in schema.outputs]
+            index.cache[key] = [] if option.Variadic in opts else [o == option.Optional for o in opts]
+    return index.cache[key]
 
 
 def _remove_dead_in_bulk(model) -> None:
@@ -868,15 +1156,16 @@ def _remove_dead_in_bulk(model) -> None:
 # --------------------------------------------------------------------------- pipeline
 
 
-def infer_shapes(model, proto=None) -> list:
-    """ONNX shape inference on a weightless copy (initializers above 1 KiB become typed inputs,
+def set_inferred_shapes(model, proto=None) -> list:
+    """ONNX shape inference (graphs/shape_inference.py, plain) on a weightless copy (initializers above 1 KiB become typed inputs,
     external data is never read); shapes found for values that have none -- main graph and
     subgraphs -- are set on them.  A failure leaves the model as it is (the passes then do less).
     ``proto``: ``model`` serialized, when the caller has it (not modified; saves a serialization).
     Returns the undo list: (value, its type, its shape) before."""
     import onnx
 
-    from ..rewrite.ir_pass import infer_isolated, weightless
+    from ..graphs.shape_inference import infer
+    from ..rewrite.shapes import weightless
     undo: list = []
     in_memory = sum(v.const_value.nbytes for v in model.graph.initializers.values()
                     if v.const_value is not None and not isinstance(v.const_value, ir.ExternalTensor))
@@ -888,7 +1177,7 @@ def infer_shapes(model, proto=None) -> list:
         else:
             proto, given = onnx.ModelProto(), proto
             proto.CopyFrom(given)
-        inferred = infer_isolated(weightless(proto, max_bytes=1024))  # a forked child: onnx aborts on some models
+        inferred = infer(weightless(proto, max_bytes=1024))
     except Exception:  # shapes only let the passes do more
         return undo
     found: dict = {}
@@ -981,8 +1270,8 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
     less than the model says (a dim of 1 it cannot follow through computed Slice bounds becomes
     unknown), and an audit (``inspect --target``) of the output must see the same declarations
     as of the input.  ``proto``: the model serialized, if the caller has it (see
-    :func:`infer_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
-    inferred = infer_shapes(model, proto)
+    :func:`set_inferred_shapes`).  A pass's error is raised as it is (not the pass manager's wrapping)."""
+    inferred = set_inferred_shapes(model, proto)
     manager, ledger = pass_manager(model, passes, max_rounds)
     before_all = ledger.counts
     try:
@@ -1013,7 +1302,8 @@ def _session(proto):
 
 
 def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,
-                  load_weights=None, trials: int = 2, seed: int = 0, run_before=None, sized=None) -> str:
+                  load_weights=None, trials: int = 2, seed: int = 0, run_before=None, sized=None,
+                  vectors: dict | None = None) -> str:
     """Run the model before and after cleanup in onnxruntime on the same random inputs and
     compare every graph output bitwise (shape, dtype, bytes).  Inputs are sized as for the
     in-place run (inplace.choose_sizes: small, grown only where shape inference needs it), then,
@@ -1024,11 +1314,14 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     ``run_before(feeds) -> outputs``: a session of the model before cleanup that already exists
     (the in-place check's, whose taps only add outputs): no second session of it.  ``sized``:
     ``inplace.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
+    ``vectors``: the index vector inputs of the rewrites (input_ranges.index_vectors): fed at
+    the length and in the ranges their slices need, in every size assignment tried.
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import Skip, infer, over_budget, choose_sizes, estimate_bytes, random_feeds, same_values
-    from ..rewrite.ir_pass import skeleton
+    from ..verification.inplace import (Skip, infer_at_sizes, over_budget, choose_sizes, estimate_bytes, random_feeds,
+                                        same_values, vector_pins)
+    from ..rewrite.shapes import skeleton
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
         return failed(f"graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}")
@@ -1036,12 +1329,13 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
         return passed("by structure: every output is computed as before; duplicates merged, dead nodes removed")
     sk = None if sized else skeleton(before_proto)
     try:
-        sizes, shapes = sized or choose_sizes(sk)
+        pins = vector_pins(before_proto, vectors or {})
+        sizes, shapes = sized or choose_sizes(sk, pins)
     except Skip as exc:
         return skipped(str(exc))
-    keys = list(sizes)
-    candidates = [sizes] + [{k: v for k in keys} for v in (4, 6, 8)] + \
-                 [{k: 2 + i for i, k in enumerate(keys)}, {k: 4 + 2 * i for i, k in enumerate(keys)}]
+    keys = [k for k in sizes if k not in pins]
+    candidates = [sizes] + [{**{k: v for k in keys}, **pins} for v in (4, 6, 8)] + \
+                 [{**{k: 2 + i for i, k in enumerate(keys)}, **pins}, {**{k: 4 + 2 * i for i, k in enumerate(keys)}, **pins}]
     load = load_weights or (lambda p: p)
     s_after = None
     rng = np.random.default_rng(seed)
@@ -1051,7 +1345,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
             break
         if n and sk is None:
             sk = skeleton(before_proto)
-        got_shapes, bad = (shapes, None) if n == 0 else infer(sk, cand)
+        got_shapes, bad = (shapes, None) if n == 0 else infer_at_sizes(sk, cand)
         if bad is not None:
             continue
         need = estimate_bytes(before_proto, got_shapes, set()) + 2 * weight_bytes
@@ -1071,7 +1365,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
                 return failed(f"onnxruntime cannot load the cleaned model: {_first_line(exc)}")
         for _ in range(trials):
             try:
-                feeds = random_feeds(before_proto, cand, got_shapes, rng)
+                feeds = random_feeds(before_proto, cand, got_shapes, rng, vectors)
                 expected = run_before(feeds)
             except Exception as exc:
                 problem = f"the model before cleanup rejects random inputs: {_first_line(exc)}"

@@ -463,17 +463,52 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     return check
 
 
+#: Sizes tried, in order, for the dims a .tflite declares unknown (``shape_signature`` -1) whose
+#: placeholder size in the file LiteRT cannot run with (an audio model storing 1 sample).
+UNKNOWN_DIM_SIZES = (16, 128, 1024, 16000)
+
+
+def tflite_input_shapes(interp) -> list:
+    """The input shapes the framework check feeds: the file's own, or -- when LiteRT cannot
+    prepare or run the model at those (an input of unknown size stored as 1, too short for a
+    convolution) -- the first of :data:`UNKNOWN_DIM_SIZES` that it runs at, given to every unknown
+    dim but a leading (batch) one."""
+    details = interp.get_input_details()
+    stored = [[int(v) for v in d["shape"]] for d in details]
+    unknown = [[int(v) < 0 for v in d.get("shape_signature", d["shape"])] for d in details]
+    if not any(any(u) for u in unknown):  # fixed shapes: nothing to choose
+        interp.allocate_tensors()
+        return stored
+    candidates = [stored] + [[[n if u and (k > 0 or len(dims) == 1) else v for k, (v, u) in enumerate(zip(dims, unk))]
+                              for dims, unk in zip(stored, unknown)] for n in UNKNOWN_DIM_SIZES]
+    for shapes in candidates:
+        try:
+            for d, dims in zip(details, shapes):
+                interp.resize_tensor_input(d["index"], dims, strict=True)
+            interp.allocate_tensors()
+            for d, dims in zip(details, shapes):
+                interp.set_tensor(d["index"], np.zeros(dims, dtype=d["dtype"]))
+            interp.invoke()
+            return shapes
+        except (RuntimeError, ValueError):  # LiteRT: "failed to prepare", a kernel's size check
+            continue
+    for d, dims in zip(details, stored):  # none runs: the file's own shapes, and LiteRT's own error
+        interp.resize_tensor_input(d["index"], dims, strict=True)
+    interp.allocate_tensors()
+    return stored
+
+
 def _tflite_runner(path):
     from .interpreters import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
-    interp.allocate_tensors()
+    shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
     outs = interp.get_output_details()
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
         for k, d in enumerate(details):
-            x = _random_input(rng, d["shape"], np.dtype(d["dtype"]))
+            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]))
             arrays.append(x)
             feeds[_match_name(d["name"], onnx_inputs, k)] = x
         for d, x in zip(details, arrays):

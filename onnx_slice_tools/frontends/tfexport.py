@@ -165,23 +165,153 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
     kwargs = dict(opset=opset, output_names=output_names, **keep_strided_slice_kwargs())
     size = os.path.getsize(external_data) if external_data and os.path.exists(external_data) else 0
     data = checked_tflite(path)
-    small, moved = _tflite_without_buffers(data, external_data, large_buffer_bytes) if external_data else (None, {})
+    dense = densified_tflite(data)
+    small, moved = _tflite_without_buffers(dense or data, external_data, large_buffer_bytes) \
+        if external_data else (None, {})
     del data
     model = None
-    if moved:
-        try:
-            with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
-                file = Path(folder) / Path(path).name
+    with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
+        file = Path(folder) / Path(path).name
+        if moved:
+            try:
                 file.write_bytes(small)
-                model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
-            _inputs_to_external(model, moved, Path(external_data).name)
-        except Exception:  # the usual path below reports what is really wrong
-            os.truncate(external_data, size)
-            model = None
-    if model is None:
-        model, _ = tf2onnx.convert.from_tflite(str(path), **kwargs)
+                model = _from_tflite(tf2onnx, file, path, kwargs)
+                _inputs_to_external(model, moved, Path(external_data).name)
+            except Exception:  # the usual path below reports what is really wrong
+                os.truncate(external_data, size)
+                model = None
+        if model is None:
+            if dense is not None:
+                file.write_bytes(dense)
+            model = _from_tflite(tf2onnx, file if dense is not None else Path(path), path, kwargs)
     require_converted(model, path)
     return model
+
+
+def _from_tflite(tf2onnx, file, path, kwargs):
+    """``tf2onnx.convert.from_tflite(file)``; an exception of tf2onnx on the (readable) .tflite
+    ``path`` becomes a one-line :class:`ConversionError` naming tf2onnx's reason and the file's
+    builtin ops tf2onnx has no converter for: LiteRT runs the file, so it is a failed conversion
+    (exit 1), not an unusable input."""
+    from ..errors import first_line
+    try:
+        model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
+    except Exception as exc:  # tf2onnx's reader and converters raise many types
+        missing = tflite_ops_without_converter(Path(file).read_bytes())
+        why = first_line(exc) + (f"; it has no converter for {', '.join(missing)}" if missing else "")
+        raise ConversionError(f"tf2onnx could not convert this .tflite ({why}); nothing written: LiteRT reads "
+                              "the file, tf2onnx cannot: convert the model's SavedModel or Keras source instead, "
+                              "or report the file to tf2onnx", path=str(path)) from None
+    return model
+
+
+def tflite_ops_without_converter(data: bytes) -> list[str]:
+    """The builtin operators of the .tflite ``data`` (every subgraph) that tf2onnx registers no
+    converter for (``TFL_<NAME>`` in its handler table; QUANTIZE/DEQUANTIZE are read by its
+    parser itself), sorted; empty when tf2onnx's table cannot be read (a message detail only)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    try:
+        import tf2onnx.tflite_handlers  # noqa: F401 - registers the TFLite converters
+        from tf2onnx.handler import tf_op
+        known = {name for per_domain in tf_op.get_opsets().values() for table in per_domain for name in table}
+    except Exception:  # another tf2onnx layout
+        return []
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    model = schema.ModelT.InitFromPackedBuf(data, 0)
+    used = {names.get(max(c.builtinCode, c.deprecatedBuiltinCode)) for c in model.operatorCodes
+            if max(c.builtinCode, c.deprecatedBuiltinCode) != schema.BuiltinOperator.CUSTOM}
+    return sorted(n for n in used if n and f"TFL_{n}" not in known and n not in ("QUANTIZE", "DEQUANTIZE"))
+
+
+#: TFLite's DimensionType / SparseIndexVector codes (schema.fbs).
+_DENSE, _SPARSE_CSR = 0, 1
+
+
+def densified_tflite(data: bytes) -> bytes | None:
+    """``data`` (a .tflite flatbuffer) with each sparse constant that a DENSIFY operator reads
+    stored dense and that operator removed (its readers read the dense constant), or None when
+    there is none.  tf2onnx's reader takes a sparse constant's bytes for a dense tensor of its
+    shape and fails ("cannot reshape array ..."); DENSIFY only expands stored values into their
+    dense positions (pure data movement), which :func:`sparse_to_dense` does here exactly."""
+    import numpy as np
+    from tensorflow.lite.python import schema_py_generated as schema
+    model = schema.ModelT.InitFromPackedBuf(data, 0)
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+    changed = False
+    for graph in model.subgraphs:
+        keep, rename = [], {}
+        for op in graph.operators or []:
+            src = graph.tensors[op.inputs[0]] if codes[op.opcodeIndex] == schema.BuiltinOperator.DENSIFY else None
+            buf = model.buffers[src.buffer] if src is not None and src.buffer else None
+            if src is None or src.sparsity is None or buf is None or buf.data is None:
+                keep.append(op)
+                continue
+            dtype = _tflite_numpy_dtype(src.type)
+            values = np.frombuffer(np.ascontiguousarray(buf.data).tobytes(), dtype=dtype)
+            dense = sparse_to_dense(values, [int(d) for d in src.shape], src.sparsity)
+            model.buffers.append(schema.BufferT())
+            model.buffers[-1].data = np.frombuffer(dense.tobytes(), dtype=np.uint8)
+            src.buffer, src.sparsity = len(model.buffers) - 1, None
+            rename[op.outputs[0]] = op.inputs[0]
+            changed = True
+        if rename:
+            for op in keep:
+                op.inputs = [rename.get(int(i), int(i)) for i in op.inputs]
+            graph.outputs = [rename.get(int(i), int(i)) for i in graph.outputs]
+            graph.operators = keep
+    if not changed:
+        return None
+    import flatbuffers
+    builder = flatbuffers.Builder(len(data) + (1 << 16))
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _tflite_numpy_dtype(tensor_type: int):
+    import numpy as np
+    from onnx import helper
+    from tf2onnx.tflite_utils import map_tflite_dtype_to_onnx
+    return np.dtype(helper.tensor_dtype_to_np_dtype(map_tflite_dtype_to_onnx(tensor_type)))
+
+
+def sparse_to_dense(values, shape: list[int], sparsity):
+    """The dense array of ``shape`` that TFLite's sparse format (``SparsityParametersT``:
+    traversal order over the dims then the block dims, a DENSE or SPARSE_CSR metadata per
+    traversal level, the block map) stores as ``values``, in the order of TFLite's
+    ``FormatConverter::SparseToDense``: levels visited in traversal order, values consumed one per
+    leaf, a block dim's index added to its dim's index times the block size."""
+    import numpy as np
+    order = [int(d) for d in sparsity.traversalOrder]
+    block_map = [int(d) for d in (sparsity.blockMap if sparsity.blockMap is not None else [])]
+    meta = sparsity.dimMetadata
+    rank = len(shape)
+    pos = np.zeros(1, dtype=np.int64)
+    idx = np.zeros((1, 0), dtype=np.int64)
+    for level, m in enumerate(meta):
+        if m.format == _DENSE:
+            n = int(m.denseSize)
+            pos = (pos[:, None] * n + np.arange(n)).reshape(-1)
+            idx = np.concatenate([np.repeat(idx, n, axis=0), np.tile(np.arange(n), len(idx))[:, None]], axis=1)
+        else:
+            seg = np.asarray(m.arraySegments.values, dtype=np.int64)
+            ind = np.asarray(m.arrayIndices.values, dtype=np.int64)
+            counts = seg[pos + 1] - seg[pos]
+            starts = np.repeat(seg[pos], counts)
+            within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+            pos = starts + within
+            idx = np.concatenate([np.repeat(idx, counts, axis=0), ind[pos][:, None]], axis=1)
+    coords = np.zeros((len(pos), rank), dtype=np.int64)
+    for level in range(rank):
+        coords[:, order[level]] = idx[:, level]
+    for level in range(rank, len(order)):
+        block = order[level] - rank
+        dim = block_map[block]
+        coords[:, dim] = coords[:, dim] * int(meta[order[level]].denseSize) + idx[:, level]
+    if len(pos) != values.size:
+        raise ValueError(f"the sparse tensor stores {values.size} values, its metadata addresses {len(pos)}")
+    dense = np.zeros(shape, dtype=values.dtype)
+    dense[tuple(coords.T)] = values
+    return dense
 
 
 def require_converted(model, path) -> None:

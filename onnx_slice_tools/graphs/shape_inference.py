@@ -1,4 +1,9 @@
-"""ONNX shape inference in a helper process of its own.
+"""ONNX shape inference: the package's one entry (:func:`infer`), run in a helper process.
+
+Two modes, the only two the package uses: *plain* (infer what can be inferred; onnx stops
+quietly at what it cannot) and *strict* (check types, raise on any error: the
+``strict_shape_inference`` check).  Never data propagation.  ``tests/test_habits.py`` checks that
+no other module calls onnx's shape inference.
 
 onnx 1.23 *aborts* the process (a failed C++ assertion) when a negative dim reaches e.g.
 Slice's inference, so inference never runs in our process.  A fork per call did that, but
@@ -144,10 +149,22 @@ if hasattr(os, "register_at_fork"):
 atexit.register(_stop)
 
 
-def infer_shapes(data: bytes, strict: bool) -> bytes:
-    """Serialized model in, serialized inferred model out.  Raises RuntimeError with onnx's
-    message, or :data:`ABORTED` when the inference killed the helper (twice: a helper that
-    died for another reason between two calls costs one retry, never a wrong answer)."""
+def infer(model, strict: bool = False):
+    """ONNX shape inference of ``model`` (a ModelProto or its bytes): the inferred ModelProto.
+    ``strict``: check types and raise on any error; else plain.  Runs in the helper process
+    (:func:`infer_bytes`) where the platform can fork.  Raises RuntimeError with onnx's message,
+    or :data:`ABORTED`."""
+    import onnx
+    if not hasattr(os, "fork"):
+        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
+    return onnx.load_from_string(infer_bytes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
+
+
+def infer_bytes(data: bytes, strict: bool) -> bytes:
+    """:func:`infer` on bytes, the helper's own protocol: serialized model in, serialized inferred
+    model out.  Raises RuntimeError with onnx's message, or :data:`ABORTED` when the inference
+    killed the helper (twice: a helper that died for another reason between two calls costs one
+    retry, never a wrong answer)."""
     global _helper, _passed
     with _lock:
         passed, _passed = _passed, None

@@ -71,9 +71,9 @@ class FileId:
 class FileSet:
     """Many FileIds, looked up by real path and inode in O(1) (a batch's inputs)."""
 
-    def __init__(self, files=()):
-        self.by_real: dict = {}
-        self.by_inode: dict = {}
+    def __init__(self, files=()) -> None:
+        self.by_real: dict[str, FileId] = {}
+        self.by_inode: dict[tuple[int, int], FileId] = {}
         for f in files:
             self.add(f)
 
@@ -431,8 +431,8 @@ def unreadable(exc: BaseException, proto) -> str:
                     return (f"node {who} ({node.op_type}): attribute {a.name!r}: sparse tensors are not "
                             "supported; give the value dense (a Constant's 'value')")
     inner = exc
-    while inner.__cause__ is not None or inner.__context__ is not None:
-        inner = inner.__cause__ or inner.__context__
+    while (cause := inner.__cause__ or inner.__context__) is not None:
+        inner = cause
     return f"cannot read the model: {_first_line(inner)}"
 
 
@@ -558,8 +558,8 @@ def fingerprint(path) -> tuple[str, list[str]]:
     files = []
     data = None
     if os.path.getsize(path) <= _FINGERPRINT_READ:  # read once: hashed, and parsed only if needed
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb") as stream:
+            data = stream.read()
         h = hashlib.sha256(data)
         if _EXTERNAL_KEY not in data:  # no tensor names a data file (each external one has this key)
             return h.hexdigest(), files
@@ -623,7 +623,7 @@ def _newest_mtime(path: str) -> float:
 def clean_stale_temps(folder) -> list[str]:
     """Remove our temporaries in ``folder`` whose process is dead or that were idle for
     STALE_SECONDS; returns their names."""
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -810,6 +810,7 @@ def _externalize(m, data_file: Path, data_name: str, move_inline: bool) -> list:
     import onnx_ir as ir
     undo, written = [], {}
     initializers = {id(v.const_value) for g in m.graphs() for v in g.initializers.values()}
+    key: tuple  # (real path, offset, length) of an external tensor, ("mem", id) of one in memory
     with open(data_file, "wb") as out:
         for t, put in list(_ir_tensor_slots(m)):
             external = isinstance(t, ir.ExternalTensor)
@@ -818,13 +819,14 @@ def _externalize(m, data_file: Path, data_name: str, move_inline: bool) -> list:
                 continue
             if external:
                 src = os.path.join(str(t.base_dir), str(t.location))
-                key = (os.path.realpath(src), t.offset or 0, t.length if t.length is not None else t.nbytes)
+                start, length = t.offset or 0, t.length if t.length is not None else t.nbytes
+                key = (os.path.realpath(src), start, length)
             else:
                 key = ("mem", id(t))
             if key not in written:
                 offset = out.tell()
                 if external:
-                    _copy_range(Path(src), key[1], key[2], out)
+                    _copy_range(Path(src), start, length, out)
                 else:
                     out.write(t.tobytes())
                 written[key] = (offset, out.tell() - offset)

@@ -40,6 +40,8 @@ walk ~0.26 s (docs/benchmarks.md, "Validation").
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from ..errors import ModelError
 
 #: bits per element of each TensorProto data type (STRING: variable; sub-byte types packed)
@@ -102,7 +104,7 @@ class _Validator:
     def __init__(self, path):
         self.path = None if path is None else str(path)
 
-    def fail(self, reason: str, node: str | None = None):
+    def fail(self, reason: str, node: str | None = None) -> NoReturn:
         raise ModelError(reason, path=self.path, node=node)
 
     # ------------------------------------------------------------------ model
@@ -708,7 +710,7 @@ def _check_strings(proto, v: _Validator) -> None:
         return
     # An entry is (message, its parent's entry): where a message sits is only spelled out
     # (by _where) when something in it fails, not for each of the model's messages.
-    todo = [(proto, None)]
+    todo: list[tuple[Any, tuple | None]] = [(proto, None)]
     while todo:
         entry = todo.pop()
         msg = entry[0]

@@ -32,9 +32,10 @@ Node inputs refer to ``X`` (the data), ``("in", field)`` (a runtime vector),
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from ..semantics.plan import INDEX, RANGE, Plan
-from ..semantics.spec import TF
+from ..semantics.spec import TF, TFLITE
 
 INT32_MAX = 2 ** 31 - 1
 INT32_MIN = -(2 ** 31)
@@ -86,48 +87,145 @@ class Builder:
         self.dtype = known.pop() if len(known) == 1 and None not in known else "int64"
         self.types = index_types
         self.lengths: dict = {}  # runtime fields of unknown length -> the length they must have
+        self.prefix: frozenset = frozenset()  # of those, fields whose first entries count, longer ones allowed
+        self.ties: tuple = ()  # fields of unknown length the output does not depend on ...
+        self.tie_into: str | None = None  # ... checked where this field (one it depends on) is read
         self._inputs: dict = {}
 
     def inp(self, field: str) -> tuple:
         """The runtime vector ``field`` in the index type (cast once when needed), through a
         ``Reshape`` to its length where that is not known statically: the run fails where the
-        framework's does (begin, end and strides of different lengths)."""
+        framework's does (begin, end and strides of different lengths).  ``tie_into`` also
+        checks the length of each of ``ties`` (``Reshape`` to its ``Shape``).  A field of
+        ``prefix`` is cut to its length instead (``Slice``: TFLite reads the first entries of
+        strides and checks no length)."""
         if field not in self._inputs:
             ref = ("in", field)
-            if field in self.lengths:
+            if field in self.prefix:
+                ref = self.add("Slice", ref, ("const64", (0,)), ("const64", (self.lengths[field],)))
+            elif field in self.lengths:
                 ref = self.add("Reshape", ref, ("const64", (self.lengths[field],)))
             if self.types.get(field) != self.dtype:
                 ref = self.add("Cast", ref, attrs=(("to", self.dtype),))
+            if field == self.tie_into:
+                for other in self.ties:
+                    ref = self._tied(ref, other)
+                self.ties = ()
             self._inputs[field] = ref
         return self._inputs[field]
+
+    def _tied(self, ref: tuple, other: str) -> tuple:
+        """``ref`` (a vector of the spec's length) as ``Max(ref, Min(g, ref))``, its own values,
+        where ``g`` is ``other`` through a ``Reshape`` to that length: the values make the check
+        part of the result (a check read only through its shape is folded away by onnxruntime's
+        optimiser, and OpenVINO checks no ``Reshape`` to a computed shape)."""
+        g = self.add("Reshape", ("in", other), ("const64", (self.lengths[other],)))
+        if self.types.get(other) != self.dtype:
+            g = self.add("Cast", g, attrs=(("to", self.dtype),))
+        return self.add("Max", ref, self.add("Min", g, ref))
 
     def add(self, op_type: str, *inputs, attrs=(), axes=()) -> tuple:
         self.ops.append(DynOp(op_type, tuple(inputs), tuple(attrs), tuple(axes)))
         return ("node", len(self.ops) - 1)
 
 
+#: ``prelude(builder, plan)``: puts run-time vectors in the builder before the lowering reads them
+#: (lowering/tflite.seed_indices).
+Prelude = Callable[[Builder, Plan], None]
+
+
 def const_input(values) -> tuple:
     return ("const", tuple(int(v) for v in values))
 
 
-def _start(plan: Plan, opset: int, index_types: dict | None, prelude) -> tuple:
+def _start(plan: Plan, opset: int, index_types: dict | None, prelude: Prelude | None, ties: tuple = (),
+           tie_into: str | None = None) -> tuple:
     """The builder of a runtime-index lowering and which of begin/end/strides are runtime
     values; ``prelude(builder, plan)`` computes run-time vectors first (lower_tflite.seed_indices)."""
     runtime = {f: getattr(plan.spec, f) is None for f in ("begin", "end", "strides")}
     b = Builder(opset, {f: (index_types or {}).get(f) for f, r in runtime.items() if r})
     written = plan.source if plan.source is not None else plan.spec
     b.lengths = {f: written.n for f in written.unsized if getattr(written, f) is None}
+    if written.flavor == TFLITE:
+        b.prefix = frozenset(f for f in b.lengths if f == "strides")
+    b.ties, b.tie_into = ties, tie_into
     if prelude is not None:
         prelude(b, plan)
     return b, runtime
 
 
-def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude=None):
+def _length_checked(lower):
+    """``lower(b, plan, runtime, *args) -> (ops, notes, dtype)`` made to check the length of
+    every runtime vector of unknown length, the ones the lowering never reads included (the
+    end of a single index, strides under masks): the frameworks check them all (TFLite all but
+    strides).  When some are not read, the lowering runs again with them tied to the first
+    vector it reads (:meth:`Builder.inp`); when it reads none, the result goes through a
+    ``Where`` whose condition reads them (:func:`_tie_output`)."""
+    import functools
+
+    @functools.wraps(lower)
+    def run(plan: Plan, *args, opset: int = 13, index_types: dict | None = None, prelude=None):
+        b, runtime = _start(plan, opset, index_types, prelude)
+        out = lower(b, plan, runtime, *args)
+        used = used_fields(out[0])
+        unread = tuple(f for f in b.lengths if f not in used and f not in b.prefix)
+        if not unread:
+            return out
+        into = next((f for f in ("begin", "end", "strides") if f in used), None)
+        b, runtime = _start(plan, opset, index_types, prelude, ties=unread, tie_into=into)
+        ops, notes, dtype = lower(b, plan, runtime, *args)
+        if b.ties:  # no vector read: the output itself waits for the check
+            _tie_output(b)
+        return tuple(b.ops), notes, dtype
+    return run
+
+
+def used_fields(ops) -> set:
+    """The runtime fields (``("in", field)``) the last of ``ops`` (the output) depends on."""
+    used: set = set()
+    todo, seen = [len(ops) - 1], set()
+    while todo:
+        k = todo.pop()
+        if k in seen or k < 0:
+            continue
+        seen.add(k)
+        for ref in ops[k].inputs:
+            if ref[0] == "in":
+                used.add(ref[1])
+            elif ref[0] == "node":
+                todo.append(ref[1])
+    return used
+
+
+def _tie_output(b: Builder) -> None:
+    """The lowering's output (its last node) through ``Where(c, y, y)`` with a scalar ``c``
+    true, computed from each of ``b.ties`` through a ``Reshape`` to its length: the run fails
+    on another length.  The output keeps its shape (a scalar condition broadcasts)."""
+    last = ("node", len(b.ops) - 1)
+    total = None
+    for f in b.ties:
+        n = b.lengths[f]
+        if n == 0:  # (no entry to read: a length-0 spec's vectors stay unchecked)
+            continue
+        head = b.add("Slice", b.add("Reshape", ("in", f), ("const64", (n,))), ("const64", (0,)), ("const64", (1,)))
+        entry = b.add("Reshape", head, ("const64", ()))
+        cond = b.add("Equal", entry, entry)
+        total = cond if total is None else b.add("And", total, cond)
+    b.ties = ()
+    if total is not None:
+        b.add("Where", total, last, last)
+
+
+def lower_dynamic(plan: Plan, opset: int = 13, index_types: dict | None = None, prelude: Prelude | None = None):
     """(ops, notes, index dtype) computing ``plan`` whose spec has runtime begin/end/strides.
 
     ``index_types``: "int32"/"int64"/None (unknown) for each runtime field.  ``prelude(builder,
     plan)``: computes run-time vectors first (lower_tflite.seed_indices)."""
-    b, runtime = _start(plan, opset, index_types, prelude)
+    return _lower_dynamic(plan, opset=opset, index_types=index_types, prelude=prelude)
+
+
+@_length_checked
+def _lower_dynamic(b: Builder, plan: Plan, runtime: dict):
     notes: list[str] = []
     cur = X
 
@@ -163,7 +261,7 @@ def _shrink_begins(b: Builder, plan: Plan, shrinks: list, runtime: dict, top=Non
     guard = spec.flavor == TF and runtime["strides"]
     if not guard:
         return b.inp("begin") if runtime["begin"] else None
-    begins = b.inp("begin") if runtime["begin"] else const_input(
+    begins = b.inp("begin") if spec.begin is None else const_input(
         spec.begin[k] if any(a.index == k for a in shrinks) else 0 for k in range(spec.n))
     bad = b.add("Less", b.inp("strides"), ("scalar", 1))
     positions = tuple(any(a.index == k for a in shrinks) for k in range(spec.n))
@@ -338,7 +436,10 @@ class Dims:
     """Input dims (in the index type): constants when known, else read from ``Shape`` once."""
 
     def __init__(self, b: Builder, plan: Plan):
-        self.b, self.plan, self._shape, self._rank, self._cache = b, plan, None, None, {}
+        self.b, self.plan = b, plan
+        self._shape: tuple | None = None  # the input's Shape node, made once
+        self._rank: tuple | None = None   # the Shape of that (unknown rank)
+        self._cache: dict[tuple[int, ...], tuple] = {}
 
     def of(self, axes: list) -> tuple:
         known = [a.dim for a in axes]
@@ -407,10 +508,10 @@ def _canonical_bounds(b: Builder, plan: Plan, axes: list, runtime: dict, dims: D
         # OpenVINO's reverse begin: [0, dim - 1], so min(0, dim - 1) (-1 on an empty axis) below
         below = None if field == "end" or plan.flavor == TF else (lambda: _minmax(b, "Min", lower, hi))
         value = clamp(b, raw, dim, lower, hi, masked, below)
-        if any(masked):
-            fill = where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
-            value = where(b, ("bool", tuple(masked)), fill, value)
-        return value
+        if value is not None and not any(masked):
+            return value
+        fill = where(b, neg, last, const_input([0])) if field == "begin" else where(b, neg, const_input([-1]), dim)
+        return fill if value is None else where(b, ("bool", tuple(masked)), fill, value)
 
     starts = canon("begin", [a.begin_masked for a in axes], lo_begin)
     ends = canon("end", [a.end_masked for a in axes], lo)
@@ -480,14 +581,13 @@ def _layout(b: Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
     """Remove the shrunk (size-1) axes and insert the new ones: Squeeze + Unsqueeze, or one
     Reshape (allowzero) to a shape read from ``Shape`` where the target forbids reshaping a
     possibly empty tensor with dynamic dims (OpenVINO infers those dims from the element count)."""
-    from ..semantics.plan import NEW
     from .targets import RESHAPE_EMPTY
     inserted = plan.inserted_axes
     out_shape = plan.output_shape
     if not shrunk and not inserted:
         return cur
     static = out_shape is not None and all(isinstance(d, int) for d in out_shape)
-    if target.forbids(RESHAPE_EMPTY) and static and 0 in out_shape and b.opset >= 14:
+    if target.forbids(RESHAPE_EMPTY) and out_shape is not None and static and 0 in out_shape and b.opset >= 14:
         # the plan knows the empty output's shape (OpenVINO may not: runtime bounds)
         return b.add("Reshape", cur, ("const64", tuple(out_shape)), attrs=(("allowzero", 1),))
     if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static:
@@ -496,8 +596,8 @@ def _layout(b: Builder, plan: Plan, cur: tuple, target, shrunk: list) -> tuple:
             return b.add("Reshape", cur, ("const64", copied))
     if target.forbids(RESHAPE_EMPTY) and out_shape is not None and not static and b.opset >= 14:
         src = []
-        for o in plan.outputs:
-            src.append(plan.input_rank if o.kind == NEW else plan.axes[o.source].axis)
+        for o in plan.outputs:  # known rank: each output is a new axis (no source) or an input axis
+            src.append(plan.input_rank if o.source is None else plan.axes[o.source].axis)
         shape = b.add("Shape", cur)
         if inserted:  # new axes read an appended 1
             shape = b.add("Concat", shape, ("const64", (1,)), attrs=(("axis", 0),))
@@ -520,12 +620,11 @@ def _copy_shape(plan: Plan, out_shape) -> tuple | None:
     """A Reshape shape (allowzero 0) for the layout step when every dynamic output dim sits at
     the position of its input axis: 0 there (copy the dim, exact for a size of 0 too), the
     known sizes elsewhere; None otherwise."""
-    from ..semantics.plan import NEW
     shape = []
     for j, (o, d) in enumerate(zip(plan.outputs, out_shape)):
         if isinstance(d, int) and d > 0:
             shape.append(d)
-        elif o.kind != NEW and plan.axes[o.source].axis == j and not isinstance(d, int):
+        elif o.source is not None and plan.axes[o.source].axis == j and not isinstance(d, int):
             shape.append(0)
         else:
             return None
@@ -572,15 +671,20 @@ def _guard(b: Builder, index: tuple, dim: tuple) -> tuple:
     return add(b, index, b.add("Gather", const_input([0]), probe, attrs=(("axis", 0),)))
 
 
-def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None, prelude=None):
+def lower_for_target(plan: Plan, target, opset: int = 13, index_types: dict | None = None,
+                     prelude: Prelude | None = None):
     """(ops, notes, index dtype) computing ``plan`` within ``target``'s constraints (lowering/targets.py).
 
     Shrinks leave the axis for the layout step: ``Slice(i, i + 1)`` where the index is checked at
     conversion, else ``Gather`` of a 1-D non-negative index that is out of range exactly where the
     framework raises (no 0-d index; on a statically empty tensor, where OpenVINO's CPU plugin
     crashes on a ``Gather``, a ``Slice`` whose index goes through :func:`_guard`)."""
+    return _lower_for_target(plan, target, opset=opset, index_types=index_types, prelude=prelude)
+
+
+@_length_checked
+def _lower_for_target(b: Builder, plan: Plan, runtime: dict, target):
     from .targets import SENTINEL
-    b, runtime = _start(plan, opset, index_types, prelude)
     dims = Dims(b, plan)
     notes: list[str] = []
     groups: list = []  # Slice argument groups: (starts, ends, axes, steps)

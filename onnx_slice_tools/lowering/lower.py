@@ -25,9 +25,15 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeGuard
 
-from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Plan
+from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Dim, Plan
 from ..semantics.spec import TF
+
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
+    from .dynamic import Prelude
 
 INT64_MAX = 2 ** 63 - 1
 INT64_MIN = -(2 ** 63)
@@ -90,40 +96,52 @@ def _fix_end_for_reverse(end: int) -> int:
     return INT64_MAX - 1 if end >= INT32_MAX else end
 
 
+def _known(a: AxisPlan) -> tuple[int, int]:
+    """(start, size) of an axis whose dim and values are known: the plan computed both."""
+    if a.start is None or not isinstance(a.size, int):
+        raise ValueError(f"axis {a.axis}: the plan has no canonical start and size")
+    return a.start, a.size
+
+
 def _slice_args(a: AxisPlan, flavor: str) -> tuple[tuple | None, tuple | None, str | None]:
-    """(pre-cut args or None, main args or None, note) for one axis; args = (axis, start, end, step)."""
+    """(pre-cut args or None, main args or None, note) for one axis of a static spec;
+    args = (axis, start, end, step)."""
+    begin, end, s = a.begin, a.end, a.stride
+    if begin is None or end is None or s is None:
+        raise ValueError(f"axis {a.axis}: begin, end or strides is given at run time (lower_dynamic's case)")
     if a.kind == INDEX:
         if isinstance(a.dim, int):
             if a.dim == 1:
                 return None, None, None  # the only element: nothing to slice
-            return None, (a.axis, a.start, a.start + 1, 1), None
-        b = a.begin  # out of range only shows at run time: Slice is then empty and Squeeze fails
-        return None, (a.axis, b, INT64_MAX if b == -1 or b >= INT64_MAX else b + 1, 1), None
+            start = _known(a)[0]
+            return None, (a.axis, start, start + 1, 1), None
+        # out of range only shows at run time: Slice is then empty and Squeeze fails
+        return None, (a.axis, begin, INT64_MAX if begin == -1 or begin >= INT64_MAX else begin + 1, 1), None
     if a.is_identity:
         return None, None, None
-    s = a.stride
     if isinstance(a.dim, int):
-        if a.size == 0:
+        start, size = _known(a)
+        if size == 0:
             return None, (a.axis, 0, 0, 1), None
-        end = a.start + a.size * s
-        if s < 0 and end < 0:
-            end = INT64_MIN
-        return None, (a.axis, a.start, end, s), None
+        stop = start + size * s
+        if s < 0 and stop < 0:
+            stop = INT64_MIN
+        return None, (a.axis, start, stop, s), None
     # unknown dim: arguments that are right for every size
-    start = (0 if s > 0 else -1) if a.begin_masked else a.begin
+    start = (0 if s > 0 else -1) if a.begin_masked else begin
     if a.end_masked:
-        end = INT64_MAX if s > 0 else INT64_MIN
+        stop = INT64_MAX if s > 0 else INT64_MIN
     else:
-        end = a.end if s > 0 else _fix_end_for_reverse(a.end)
-    if flavor == TF and s < 0 and not a.begin_masked and a.begin <= -2 and (a.end_masked or a.end < 0):
+        stop = end if s > 0 else _fix_end_for_reverse(end)
+    if flavor == TF and s < 0 and not a.begin_masked and begin <= -2 and (a.end_masked or end < 0):
         # TF clamps begin + dim < 0 to "before element 0" (empty); ONNX clamps it to 0.
-        if not a.end_masked and a.end >= a.begin:
+        if not a.end_masked and end >= begin:
             return None, (a.axis, 0, 0, 1), None  # empty for every size
-        new_end = INT64_MIN if a.end_masked else a.end - a.begin - 1
-        note = (f"axis {a.axis}: TensorFlow's reverse begin {a.begin} on a dim of unknown size: "
-                f"cut to [0, {a.begin + 1}) first")
-        return (a.axis, 0, a.begin + 1, 1), (a.axis, -1, new_end, s), note
-    return None, (a.axis, start, end, s), None
+        new_end = INT64_MIN if a.end_masked else end - begin - 1
+        note = (f"axis {a.axis}: TensorFlow's reverse begin {begin} on a dim of unknown size: "
+                f"cut to [0, {begin + 1}) first")
+        return (a.axis, 0, begin + 1, 1), (a.axis, -1, new_end, s), note
+    return None, (a.axis, start, stop, s), None
 
 
 def _slice_op(args: list[tuple]) -> Op | None:
@@ -140,7 +158,7 @@ def _layout(plan: Plan) -> tuple[list[int], list[int]]:
     spec = plan.spec
     n = spec.n
     ellipsis_at = next((i for i in range(n) if spec.bit("ellipsis_mask", i)), n)
-    items = []  # (position in the spec, tie-break, kind, payload)
+    items: list[tuple[int | None, int, str, AxisPlan | None]] = []  # (position in the spec, tie-break, kind, axis)
     for k, a in enumerate(plan.axes):
         items.append((ellipsis_at if a.kind == ALL else a.index, k, a.kind, a))
     for o in plan.outputs:
@@ -166,9 +184,9 @@ def _layout(plan: Plan) -> tuple[list[int], list[int]]:
         layout.extend(["keep"] * pairs + ["new"] * (run_news - pairs))
         run_shrinks, run_news = [], 0
 
-    for _, _, kind, a in items:
-        if kind == INDEX:
-            run_shrinks.append(a)
+    for _, _, kind, axis in items:
+        if axis is not None and axis.kind == INDEX:
+            run_shrinks.append(axis)
         elif kind == NEW:
             run_news += 1
         else:
@@ -181,6 +199,11 @@ def _layout(plan: Plan) -> tuple[list[int], list[int]]:
     return sorted(squeeze, key=lambda ax: (ax < 0, ax)), unsqueeze
 
 
+def _positive_dims(shape: tuple[Dim, ...] | None) -> TypeGuard[tuple[int, ...]]:
+    """True when every dim of ``shape`` is a known int above 0 (a static Reshape can name them)."""
+    return shape is not None and all(isinstance(d, int) and d > 0 for d in shape)
+
+
 def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=None) -> Lowering:
     """The minimal op sequence for a plan (see module doc).
 
@@ -190,7 +213,7 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
     to :func:`lower_dynamic.lower_for_target`, which consults them."""
     from .targets import get_target
     target = get_target(target)
-    prelude = None
+    prelude: Prelude | None = None
     if plan.source is not None and plan.source.flavor == "tflite" and not plan.spec.is_static:
         from .tflite import seed_indices as prelude  # TFLite's indices, computed in the graph
     if not target.minimal:
@@ -218,8 +241,7 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
     known = 1
     for d in plan.input_shape or ():
         known *= d if isinstance(d, int) else 1
-    if squeeze and unsqueeze and out_shape is not None and known <= RESHAPE_MAX_ELEMENTS and all(
-            isinstance(d, int) and d > 0 for d in out_shape):
+    if squeeze and unsqueeze and known <= RESHAPE_MAX_ELEMENTS and _positive_dims(out_shape):
         ops.append(Op(RESHAPE, shape=tuple(out_shape)))
     else:
         if squeeze:
@@ -255,20 +277,12 @@ def steps(lowering: Lowering, opset: int) -> tuple:
     """The nodes that compute ``lowering`` at ``opset`` (axes of Squeeze/Unsqueeze as an
     attribute before opset 13, as an input from 13), in emission order.  Pure: callers cache
     it per lowering."""
-    out = []
     if lowering.dynamic:
-        dtype = lowering.index_dtype
-        for k, op in enumerate(lowering.ops):
-            inputs = [_dynamic_ref(r, dtype) for r in op.inputs]
-            attrs = [(key, _ONNX_INT[v] if key == "to" else v) for key, v in op.attrs]
-            if op.op_type in (UNSQUEEZE, SQUEEZE):
-                if opset >= 13:
-                    inputs.append(_const_ref(op.axes))
-                else:
-                    attrs.append(("axes", tuple(op.axes)))
-            out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, tuple(inputs), tuple(attrs)))
-        return tuple(out)
-    cur = ("x",)
+        return _dynamic_steps(lowering, opset)
+    out = []
+    cur: tuple = ("x",)
+    inputs: tuple
+    attrs: tuple
     for k, op in enumerate(lowering.ops):
         attrs = ()
         if op.op_type == SLICE:
@@ -284,6 +298,22 @@ def steps(lowering: Lowering, opset: int) -> tuple:
             inputs = (cur,)
         out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, inputs, attrs))
         cur = ("node", k)
+    return tuple(out)
+
+
+def _dynamic_steps(lowering: Lowering, opset: int) -> tuple:
+    """:func:`steps` of a dynamic lowering (its ops are lower_dynamic.DynOp)."""
+    out = []
+    dtype = lowering.index_dtype
+    for k, op in enumerate(lowering.ops):
+        inputs = [_dynamic_ref(r, dtype) for r in op.inputs]
+        attrs = [(key, _ONNX_INT[v] if key == "to" else v) for key, v in op.attrs]
+        if op.op_type in (UNSQUEEZE, SQUEEZE):
+            if opset >= 13:
+                inputs.append(_const_ref(op.axes))
+            else:
+                attrs.append(("axes", tuple(op.axes)))
+        out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, tuple(inputs), tuple(attrs)))
     return tuple(out)
 
 
@@ -326,7 +356,7 @@ class ConstantPool:
         name = self.names.fresh(f"{self.prefix}c{self.count}")
         self.count += 1
         if dtype == "int32":  # same meaning for axes shorter than 2**31
-            values = [min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values]
+            values = tuple(min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values)
         arr = np.array(values, dtype=dtype)
         value = self.cache[key] = self._create(name, arr[0] if scalar else arr)
         return value
@@ -358,7 +388,7 @@ def resolve(ref: tuple, x, runtime: dict, outs: list, consts: ConstantPool):
 
 def emit(lowering: Lowering, x, opset: int, consts: ConstantPool, name: str,
          runtime: dict | None = None, memo: dict | None = None, plan_steps: tuple | None = None
-         ) -> tuple[list, object]:
+         ) -> tuple[list[ir.Node], ir.Value]:
     """onnx-ir nodes computing ``lowering`` on value ``x``; returns (nodes, output value).
 
     Constant inputs come from ``consts`` (Constant nodes it creates are not in the list);

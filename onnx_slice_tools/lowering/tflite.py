@@ -25,17 +25,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from .dynamic import add, Builder, const_input, Dims, full, less, where, clamp
-from ..semantics.plan import Plan
-from ..semantics.plan_tflite import ITEM, NEW, dense_entries, runtime_prelude
+from ..semantics.plan import Dim, Plan
+from ..semantics.plan_tflite import ITEM, NEW, DenseEntry, dense_entries, runtime_prelude
 
 
 def seed_indices(b: Builder, plan: Plan) -> None:
     """Put TFLite's canonical begin/end (and the dense strides) where the dynamic lowering
     reads its run-time vectors (``b.inp``), when the plan needs them."""
-    src = plan.source
-    if src is None or src.flavor != "tflite" or plan.input_shape is None:
+    src, shape = plan.source, plan.input_shape
+    if src is None or src.flavor != "tflite" or shape is None:
         return
-    rank = len(plan.input_shape)
+    rank = len(shape)
     if not runtime_prelude(src, rank):
         return
     entries = dense_entries(src, rank)
@@ -51,14 +51,14 @@ def seed_indices(b: Builder, plan: Plan) -> None:
         return raw
 
     steps = where(b, ("bool", items), field("strides"), const_input([1] * len(entries)))
-    dims = _dims(b, plan, entries)
+    dims = _dims(b, plan, shape, entries)
     neg = less(b, steps, const_input([0]))
     last = add(b, dims, const_input([-1]))
     lo = where(b, neg, const_input([-1]), const_input([0]))
     hi = where(b, neg, last, dims)
 
     def masked(name: str) -> tuple:
-        return ("bool", tuple(e.kind == ITEM and src.bit(name, e.index) for e in entries))
+        return ("bool", tuple(e.kind == ITEM and src.bit(name, e.item) for e in entries))
 
     def clamped(v: tuple, mask: tuple, fill: tuple) -> tuple:
         value = clamp(b, v, dims, lo, hi, mask[1])
@@ -83,9 +83,9 @@ def _neg(b: Builder, v: tuple) -> tuple:
     return const_input(-x for x in v[1]) if v[0] == "const" else b.add("Neg", v)
 
 
-def _dims(b: Builder, plan: Plan, entries) -> tuple:
-    """The dim of each effective dim (1 for a new axis): constants, or read from ``Shape``."""
-    shape = plan.input_shape
-    axes = [SimpleNamespace(axis=e.axis or 0, dim=1 if e.kind == NEW else shape[e.axis]) for e in entries]
+def _dims(b: Builder, plan: Plan, shape: tuple[Dim, ...], entries: list[DenseEntry]) -> tuple:
+    """The dim of each effective dim (1 for a new axis, which has no input axis): constants, or
+    read from ``Shape``."""
+    axes = [SimpleNamespace(axis=e.axis or 0, dim=1 if e.axis is None else shape[e.axis]) for e in entries]
     dims = Dims(b, plan).of(axes)
     return where(b, ("bool", tuple(e.kind == NEW for e in entries)), const_input([1] * len(entries)), dims)

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
-from ..semantics.plan import make_plan
+from ..semantics.plan import make_plan, shape_conflict
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
@@ -216,7 +216,7 @@ def index_values(arr, field_name: str) -> tuple[int, ...]:
 
 def index_type(elem: int | None) -> str | None:
     """The index dtype name of a runtime begin/end/strides of TensorProto element type ``elem``."""
-    return _INDEX_TYPES.get(elem)
+    return None if elem is None else _INDEX_TYPES.get(elem)
 
 
 def _runtime_length(shape) -> int | None:
@@ -287,20 +287,20 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
             raise StridedSliceError("StridedSlice needs a strides input in this flavour", field="strides")
         make = from_tflite if flavor == TFLITE else from_tf
         return _sized(_parsed(cache, make, begin, end, strides, runtime_length, masks), unsized), runtime
-    masks = {}
+    lists: dict[str, tuple | str | list] = {}  # OpenVINO's masks: 0/1 lists or IR strings
     for m in MASK_NAMES:
         a = attrs.get(m)
         if a is None:
-            masks[m] = ()
+            lists[m] = ()
         elif a.type == _STRING:
-            masks[m] = a.value
+            lists[m] = a.value
         elif a.type == _INTS:
-            masks[m] = list(a.value)
+            lists[m] = list(a.value)
         else:
             raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
-    if strides is None and "strides" not in runtime and runtime:
+    if strides is None and "strides" not in runtime and runtime_length is not None:  # runtime begin/end: length known
         strides = (1,) * runtime_length  # the optional 4th input defaults to ones
-    return _sized(_parsed(cache, from_openvino, begin, end, strides, runtime_length, masks), unsized), runtime
+    return _sized(_parsed(cache, from_openvino, begin, end, strides, runtime_length, lists), unsized), runtime
 
 
 def _sized(spec: SliceSpec, unsized: list) -> SliceSpec:
@@ -330,16 +330,16 @@ def error_kind(exc: StridedSliceError) -> str:
 # --------------------------------------------------------------------------- shapes and messages
 
 def shape_disagreement(declared, derived) -> str | None:
-    """Where a declared shape contradicts the derived one: rank, or two different numbers."""
-    if declared is None or derived is None:
-        return None
-    if len(declared) != len(derived):
-        return f"rank {len(declared)} != {len(derived)}"
-    for i, (a, b) in enumerate(zip(declared, derived)):
-        if isinstance(a, int) and isinstance(b, int) and a != b:
-            return f"dim {i}: {a} != {b}"
-        if isinstance(a, int) and not isinstance(b, int):
-            return f"dim {i}: declared {a}, not derivable"
+    """Where a declared shape contradicts the derived one: rank, two different numbers, or a
+    number where none is derivable."""
+    return shape_conflict(declared, derived, _declared_vs_derived)
+
+
+def _declared_vs_derived(a, b) -> str | None:
+    if isinstance(a, int) and isinstance(b, int) and a != b:
+        return f"{a} != {b}"
+    if isinstance(a, int) and not isinstance(b, int):
+        return f"declared {a}, not derivable"
     return None
 
 
@@ -396,7 +396,8 @@ class Rewriter:
         check_flavor(flavor)
         self.flavor, self.opset, self.target = flavor, opset, target
         self.parse_cache: dict = {}
-        self._lowerings: dict = {}  # (spec, dims, index types) -> (output shape, lowering) | (error, None)
+        # (spec, dims, index types) -> (output shape, lowering) | (error, None)
+        self._lowerings: dict[tuple, tuple[tuple | None, Lowering] | tuple[StridedSliceError, None]] = {}
         self._bases: dict = {}  # (id(signature), dims) -> a record's shared fields
 
     def signature(self, attr_types, domain: str, read, elem_of) -> Signature:
@@ -423,7 +424,7 @@ class Rewriter:
             return hit[1]
         fields = dict(RewriteRecord(node="", graph="").__dict__, flavor=sig.flavor, spec=sig.spec, error=sig.error,
                       error_kind=sig.error_kind)
-        if sig.error is None:
+        if sig.spec is not None:  # parsed: no error
             index_types = sig.index_types
             lkey = (sig.spec, dims, tuple(sorted(index_types.items())) if index_types else ())
             made = self._lowerings.get(lkey)
@@ -434,7 +435,7 @@ class Rewriter:
                 except StridedSliceError as exc:
                     made = (exc, None)
                 self._lowerings[lkey] = made
-            if made[1] is None:
+            if isinstance(made[0], StridedSliceError):
                 fields.update(error=str(made[0]), error_kind=error_kind(made[0]))
             else:
                 fields.update(output_shape=made[0], lowering=made[1], index_types=index_types)

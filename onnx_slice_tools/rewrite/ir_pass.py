@@ -17,20 +17,19 @@ input pass a copy (``convert`` does).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
+from typing import cast
 
 import onnx_ir as ir
 
 from ..graphs.names import NameAllocator
 from ..graphs.walk import all_graphs as _all_graphs
 from ..graphs.walk import all_nodes
-from ..graphs.walk import proto_subgraphs
 from ..lowering.lower import ConstantPool, emit, steps
-from ..errors import StridedSliceError
-from ..semantics.plan import make_plan
+from ..semantics.plan import Dim
 from ..semantics.spec import SliceSpec
 from .core import ProtoAttr, proto_attr_value
+from .shapes import derive_shapes  # (re-exported: the shape derivation lives on the proto, without onnx-ir)
 from .core import OPENVINO_DOMAINS, TF_DOMAIN, GraphFacts, RewriteChanges, RewriteRecord, RewriteResult, Rewriter
 from .core import Signature, changes_of, check_flavor, default_opset_of, flavor_of, index_values, input_warnings
 from .core import json_shape, output_fill, parse_node, remove_if_unused, unused_domains, with_default_opset
@@ -93,7 +92,7 @@ def value_dims(value) -> tuple | None:
     """A value's shape as plan dims (int, symbolic name, None), or None when the rank is unknown."""
     if value is None or value.shape is None:
         return None
-    dims = []
+    dims: list[Dim] = []
     for d in value.shape:
         if isinstance(d, int):
             dims.append(d)
@@ -143,12 +142,16 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
     def __call__(self, model, shapes: dict | None = None) -> StridedSliceRewriteResult:
         """Run the pass (``ir.passes.InPlacePass.__call__``); ``shapes``: as the constructor's, for this call."""
         if shapes is None:
-            return super().__call__(model)
+            return self._run(model)
         kept, self.shapes = self.shapes, shapes
         try:
-            return super().__call__(model)
+            return self._run(model)
         finally:
             self.shapes = kept
+
+    def _run(self, model) -> StridedSliceRewriteResult:
+        # InPlacePass.__call__ (typed PassResult) returns what call() returned, after its checks
+        return cast(StridedSliceRewriteResult, super().__call__(model))
 
     def call(self, model) -> StridedSliceRewriteResult:
         shapes = self.shapes
@@ -347,298 +350,6 @@ def _proto_for_inference(model):
     """The model as a proto without reading external weights (in-memory ones are copied)."""
     import onnx_ir as ir
     return ir.to_proto(model)
-
-
-def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
-                  flavor: str | None = None) -> dict:
-    """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
-    the graph inputs' declared shapes and the initializers alone.
-
-    Inference runs once on :func:`skeleton` -- value_info of intermediate values and graph output
-    shapes removed (they are declarations, never trusted), initializers that are external, above
-    ``max_bytes`` or overridable (also graph inputs) turned into typed inputs (weights are never
-    read), no data propagation: linear in the model size.  Custom ops get no shape, so values
-    after them are unknown -- except a main-graph StridedSlice with constant begin/end/strides
-    and a derived input shape: its output gets the shape of our own plan of it and inference
-    runs on from there (:func:`_past_strided_slices`; ``flavor`` as the pass reads the nodes,
-    None: per node).  Subgraph inputs keep their rank only (a Loop's state may change shape).
-    ``names``: only these values (of the main graph) are wanted (a set; the others are not read).
-    When they are all graph inputs and initializers, no inference runs: it would return their
-    declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
-    node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
-    inferred (a node's inferred types depend on its inputs' alone)."""
-    if names is not None:
-        declared = _declared_sources(proto, names, max_bytes)
-        if declared is not None:
-            return declared
-    keep = None
-    if names is not None and has_subgraphs is False and not proto.functions:
-        keep = _ancestors(proto.graph, names)  # inference of a node reads only its inputs' types
-        if len(keep) == len(proto.graph.node):
-            keep = None
-    try:
-        own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
-        sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer_isolated(sk), flavor, copy=own)
-    except Exception:  # nothing derived: every lowering stays general
-        return {}
-    out: dict = {}
-
-    def add(vi, rank_only=False):
-        if names is not None and vi.name not in names:
-            return
-        if not vi.type.HasField("tensor_type"):
-            return
-        tt = vi.type.tensor_type
-        dims = None
-        if tt.HasField("shape"):
-            dims = tuple(None if rank_only else d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                         for d in tt.shape.dim)
-        out[vi.name] = (tt.elem_type or None, dims)
-
-    def walk(g, top):
-        for vi in g.input:
-            add(vi, rank_only=not top)
-        for vi in list(g.value_info) + list(g.output):
-            add(vi)
-        for t in g.initializer:
-            if names is None or t.name in names:
-                out.setdefault(t.name, (t.data_type, tuple(t.dims)))
-        if names is not None:
-            return  # main-graph values only
-        for n in g.node:
-            for sub in proto_subgraphs(n):
-                walk(sub, False)
-    walk(inferred.graph, True)
-    return out
-
-
-def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
-    """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
-
-    A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
-    the next StridedSlice of a chain ``x[:, 1:][..., :2]`` included -- stays unknown.  Each
-    main-graph StridedSlice whose output is unknown, whose input's shape is derived and whose
-    begin/end/strides are constants (initializers or ``Constant`` nodes of ``sk``) gets the
-    output shape of its plan (``make_plan(spec, dims).output_shape``, what its lowering
-    computes) declared in ``sk``, and inference runs again; once per link of the longest chain.
-    ``copy``: ``sk`` is the caller's model (copied before the first declaration)."""
-    import onnx
-    from onnx import numpy_helper
-    g = sk.graph
-    slices = [n for n in g.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
-    if not slices:
-        return inferred
-    overridable = {vi.name for vi in g.input}
-    inits = {t.name: t for t in g.initializer if t.name not in overridable}
-    constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1
-                 and len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
-
-    read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
-    parsed: dict = {}  # (index inputs, attributes, domain) -> (spec, runtime) or None: models repeat patterns
-    planned_shapes: dict = {}  # (spec, dims) -> output shape or None
-    parse_cache: dict = {}
-
-    def const_of(name, field_name):
-        key = (name, field_name)
-        if key not in read:
-            read[key] = _const_of(name, field_name)
-        return read[key]
-
-    def _const_of(name, field_name):
-        t = inits.get(name)
-        if t is None and name in constants:
-            a = constants[name].attribute[0]
-            t = a.t if a.name == "value" else onnx.helper.make_tensor(
-                name, onnx.TensorProto.INT64, [] if a.name == "value_int" else [len(a.ints)],
-                [a.i] if a.name == "value_int" else list(a.ints))
-        if t is None or t.data_location == onnx.TensorProto.EXTERNAL:
-            return None
-        return index_values(numpy_helper.to_array(t), field_name)
-
-    tried: set = set()
-    while True:
-        known = {vi.name: vi for vi in itertools.chain(inferred.graph.input, inferred.graph.value_info,
-                                                         inferred.graph.output)
-                 if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
-        planned = []
-        for node in slices:
-            out, x = node.output[0], known.get(node.input[0])
-            if out in known or out in tried or x is None:
-                continue
-            tried.add(out)
-            dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                         for d in x.type.tensor_type.shape.dim)
-            key = (tuple(node.input[1:]), node.domain,
-                   tuple((a.name, a.type, a.i, tuple(a.ints), a.s) for a in node.attribute))
-            if key not in parsed:
-                attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
-                node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-                try:
-                    spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
-                                               lambda v: None, parse_cache)
-                    parsed[key] = None if runtime or node_flavor is None else spec
-                except (StridedSliceError, ValueError):
-                    parsed[key] = None
-            spec = parsed[key]
-            if spec is None:
-                continue
-            if (spec, dims) not in planned_shapes:
-                try:
-                    planned_shapes[(spec, dims)] = make_plan(spec, dims).output_shape
-                except (StridedSliceError, ValueError):
-                    planned_shapes[(spec, dims)] = None
-            shape = planned_shapes[(spec, dims)]
-            if shape is not None:
-                planned.append(onnx.helper.make_tensor_value_info(out, x.type.tensor_type.elem_type, list(shape)))
-        if not planned:
-            return inferred
-        if copy:
-            sk, copy = onnx.ModelProto.FromString(sk.SerializeToString()), False
-        outputs = {o.name: o for o in sk.graph.output}
-        for vi in planned:
-            if vi.name in outputs:
-                outputs[vi.name].type.CopyFrom(vi.type)
-            else:
-                sk.graph.value_info.append(vi)
-        inferred = infer_isolated(sk)
-
-
-def _declared_sources(proto, names, max_bytes: int) -> dict | None:
-    """:func:`derive_shapes` of ``names`` when each is a main-graph input or initializer (what
-    inference on the skeleton returns for them), else None."""
-    g = proto.graph
-    inputs = {vi.name: vi for vi in g.input}
-    initializers = {t.name: t for t in g.initializer}
-    wanted = {n for n in names if n}
-    if not wanted <= inputs.keys() | initializers.keys():
-        return None
-    out = {}
-    for name in wanted:
-        vi = inputs.get(name)
-        if vi is not None:
-            if vi.type.HasField("tensor_type"):
-                tt = vi.type.tensor_type
-                dims = None if not tt.HasField("shape") else tuple(
-                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
-                out[name] = (tt.elem_type or None, dims)
-            continue
-        t = initializers[name]
-        as_input = t.data_location == 1 or t.ByteSize() > max_bytes  # EXTERNAL or big: a typed input there
-        out[name] = (t.data_type or None if as_input else t.data_type, tuple(t.dims))
-    return out
-
-
-def infer_isolated(model, strict: bool = False):
-    """ONNX shape inference (no data propagation; ``strict``: check types, fail on any error)
-    in a helper process (graphs/shape_inference.py): a negative dim reaching e.g. a Slice *aborts* the process
-    inside onnx 1.23 (a failed std::clamp assertion).  ``model``: a ModelProto or its bytes.
-    Returns the inferred model; raises RuntimeError with onnx's message, or saying inference
-    aborted."""
-    import os
-
-    import onnx
-    if not hasattr(os, "fork"):
-        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
-    from ..graphs.shape_inference import infer_shapes
-    return onnx.load_from_string(infer_shapes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
-
-
-def _ancestors(graph, names) -> list:
-    """Indices (in order) of the main-graph nodes that ``names`` depend on: their producers, and
-    their inputs' producers, transitively (no subgraphs: their outer reads are not inputs)."""
-    producers = {o: k for k, node in enumerate(graph.node) for o in node.output if o}
-    nodes = graph.node
-    todo = [producers[n] for n in names if n in producers]
-    seen = set(todo)
-    while todo:
-        for name in nodes[todo.pop()].input:
-            k = producers.get(name)
-            if k is not None and k not in seen:
-                seen.add(k)
-                todo.append(k)
-    return sorted(seen)
-
-
-def _own_skeleton(proto, max_bytes: int, has_subgraphs: bool | None) -> bool:
-    """Whether inference on ``proto`` itself is inference on its :func:`skeleton` (nothing to
-    drop or turn into an input): no value_info, no output shape, no function, no subgraph
-    (``has_subgraphs`` False), only small initializers that are not graph inputs."""
-    g = proto.graph
-    if has_subgraphs is not False or g.value_info or proto.functions or g.sparse_initializer:
-        return False
-    declared = {vi.name for vi in g.input}
-    if any(t.name in declared or t.data_location == 1 or t.ByteSize() > max_bytes for t in g.initializer):
-        return False
-    return not any(vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape") or
-                   not vi.type.HasField("tensor_type") for vi in g.output)
-
-
-def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, keep=None):
-    """A copy of ``proto`` for shape inference: graph structure and declared graph inputs only.
-
-    Initializers that are external, above ``max_bytes`` or also graph inputs become typed
-    inputs (their declared shape; the data of an overridable one may be replaced at run
-    time); value_info (every graph and function) and graph output shapes are dropped.
-    ``has_subgraphs`` False: the caller knows no main-graph node holds a subgraph (no walk).
-    ``keep``: indices of the main-graph nodes to keep (the others and the graph outputs dropped)."""
-    import onnx
-    sk = onnx.ModelProto()
-    sk.ir_version = proto.ir_version
-    sk.opset_import.extend(proto.opset_import)
-    sk.functions.extend(proto.functions)
-    g, src = sk.graph, proto.graph
-    g.name = src.name
-    g.node.extend(src.node if keep is None else [src.node[k] for k in keep])
-    declared = {vi.name for vi in src.input}
-    g.input.extend(src.input)
-    for t in src.initializer:
-        if t.name in declared:
-            continue  # overridable: a runtime value of the declared input's type
-        if t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > max_bytes:
-            g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-        else:
-            g.initializer.append(t)
-    for o in src.output if keep is None else ():  # the element type kept, the shape dropped
-        vi = g.output.add()
-        vi.name = o.name
-        if o.type.HasField("tensor_type"):
-            vi.type.tensor_type.elem_type = o.type.tensor_type.elem_type
-        else:
-            vi.type.CopyFrom(o.type)
-
-    def strip_inner(nodes):
-        for n in nodes:
-            for sub in proto_subgraphs(n):
-                strip(sub)
-
-    def strip(graph):
-        del graph.value_info[:]
-        strip_inner(graph.node)
-
-    del g.value_info[:]
-    if has_subgraphs is not False:
-        strip_inner(g.node)
-    for f in sk.functions:
-        if hasattr(f, "value_info"):
-            del f.value_info[:]
-        strip_inner(f.node)
-    return sk
-
-
-def weightless(proto, max_bytes: int | None = None):
-    """Turn ``proto``'s external initializers (and, with ``max_bytes``, those bigger than that)
-    into typed graph inputs, in place, so checks and inference never read weights.  Returns it."""
-    import onnx
-    keep = []
-    for t in proto.graph.initializer:
-        if t.data_location == onnx.TensorProto.EXTERNAL or max_bytes is not None and t.ByteSize() > max_bytes:
-            proto.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-        else:
-            keep.append(t)
-    del proto.graph.initializer[:]
-    proto.graph.initializer.extend(keep)
-    return proto
 
 
 def _drop_unused_domains(model) -> None:

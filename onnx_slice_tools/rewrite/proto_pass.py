@@ -28,7 +28,7 @@ from onnx import NodeProto
 
 from ..graphs.names import NameAllocator
 from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
-from ..lowering.lower import ConstantPool, steps
+from ..lowering.lower import ConstantPool, Lowering, steps
 from .core import GraphFacts, RewriteRecord, RewriteResult, Rewriter, changes_of, check_flavor, default_opset_of, index_values
 from .core import ProtoAttr as _Attr
 from .core import proto_attr_value as _attr_value
@@ -118,7 +118,7 @@ class _Graph:
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
         self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
         self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
-        self._producers = None
+        self._producers: dict[str, int] | None = None
         self._declared: dict = {}
         self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
         self.filled_types: dict = {}  # declared output type filled in -> a TypeProto to merge
@@ -228,9 +228,9 @@ def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator
 class _Plan(NamedTuple):
     """One StridedSlice node's rewrite, read before anything changes."""
 
-    index: int          # position in graph.node
+    position: int       # in graph.node
     record: RewriteRecord
-    lowering: object    # lower.Lowering, or None when the node stays
+    lowering: Lowering | None  # None when the node stays
     runtime: dict       # field -> tensor name
     inputs: tuple = ()  # the node's inputs (identity rewrites before it applied)
 
@@ -351,7 +351,11 @@ class ProtoStridedSliceRewritePass:
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
         memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
-        nodes, added, renamed, emitted, replaced = [], [], {}, [], []
+        nodes: list[NodeProto] = []
+        added: list[str] = []  # outputs of the emitted nodes
+        renamed: dict[str, str] = {}  # an identity's output -> the data
+        emitted: list[str] = []  # names the emitted nodes read
+        replaced: list[_Plan] = []
         origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
         everything = graph.node
         done = 0
@@ -359,9 +363,9 @@ class ProtoStridedSliceRewritePass:
             if p.lowering is None:
                 continue
             replaced.append(p)
-            nodes.extend(everything[done:p.index])
-            origin.extend(range(done, p.index))
-            done = p.index + 1
+            nodes.extend(everything[done:p.position])
+            origin.extend(range(done, p.position))
+            done = p.position + 1
             rec = p.record
             if rec.renamed:
                 renamed.update(rec.renamed)
@@ -389,11 +393,11 @@ class ProtoStridedSliceRewritePass:
             uses[x] += uses[out]
             uses[out] = 0
         freed = {name for p in replaced for name in p.inputs[1:] if name}
-        removed = {"nodes": [], "initializers": []}
+        removed: dict[str, list] = {"nodes": [], "initializers": []}
         facts = _ProtoFacts(g, uses)
         remove_if_unused(sorted(freed), facts, removed)
         dead_nodes = facts.dead
-        removed_domains = collections.Counter(everything[p.index].domain for p in replaced)
+        removed_domains = collections.Counter(everything[p.position].domain for p in replaced)
         removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
             _rename_uses(graph, renamed)
@@ -468,7 +472,8 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
     taken, fresh = names.taken, names.fresh
-    nodes, outs = [], []
+    nodes: list[NodeProto] = []
+    outs: list[str] = []
     cur = x
     last = len(template) - 1
     for k, (op_type, suffix, refs, tail, attributes, attr_key) in enumerate(template):
@@ -538,7 +543,8 @@ class _ProtoFacts(GraphFacts):
     leaves them out of the new node list)."""
 
     def __init__(self, g: _Graph, uses):
-        self.g, self.uses, self.dead = g, uses, set()
+        self.g, self.uses = g, uses
+        self.dead: set[int] = set()
 
     def key(self, v):
         return v

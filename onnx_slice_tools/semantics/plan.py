@@ -16,7 +16,7 @@ The lowering, the numpy reference and ``explain`` all read the same plan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 from ..errors import StridedSliceError
 from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
@@ -141,9 +141,9 @@ def _check_lengths(spec: SliceSpec) -> int:
             raise StridedSliceError("multiple ellipses in slice spec not allowed (ellipsis_mask="
                                     f"{spec.ellipsis_mask:#b})", field="ellipsis_mask")
     else:
-        lengths = spec.mask_lengths or (n,) * 5
-        ref = lengths[0]
-        for name, length in zip(MASK_NAMES, lengths):
+        mask_lengths = spec.mask_lengths or (n,) * 5
+        ref = mask_lengths[0]
+        for name, length in zip(MASK_NAMES, mask_lengths):
             if length and length != ref:
                 raise StridedSliceError(
                     f"OpenVINO requires every mask to be empty or as long as begin_mask ({ref}); "
@@ -216,7 +216,6 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
     end = None if spec.end is None else spec.end[i]
     stride = None if spec.strides is None else spec.strides[i]
     bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
-    known = isinstance(dim, int)
 
     if shrink:
         if flavor == TF and stride is not None:
@@ -227,7 +226,7 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
                     f"a shrink axis (an integer index) needs a positive stride, got {stride} "
                     "(TensorFlow: only stride 1 allowed on non-range indexing)", index=i, field="strides")
         start = None
-        if known and begin is not None:
+        if isinstance(dim, int) and begin is not None:
             fwd = begin + dim if begin < 0 else begin
             if not 0 <= fwd < dim:
                 if flavor == TF:
@@ -241,7 +240,7 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
     if stride is not None and stride == 0:
         raise StridedSliceError("must be non-zero", index=i, field="strides")
     a = AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em)
-    if known and stride is not None and (begin is not None or bm) and (end is not None or em):
+    if isinstance(dim, int) and stride is not None and (begin is not None or bm) and (end is not None or em):
         rule = tf_range if flavor == TF else openvino_range
         start, size = rule(begin or 0, end or 0, stride, bm, em, dim)
         return AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em, start=start, size=size)
@@ -368,10 +367,10 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
 
     def add_ellipsis(i: int | None) -> None:
         nonlocal full
-        if rank is None:
+        if shape_t is None:  # unknown rank
             outputs.append(OutDim(REST))
             return
-        for _ in range(rank - real_before - real_after):
+        for _ in range(len(shape_t) - real_before - real_after):
             axes.append(AxisPlan(full, ALL, None, shape_t[full], begin_masked=True, end_masked=True,
                                  size=shape_t[full]))
             outputs.append(OutDim(AXIS, len(axes) - 1, shape_t[full]))
@@ -389,3 +388,20 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
     if ellipsis_at == n:
         add_ellipsis(None)
     return Plan(spec, shape_t, tuple(axes), tuple(outputs), tuple(notes))
+
+
+def shape_conflict(shape: Sequence[Dim] | None, other: Sequence[Dim] | None,
+                   dim_conflict: Callable[[Dim, Dim], str | None], other_label: str = "") -> str | None:
+    """Where ``shape`` contradicts ``other`` under one rule: another rank (``rank 3 !=
+    {other_label}2``), else the first dim pair ``dim_conflict(a, b)`` names (``dim i: `` and its
+    text); None when either rank is unknown or nothing conflicts.  The rule is the caller's: a
+    declared shape against the derived or the planned one, an inferred shape against the plan."""
+    if shape is None or other is None:
+        return None
+    if len(shape) != len(other):
+        return f"rank {len(shape)} != {other_label}{len(other)}"
+    for i, (a, b) in enumerate(zip(shape, other)):
+        problem = dim_conflict(a, b)
+        if problem:
+            return f"dim {i}: {problem}"
+    return None

@@ -54,6 +54,13 @@ class DenseEntry:
     axis: int | None      # input axis (None for a new axis)
     index: int | None     # spec position (ITEM only)
 
+    @property
+    def item(self) -> int:
+        """The spec position of an ITEM entry (whole and new dims read no spec item)."""
+        if self.index is None:
+            raise ValueError(f"a {self.kind} dim reads no spec item")
+        return self.index
+
 
 def _bit(mask: int, i: int) -> bool:
     return i >= 0 and bool((mask >> i) & 1)
@@ -129,7 +136,7 @@ def _undefined(what: str, i: int | None, field: str) -> StridedSliceError:
 class _Builder:
     """Collects the TF items (begin, end, stride, begin_masked, end_masked, kind)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.items: list[tuple] = []
 
     def full(self):
@@ -211,9 +218,17 @@ def _check_stride(stride: int, i: int, shrink: bool) -> None:
         raise StridedSliceError("stride value INT32_MIN is not supported (LiteRT)", index=i, field="strides")
 
 
+def _static_values(spec: SliceSpec) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """begin, end and strides of a static spec (the constant-index rules read them all)."""
+    if spec.begin is None or spec.end is None or spec.strides is None:
+        raise ValueError("begin, end or strides is given only at run time")
+    return spec.begin, spec.end, spec.strides
+
+
 def _item(spec: SliceSpec, entry: DenseEntry, shape, b: _Builder, notes: list[str]) -> None:
-    i = entry.index
-    begin, end, stride = spec.begin[i], spec.end[i], spec.strides[i]
+    i = entry.item
+    begins, ends, strides = _static_values(spec)
+    begin, end, stride = begins[i], ends[i], strides[i]
     bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
     dim = shape[entry.axis]
     shrink = spec.bit("shrink_axis_mask", i)
@@ -247,15 +262,17 @@ def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec
     """
     b = _Builder()
     n = spec.n
+    begins, ends, strides = _static_values(spec)
     counts, sizes, items = [], [], []
+    i: int | None  # the spec position, None on a whole or new dim
     for k, entry in enumerate(entries):
         dim = 1 if entry.kind == NEW else shape[entry.axis]
         if not isinstance(dim, int):
             raise StridedSliceError(f"offset=True needs known input dims (dim {entry.axis} is {dim!r})",
                                     field="offset")
         if entry.kind == ITEM:
-            i = entry.index
-            begin, raw_end, stride = spec.begin[i], spec.end[i], spec.strides[i]
+            i = entry.item
+            begin, raw_end, stride = begins[i], ends[i], strides[i]
             bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
             if spec.bit("shrink_axis_mask", i):
                 _item(spec, entry, shape, b, [])
@@ -268,7 +285,7 @@ def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec
         if k >= n:
             raise _undefined(f"offset: the output size of effective dim {k} is read from end[{k}], "
                              f"past its {n} entries", None, "end")
-        size = _count(0, spec.end[k], stride)
+        size = _count(0, ends[k], stride)
         counts.append(count)
         sizes.append(size)
         items.append((entry, i, k, start, count, stride))
@@ -279,7 +296,7 @@ def _offset_spec(spec: SliceSpec, entries: list[DenseEntry], shape) -> SliceSpec
         if loop_total != out_total:
             k, i = next((it[2], it[1]) for it, c, s in zip(items, counts, sizes) if c != s)
             raise _undefined(f"offset: the slice visits {loop_total} elements but the output, sized "
-                             f"{tuple(sizes)} from end (end[{k}]={spec.end[k]}), holds {out_total}", i, "end")
+                             f"{tuple(sizes)} from end (end[{k}]={ends[k]}), holds {out_total}", i, "end")
         what = "an empty output" if not loop_total else f"its {loop_total} visited elements"
         raise StridedSliceError(f"offset: TFLite's result here is {what} in shape {tuple(sizes)} (sized from "
                                 f"end) while its loop visits {tuple(counts)}: defined, but not expressible as "

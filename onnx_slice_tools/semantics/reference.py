@@ -12,24 +12,35 @@ from .plan import INDEX, RANGE, Plan, make_plan
 from .spec import OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
-def apply_plan(plan: Plan, x: np.ndarray) -> np.ndarray:
-    """Run a plan made for ``x.shape`` on ``x``; returns a new, contiguous array."""
+def apply_plan(plan: Plan, x: np.ndarray, index: tuple | None = None) -> np.ndarray:
+    """Run a plan made for ``x.shape`` on ``x``; returns a new, contiguous array.  ``index``:
+    :func:`plan_index` of ``plan``, when the caller applies one plan to many arrays."""
     if plan.input_shape != tuple(x.shape):
         raise ValueError(f"plan was made for shape {plan.input_shape}, array has {x.shape}")
-    index = []
+    out = np.asarray(x[plan_index(plan) if index is None else index])
+    return np.array(out.reshape(plan.output_shape), dtype=x.dtype, copy=True, order="C")
+
+
+def plan_index(plan: Plan) -> tuple:
+    """The numpy basic index that selects what ``plan`` keeps (before the output reshape)."""
+    index: list[int | slice] = []
     for a in plan.axes:
         if a.kind == INDEX:
+            if a.start is None:
+                raise ValueError(f"the plan has no index for axis {a.axis} (begin is given at run time)")
             index.append(a.start)
         elif a.kind == RANGE:
             if a.size == 0:
                 index.append(slice(0, 0))
+            elif a.start is None or a.stride is None or not isinstance(a.size, int):
+                raise ValueError(f"the plan has no range for axis {a.axis} (begin, end or strides is given "
+                                 "at run time)")
             else:
                 stop = a.start + a.size * a.stride
                 index.append(slice(a.start, None if stop < 0 else stop, a.stride))
         else:
             index.append(slice(None))
-    out = np.asarray(x[tuple(index)])
-    return np.array(out.reshape(plan.output_shape), dtype=x.dtype, copy=True, order="C")
+    return tuple(index)
 
 
 def strided_slice(x, begin, end, strides=None, *, begin_mask=0, end_mask=0, ellipsis_mask=0,

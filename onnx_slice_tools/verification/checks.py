@@ -111,7 +111,7 @@ def static_checks(proto, original=None) -> dict:
     ``skipped: the original fails it too: ...`` -- it does not fail the conversion, and it
     proves nothing.  Both checks read one serialization of the skeleton."""
     import onnx
-    from ..rewrite.ir_pass import infer_isolated
+    from ..graphs.shape_inference import infer
     loaded: list = []
 
     def original_bytes():  # read only when needed, without external data
@@ -123,7 +123,7 @@ def static_checks(proto, original=None) -> dict:
     data = skeleton_bytes(proto)
     checks = {}
     for name, fn in (("checker", onnx.checker.check_model),
-                     ("strict_shape_inference", lambda p: infer_isolated(p, strict=True))):
+                     ("strict_shape_inference", lambda p: infer(p, strict=True))):
         try:
             fn(data)
             checks[name] = PASSED
@@ -144,7 +144,7 @@ def skeleton_bytes(proto) -> bytes:
     """``proto`` serialized with its external initializers as typed graph inputs
     (rewrite.weightless): the proto itself when it has none (no copy)."""
     import onnx
-    from ..rewrite.ir_pass import weightless
+    from ..rewrite.shapes import weightless
     if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
         return proto.SerializeToString()
     sk = onnx.ModelProto()

@@ -234,6 +234,8 @@ def value_shapes(proto) -> dict:
     model without its large weights (they become typed inputs); {} when inference fails."""
     import onnx
     from onnx import helper
+
+    from ..graphs.shape_inference import infer
     sk = onnx.ModelProto()
     sk.ir_version, sk.producer_name = proto.ir_version, proto.producer_name
     sk.opset_import.extend(proto.opset_import)
@@ -251,7 +253,7 @@ def value_shapes(proto) -> dict:
         elif t.name not in inputs:
             g.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
     try:
-        inferred = onnx.shape_inference.infer_shapes(sk)
+        inferred = infer(sk)
     except Exception:
         return {}
     out = {}

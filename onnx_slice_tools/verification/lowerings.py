@@ -19,7 +19,9 @@ the declared shapes), the inputs and outputs of one run stay within the budget
 ``skipped: needs X MiB, budget Y MiB``.  Every ONNX element type is fed through
 ``OrtValue`` (:func:`ort_value`) and compared by bytes; a type onnxruntime has no
 kernel for is checked by onnx's reference evaluator instead.  Runtime index values
-the framework rejects are kept as must-fail cases: onnxruntime must fail on them.
+the framework rejects are kept as must-fail cases: onnxruntime must fail on them; so
+must every runtime on a runtime vector of unknown length fed one entry longer or shorter
+than the others (the frameworks raise on begin, end and strides of different lengths).
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ from ..errors import StridedSliceError
 from ..errors import first_line
 from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
-from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan
+from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.reference import apply_plan
-from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
+from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, SHIPPED, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
 from .runtimes import make_session as runtime_session
 from ..semantics.spec import SliceSpec
 
@@ -441,25 +443,16 @@ def declared_conflict(declared: tuple | None, planned: tuple | None) -> str | No
     """A shape the original model declared for the node's output contradicts the plan: another
     rank, or another number for a dim both know.  (Exporters name unknown dims ``unk__7``:
     a name where the plan knows the size is less information, not a contradiction.)"""
-    if declared is None or planned is None:
-        return None
-    if len(declared) != len(planned):
-        return f"rank {len(declared)} != planned {len(planned)}"
-    for i, (a, b) in enumerate(zip(declared, planned)):
-        if isinstance(a, int) and isinstance(b, int) and a != b:
-            return f"dim {i}: declared {a} != planned {b}"
-    return None
+    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
+
+
+def _declared_vs_planned(a: Dim, b: Dim) -> str | None:
+    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
 
 
 def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
-    if planned is None or inferred is None:
-        return None
-    if len(inferred) != len(planned):
-        return f"rank {len(inferred)} != planned {len(planned)}"
-    for i, (a, b) in enumerate(zip(inferred, planned)):
-        if not _dims_compatible(a, b, lenient):
-            return f"dim {i}: inferred {a} != planned {b}"
-    return None
+    return shape_conflict(inferred, planned, lambda a, b: None if _dims_compatible(a, b, lenient)
+                          else f"inferred {a} != planned {b}", "planned ")
 
 
 def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
@@ -483,7 +476,8 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
             dtype = TensorProto.INT32 if case.index_types.get(f) == "int32" else TensorProto.INT64
             runtime[f] = f"{f[0]}{i}"
             names.taken.add(runtime[f])
-            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [case.written_spec.n]))
+            length = f"{runtime[f]}_length" if f in case.written_spec.unsized else case.written_spec.n
+            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [length]))
         new, y = emit_proto(case.lowering, f"x{i}", opset, consts, f"r{i}", runtime)
         new[-1].output[0] = f"y{i}"
         nodes.extend(new)
@@ -506,8 +500,8 @@ def _any_shape(proto):
 
 
 def _infer(proto) -> dict:
-    import onnx
-    inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    from ..graphs.shape_inference import infer
+    inferred = infer(proto, strict=True)
     shapes = {}
     for vi in inferred.graph.output:
         tt = vi.type.tensor_type
@@ -562,6 +556,8 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
 RUNTIME_TRIALS = 24
 #: Runtime index values the framework rejects, kept per rewrite to check onnxruntime fails too.
 MUST_FAIL_DRAWS = 3
+#: Input sizes the framework rejects, kept per rewrite as must-fail runs (:func:`_keep_rejected_sizes`).
+REJECTED_SIZES = 2
 
 
 @dataclass
@@ -576,6 +572,7 @@ class _CaseRun:
     baseline_bytes: int = 0
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
+    wrong_lengths: list = field(default_factory=list)  # (feed, values, reason): a vector of another length
 
 
 #: The runtime the per-rewrite checks run on: onnxruntime, or another of verification/runtimes.py for the
@@ -670,6 +667,7 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
         drawn = _draw(p, shape, rng)
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
+            p.wrong_lengths = _wrong_lengths(p.case, p.index, drawn[0])
             _keep_rejected_sizes(p, rng)
             return p.baseline
     if p.case.runtime_fields:
@@ -677,33 +675,63 @@ def _set_baseline(p: _CaseRun, rng) -> dict | None:
     return None
 
 
+def checked_lengths(spec: SliceSpec) -> list[str]:
+    """The runtime fields of unknown length whose length the framework checks against the
+    others': all of them, but TFLite's strides (LiteRT reads their first entries, checks no
+    length)."""
+    from ..semantics.spec import TFLITE
+    return [f for f in spec.unsized if getattr(spec, f) is None and not (f == "strides" and spec.flavor == TFLITE)]
+
+
+def _wrong_lengths(case: CheckCase, i: int, feed: dict) -> list:
+    """Must-fail runs of ``feed`` (a valid one) with one runtime vector of unknown length one
+    entry longer, or one shorter: the frameworks raise on begin, end and strides of different
+    lengths, the lowering's length check must fail there too."""
+    out = []
+    spec = case.written_spec
+    for f in checked_lengths(spec):
+        name = f"{f[0]}{i}"
+        vec = np.asarray(feed[name])
+        for wrong in ([*vec.tolist(), 0], vec.tolist()[:-1]) if len(vec) else ([0],):
+            changed = {**feed, name: np.array(wrong, dtype=vec.dtype)}
+            out.append((changed, {f: wrong}, f"{f} of length {len(wrong)}, the others {spec.n}: "
+                                             "begin, end and strides of different lengths"))
+    return out
+
+
 def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
     """Input sizes the framework rejects, kept as must-fail runs: for each index (shrink) axis
-    whose size is unknown at conversion time, the sizes it is out of range for (0 and the
-    largest such size), the other axes at the baseline's sizes (at least 1 where unknown).  Runtime index values have
-    their own rejected draws (:func:`_draw`); this covers a static spec on a dynamic dim
-    (``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run time)."""
+    whose index is a constant and whose size is unknown at conversion time, the sizes it is out
+    of range for (0 and the largest such size; at most ``REJECTED_SIZES`` runs), the other axes
+    at the baseline's sizes (at least 1 where unknown, so the index is really read) and runtime
+    begin/end/strides at the baseline's values: ``x[:, 5]`` on ``[N, T]`` with ``T <= 5`` at run
+    time.  (Rejected runtime index values have their own draws: :func:`_draw`.)"""
     case = p.case
     plan = case.lowering.plan
     shape = plan.input_shape
-    if case.runtime_fields or shape is None or not p.baseline_shape:
+    if shape is None or not p.baseline_shape or not p.baseline:
         return
+    i = p.index
+    runtime = {f"{f[0]}{i}": p.baseline[f"{f[0]}{i}"] for f in case.runtime_fields}
+    spec = with_values(case.written_spec, {f: runtime[f"{f[0]}{i}"].tolist() for f in case.runtime_fields})
+    kept = 0
     for a in plan.axes:
         if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
             continue
         for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
             trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
-                          for k, d in enumerate(p.baseline_shape))  # a non-empty rest: the index is read
+                          for k, d in enumerate(p.baseline_shape))
             try:
-                make_plan(case.written_spec, trial)
+                make_plan(spec, trial)
                 continue  # accepted (a size past 4096 clipped): nothing to fail on
             except StridedSliceError as exc:
                 if exc.undefined or exc.unsupported:  # TFLite: no result to fail on (plan_tflite)
                     continue
                 reason = first_line(exc)
             x = random_input(trial, case.dtype, rng)
-            if len(p.must_fail) < MUST_FAIL_DRAWS and x.size * x.dtype.itemsize <= 2 ** 20:
-                p.must_fail.append(({f"x{p.index}": x}, {}, reason))
+            if kept < REJECTED_SIZES and x.size * x.dtype.itemsize <= 2 ** 20:
+                p.must_fail.append(({f"x{i}": x, **runtime}, {}, reason))
+                kept += 1
 
 
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
@@ -826,9 +854,11 @@ def _run(session, feeds: dict, names: list[str], elem: dict, out_elem: dict) -> 
 
 
 #: Why the must-fail runs are not run on OpenVINO (measured on 2026.4's CPU plugin): no
-#: construction raises there -- out-of-range Gather indices read zeros or stale memory, Reshape,
-#: Squeeze, Expand, Concat and Add of mismatching shapes return data, its own StridedSlice
+#: construction raises there -- out-of-range Gather indices read zeros or stale memory, Reshape
+#: (to a computed shape), Squeeze, Expand, Concat and Add of mismatching shapes return data, its own StridedSlice
 #: returns data for an out-of-range shrink, and a step of 0 (Range, StridedSlice) kills the process.
+#: (A ``Reshape`` to a constant shape of another size fails in a default compile -- not with
+#: INFERENCE_NUM_THREADS 1 --: the length checks run there, in a default compile.)
 OPENVINO_NO_ERRORS = skipped("openvino: OpenVINO raises no run-time error (out-of-range indices read zeros or "
                             "stale memory; a step of 0 kills the process)")
 
@@ -838,14 +868,22 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     group's session with every other case fed its baseline (known to run) when no case of the
     group failed -- a failure is then this case's; else in a session of this case alone."""
     res = p.case.result
-    if not p.must_fail or kind(res.onnxruntime) == "failed":
+    if not (p.must_fail or p.wrong_lengths) or kind(res.onnxruntime) == "failed":
         return
-    if _RUNTIME.get() == "openvino":
-        res.run_time_errors = OPENVINO_NO_ERRORS
+    runs = p.wrong_lengths + p.must_fail
+    if _RUNTIME.get() == "openvino":  # OpenVINO fails a Reshape to a constant shape of another size
+        runs = p.wrong_lengths
+    elif _RUNTIME.get() != "onnxruntime" and p.case.lowering.target == "onnxruntime":
+        runs = p.wrong_lengths  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
+    if not runs:
+        if _RUNTIME.get() == "openvino":
+            res.run_time_errors = OPENVINO_NO_ERRORS
         return
-    if _RUNTIME.get() != "onnxruntime" and p.case.lowering.target == "onnxruntime":
-        return  # the minimal lowering's 0-d Gather reads no index of an empty tensor in onnx's reference
-    if session is None or group is None or any(kind(q.case.result.onnxruntime) == "failed" for q in group):
+    if _RUNTIME.get() == "openvino":  # a default compile: the one-thread CPU plugin skips Reshape's size check
+        group = [p]
+        session = runtime_session(OPENVINO, _any_shape(build_model([p.case], opset, [p.index])).SerializeToString(),
+                                  SHIPPED)
+    elif session is None or group is None or any(kind(q.case.result.onnxruntime) == "failed" for q in group):
         group = [p]
         session = _check_session(_any_shape(build_model([p.case], opset, [p.index])).SerializeToString())
     elem = {f"x{q.index}": q.case.elem_type for q in group}
@@ -853,17 +891,22 @@ def _run_must_fail(p: _CaseRun, opset: int, group: list[_CaseRun] | None = None,
     for q in group:
         if q is not p:
             base.update(q.baseline)
-    for feed, values, reason in p.must_fail:
+    for feed, values, reason in runs:
         try:
             got = _run(session, {**base, **feed}, [f"y{p.index}"], elem, {p.index: p.case.elem_type})[p.index]
         except Exception:
             res.must_fail_checked += 1
             res.run_time_errors = PASSED
             continue
+        if _RUNTIME.get() == "openvino":  # as with indices out of range: a gap of the runtime, said
+            res.run_time_errors = skipped(f"openvino: OpenVINO runs on with {values} ({reason})")
+            return
         with_values = f" with {values}" if values else ""
         res.onnxruntime = failed(f"input {list(feed[f'x{p.index}'].shape)}{with_values}: the framework "
                                  f"rejects it ({reason}) but {_RUNTIME.get()} returned shape {list(got.shape)}")
         return
+    if _RUNTIME.get() == "openvino" and p.must_fail:
+        res.run_time_errors = OPENVINO_NO_ERRORS
 
 
 def _check_with_evaluator(p: _CaseRun, opset: int, rng) -> None:
@@ -910,6 +953,11 @@ def _index_candidates(dim) -> list[int]:
     return [-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3]
 
 
+def _inside_candidates(dim) -> list[int]:
+    d = dim if isinstance(dim, int) else 3
+    return list(range(-d, d)) or [0]
+
+
 def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
@@ -927,13 +975,15 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
         dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
     except StridedSliceError:
         return None
-    for _ in range(tries):
+    for attempt in range(tries):
         values = {}
-        for f in fields:
+        inside = attempt % 2 == 1  # every other draw inside the axes, strides positive: valid
+        for f in fields:  # for single indices too, which the wide draws rarely are on small axes
             if f == "strides":
-                values[f] = [int(rng.choice(_STRIDE_CANDIDATES)) for _ in range(spec.n)]
+                values[f] = [int(rng.choice(_STRIDE_CANDIDATES if not inside else (1, 2))) for _ in range(spec.n)]
             else:
-                values[f] = [int(rng.choice(_index_candidates(dims.get(k)))) for k in range(spec.n)]
+                values[f] = [int(rng.choice(_index_candidates(dims.get(k)) if not inside else
+                                            _inside_candidates(dims.get(k)))) for k in range(spec.n)]
         feed = {f"x{i}": x}
         for f in fields:
             dtype = np.int32 if case.index_types.get(f) == "int32" else np.int64

@@ -367,6 +367,67 @@ def random_lowering_input(src, flavor: str, *, runtime_chance: float, max_rank: 
         return None
 
 
+def random_target_case(src, target, *, runtime_chance: float, max_rank: int = 5):
+    """A random lowering (:func:`random_lowering_input`, the three flavours) for ``target``, with
+    int32 or int64 runtime indices, as the per-rewrite checks hold it: (CheckCase, its one-case
+    model of opset 17), or None when the framework rejects the spec (tests/lowering/
+    test_default_sessions.py and scripts/default_sessions.py draw here)."""
+    from ..lowering.lower import lower
+    from .lowerings import CheckCase, build_model
+    drawn = random_lowering_input(src, src.choice(["tf", "openvino", "tflite"]), runtime_chance=runtime_chance,
+                                  max_rank=max_rank)
+    if drawn is None:
+        return None
+    _, plan, fields = drawn
+    dtype = src.choice(["int32", "int64"])
+    case = CheckCase(lower(plan, 17, {f: dtype for f in fields}, target=target), np.dtype(np.float32), 1,
+                     index_types={f: dtype for f in fields})
+    return case, build_model([case], 17)
+
+
+def reference_runs(case, src, rng: np.random.Generator, *, shapes: int, draws: int):
+    """Runs of ``case``'s one-case model to compare with the reference: for each of the first
+    ``shapes`` concrete shapes of its plan, ``draws`` draws of its runtime begin/end/strides
+    (one without): (shape, values, feed, expected) -- the flavour's reference result, or None
+    where the framework raises (the model must fail there).  Draws the reference cannot judge
+    (undefined behaviour, TFLite's unsupported cases) are left out.  ``src`` draws the values
+    (indices around the dim's bounds, small strides), ``rng`` the float input."""
+    from dataclasses import replace
+
+    from ..errors import StridedSliceError
+    from ..semantics.plan import make_plan
+    from ..semantics.reference import apply_plan
+    from .lowerings import concrete_shapes, random_input
+    spec, fields = case.written_spec, case.runtime_fields
+    dtype = next(iter(case.index_types.values()), "int64")
+    for shape in concrete_shapes(case.lowering.plan)[:shapes]:
+        x = random_input(shape, np.dtype(np.float32), rng)
+        try:
+            dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
+        except StridedSliceError:
+            continue
+        for _ in range(draws if fields else 1):
+            values = {f: [src.choice(_STRIDES) if f == "strides" else _index_value(src, dims.get(k))
+                          for k in range(spec.n)] for f in fields}
+            feed = {"x0": x, **{f"{f[0]}0": np.array(v, dtype=dtype) for f, v in values.items()}}
+            try:
+                expected = apply_plan(make_plan(replace(spec, runtime_length=None, **values) if values else spec,
+                                                shape), x)
+            except StridedSliceError as exc:
+                if exc.undefined or exc.unsupported:
+                    continue
+                expected = None
+            yield shape, values, feed, expected
+
+
+_STRIDES = [-3, -2, -1, 0, 1, 1, 2, 3]
+
+
+def _index_value(src, dim) -> int:
+    d = dim if isinstance(dim, int) else 3
+    return src.choice([-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1, d + 3])
+
+
 def target_against_framework(src, flavor: str, target, runtimes, max_rank: int = 4):
     """One random static spec (static or symbolic input) lowered for ``target`` and run on each of
     ``runtimes``, compared with the framework itself (:func:`run_oracle`): {runtime: problem or

@@ -10,6 +10,9 @@ providers; OpenVINO, when it is one of the report's runtimes: a default CPU comp
 inputs of the checked run (:class:`inplace.CheckedRun`), and every graph output must agree with
 that run: shape and dtype exactly, non-float values bitwise, float values under
 ``tolerance.agree`` (bitwise where the output is pure data movement, see :func:`exact_outputs`).
+Where a rewrite's output is such a graph output, the checked run may hold, instead of its own
+value, the reference's output from the tensor that reached the rewrite (inplace.start_inplace,
+``defer``): this run then also settles that rewrite's in-place check.
 
 What runs is ``proto.SerializeToString()`` -- byte for byte what ``save`` writes when the model
 keeps its weights inline.  A model whose weights stay in (or move to) external data is run with
@@ -26,6 +29,7 @@ from .checks import PASSED, failed, skipped
 from .inplace import (
     CheckedRun,
     Digest,
+    Reference,
     Skip,
     choose_sizes,
     estimate_bytes,
@@ -71,7 +75,7 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
     """A checked run where there is no in-place run (nothing was rewritten, yet the model
     changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs.
     Returns the run, or a ``skipped: ...`` status."""
-    from ..rewrite.ir_pass import skeleton
+    from ..rewrite.shapes import skeleton
     try:
         sizes, shapes = choose_sizes(skeleton(proto))
     except Skip as exc:
@@ -102,66 +106,69 @@ def exact_outputs(proto, shapes: dict) -> set:
     graph) is a :data:`MOVEMENT` op, or gives only non-float values (by ``shapes``' element
     types).  Those are compared bitwise; an unknown type or a subgraph makes an output float
     arithmetic (compared under the tolerance)."""
-    producer = {o: n for n in proto.graph.node for o in n.output if o}
-    verdict: dict = {}
     known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
-
-    def pure(name: str) -> bool:
-        stack, order = [name], []
-        while stack:  # iterative: a chain of 100,000 nodes must not hit the recursion limit
-            v = stack.pop()
-            if v in verdict or v not in producer:
-                continue
-            n = producer[v]
-            verdict[v] = None  # in progress
-            order.append(v)
-            stack.extend(i for i in n.input if i)
-        for v in reversed(order):
-            n = producer[v]
-            ok = not any(a.type in (a.GRAPH, a.GRAPHS) for a in n.attribute) and (
-                n.domain in ("", "ai.onnx") and n.op_type in MOVEMENT
-                or all(o and shapes.get(o, (1,))[0] not in FLOAT_ELEMS and o in shapes for o in n.output))
-            ok = ok and all(verdict.get(i, i in known) is not False for i in n.input if i)
-            for o in n.output:
-                if o:
-                    verdict[o] = ok
-        return verdict.get(name, name in known) is not False
-    return {o.name for o in proto.graph.output if pure(o.name)}
+    pure = dict.fromkeys(known, True)  # value -> pure data movement; one pass in node order
+    movement, default = MOVEMENT, ("", "ai.onnx")
+    for n in proto.graph.node:  # (a value read before it is made counts as arithmetic)
+        outputs = n.output
+        ok = n.domain in default and n.op_type in movement or \
+            all(o and o in shapes and shapes[o][0] not in FLOAT_ELEMS for o in outputs)
+        ok = ok and all(pure.get(i, False) for i in n.input if i) and \
+            not any(a.type in (a.GRAPH, a.GRAPHS) for a in n.attribute)
+        for o in outputs:
+            if o:
+                pure[o] = ok
+    return {o.name for o in proto.graph.output if pure.get(o.name, False)}
 
 
 def compare_outputs(checked: CheckedRun, got: dict, exact: set, computes_in=None) -> str | None:
     """The first graph output of ``got`` that does not agree with the checked run, or None.
     ``computes_in``: a narrower float type the runtime computes in (OpenVINO's CPU plugin
     defaults to bfloat16 where the CPU has it): float outputs then get that type's tolerance."""
+    return next(iter(output_problems(checked, got, exact, computes_in, first=True).values()), None)
+
+
+def output_problems(checked: CheckedRun, got: dict, exact: set, computes_in=None, first: bool = False) -> dict:
+    """Graph output name -> why it does not agree with the checked run, for each output of
+    ``got`` that does not (``first``: only the first one)."""
+    problems: dict = {}
     for name, actual in got.items():
-        if name not in checked.outputs:
-            return f"output {name!r} was not produced by the checked run"
-        expected = checked.outputs[name]
-        if isinstance(expected, Digest):  # pure data movement, kept as a hash: bitwise
-            got = Digest.of(actual)
-            if got.shape != expected.shape:
-                return f"output {name!r}: shape {expected.shape} vs {got.shape}"
-            if got.dtype != expected.dtype:
-                return f"output {name!r}: dtype {expected.dtype} vs {got.dtype}"
-            if got != expected:
-                return f"output {name!r}: values differ (compared bitwise: pure data movement)"
-            continue
-        actual = np.asarray(actual)
-        if name in exact and expected.shape == actual.shape and expected.dtype == actual.dtype \
-                and expected.dtype.kind not in "OUS" and expected.tobytes() == actual.tobytes():
-            continue  # bitwise equal: nothing more to ask
-        if expected.dtype.kind in "OUS" or np.asarray(actual).dtype.kind in "OUS":
-            if np.asarray(actual).shape != expected.shape or \
-                    np.asarray(actual).astype(object).tolist() != expected.astype(object).tolist():
-                return f"output {name!r}: strings differ"
-            continue
-        rtol = None
-        if computes_in is not None and expected.dtype.kind in "fc":
-            rtol = max(default_rtol(expected.dtype), default_rtol(computes_in))
-        result = agree(expected, np.asarray(actual), exact=name in exact, rtol=rtol)
-        if not result.ok:
-            return f"output {name!r}: {result.detail}"
-    return None
+        problem = _problem(checked, name, actual, exact, computes_in)
+        if problem is not None:
+            problems[name] = problem
+            if first:
+                break
+    return problems
+
+
+def _problem(checked: CheckedRun, name: str, actual, exact: set, computes_in) -> str | None:
+    if name not in checked.outputs:
+        return f"output {name!r} was not produced by the checked run"
+    expected = checked.outputs[name]
+    if isinstance(expected, Reference):
+        expected = expected.value()
+    if isinstance(expected, Digest):  # pure data movement, kept as a hash: bitwise
+        got = Digest.of(actual)
+        if got.shape != expected.shape:
+            return f"output {name!r}: shape {expected.shape} vs {got.shape}"
+        if got.dtype != expected.dtype:
+            return f"output {name!r}: dtype {expected.dtype} vs {got.dtype}"
+        if got != expected:
+            return f"output {name!r}: values differ (compared bitwise: pure data movement)"
+        return None
+    actual = np.asarray(actual)
+    if name in exact and expected.shape == actual.shape and expected.dtype == actual.dtype \
+            and expected.dtype.kind not in "OUS" and expected.tobytes() == actual.tobytes():
+        return None  # bitwise equal: nothing more to ask
+    if expected.dtype.kind in "OUS" or actual.dtype.kind in "OUS":
+        if actual.shape != expected.shape or actual.astype(object).tolist() != expected.astype(object).tolist():
+            return f"output {name!r}: strings differ"
+        return None
+    rtol = None
+    if computes_in is not None and expected.dtype.kind in "fc":
+        rtol = max(default_rtol(expected.dtype), default_rtol(computes_in))
+    result = agree(expected, actual, exact=name in exact, rtol=rtol)
+    return None if result.ok else f"output {name!r}: {result.detail}"
 
 
 def foreign_ops(proto) -> list:
@@ -176,26 +183,30 @@ def foreign_ops(proto) -> list:
 
 
 def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), memory_budget: int,
-                   weight_bytes: int, load_weights, why_none: str | None = None) -> dict:
+                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None) -> dict:
     """check name -> status of the as-shipped run of ``proto`` (see the module doc): ``shipped``
     (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``).
-    ``checked``: the run to agree with; None -> skipped with ``why_none``."""
+    ``checked``: the run to agree with; None -> skipped with ``why_none``.  ``compared``: filled,
+    when onnxruntime's run compared its outputs, with graph output name -> None (agreed) or the
+    problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle)."""
     names = [ONNXRUNTIME] + [r for r in runtimes if r == OPENVINO]
     label = {ONNXRUNTIME: "shipped", OPENVINO: "shipped_openvino"}
     if checked is None:
         return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
-    held = sum(v.nbytes for v in checked.outputs.values() if not isinstance(v, Digest))
+    held = checked.held_bytes()
     need = estimate_bytes(proto, checked.shapes, set()) + held + 2 * weight_bytes
     if need > memory_budget:
         why = skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
         return {label[r]: why for r in names}
     data = serialized(proto, load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
-    return {label[r]: _run_one(r, data, proto, checked, outputs, exact) for r in names}
+    return {label[r]: _run_one(r, data, proto, checked, outputs, exact, compared if r == ONNXRUNTIME else None)
+            for r in names}
 
 
-def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: set) -> str:
+def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: set,
+             compared: dict | None = None) -> str:
     where = f"{runtime} (default configuration)"
     try:
         session = onnxruntime_session(data, SHIPPED) if runtime == ONNXRUNTIME else make_session(runtime, data, SHIPPED)
@@ -213,9 +224,13 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
     except Exception as exc:
         return failed(f"{where} fails on the checked run's inputs: {_line(exc)}")
     narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
-    problem = compare_outputs(checked, got, exact, narrow)
-    if problem is not None:
-        return failed(f"{where} disagrees with the checked run: {problem}")
+    problems = output_problems(checked, got, exact, narrow, first=compared is None)
+    if compared is not None:
+        compared.update(dict.fromkeys(got))
+        compared.update(problems)
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return failed(f"{where} disagrees with the checked run: {next(iter(problems.values()))}{more}")
     return PASSED
 
 

@@ -1,6 +1,7 @@
-"""The cleanup pre-check (cleanup_scan.may_change): sound -- whenever it says no pass can change
-a model, the full cleanup changes nothing at all -- each of its triggers needed, and convert
-gives the same report and bytes with and without it."""
+"""The cleanup pre-check (cleanup.scan.may_change): sound -- whenever it says no pass can change
+a model, the full cleanup changes nothing at all; each pass's own condition (``may_fire``) is
+sound for that pass alone -- each of its triggers needed, and convert gives the same report
+and bytes with and without it."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from onnx import TensorProto, helper
 
 from onnx_slice_tools.cleanup import passes as cleanup_module
 from onnx_slice_tools import convert
-from onnx_slice_tools.cleanup.passes import cleanup, default_passes
-from onnx_slice_tools.cleanup.scan import FULL_CLEANUP_ENV, PASS_NAMES, may_change, unchanged_report
+from onnx_slice_tools.cleanup.passes import (CleanupPass, MergeSlicesPass, RemoveDeadPass, cleanup, default_passes,
+                                             set_inferred_shapes)
+from onnx_slice_tools.cleanup.scan import (FULL_CLEANUP_ENV, PASS_NAMES, MayChange, ProtoIndex, may_change,
+                                           unchanged_report)
 from test_cleanup import _if_model, c, model, shape_graphs, shape_scalar_chain, x_input
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -447,6 +450,108 @@ def test_precision_on_random_graphs():
             counts["may change, unchanged"] += 1
     print("pre-check on 60 random graphs:", counts)
     assert counts["proven clean"] >= 5
+
+
+# --------------------------------------------------------------------------- each pass's own condition
+
+#: Every pass of a default cleanup, by class.
+PASSES = [RemoveDeadPass, *(type(p) for p in default_passes())]
+
+
+def as_the_passes_see_it(proto) -> onnx.ModelProto:
+    """``proto`` with the shapes ``cleanup()`` infers set on it, as its passes see it."""
+    m = ir.from_proto(proto)
+    set_inferred_shapes(m, proto)
+    return ir.to_proto(m)
+
+
+def changes_alone(cls, seen: onnx.ModelProto) -> bool:
+    """Whether the pass ``cls``, run alone on ``seen``, changes it (its result says so, its bytes
+    differ, or it raises: the cleanup then stops)."""
+    m = ir.from_proto(seen)
+    before = ir.to_proto(m).SerializeToString()
+    try:
+        modified = cls()(m).modified
+    except Exception:
+        return True
+    return modified or ir.to_proto(m).SerializeToString() != before
+
+
+def may_fire(cls, index) -> bool:
+    """``cls.may_fire`` as the pre-check reads it: an index that could not be built (None) or a
+    condition that raises MayChange says the pass may fire."""
+    if index is None:
+        return True
+    try:
+        return cls.may_fire(index) is not None
+    except MayChange:
+        return True
+
+
+def index_of(proto):
+    try:
+        return ProtoIndex(proto)
+    except MayChange:
+        return None
+
+
+def unannounced(proto, passes=PASSES) -> list:
+    """The passes that change ``proto`` alone although their ``may_fire`` said they do not."""
+    index = index_of(proto)
+    silent = [cls for cls in passes if not may_fire(cls, index)]
+    if not silent:
+        return []
+    seen = as_the_passes_see_it(proto)
+    return [cls.__name__ for cls in silent if changes_alone(cls, seen)]
+
+
+#: (index, the model as the passes see it) of small graphs: each trigger of the pre-check, and
+#: random graphs; built on first use, shared by the per-pass tests.
+_CORPUS: list = []
+
+
+@pytest.mark.parametrize("cls", PASSES, ids=lambda cls: cls.__name__)
+def test_each_pass_announces_its_changes(cls):
+    """On the corpus, whenever ``cls`` alone changes a model, its ``may_fire`` said it may; and
+    the corpus has models it changes (the test can fail)."""
+    if not _CORPUS:
+        protos = [build() for build, _, _ in TRIGGERS.values()] + [random_graph(seed) for seed in range(24)]
+        _CORPUS.extend((index_of(p), as_the_passes_see_it(p)) for p in protos)
+    fired = silent = 0
+    for index, seen in _CORPUS:
+        if changes_alone(cls, seen):
+            fired += 1
+            silent += not may_fire(cls, index)
+    assert silent == 0, f"{cls.__name__} changed {silent} models its may_fire said it does not change"
+    assert fired > 0, f"no model of the corpus is changed by {cls.__name__}: the test proves nothing"
+
+
+@settings(max_examples=25)
+@given(st.integers(0, 2 ** 32 - 1))
+def test_every_pass_announces_its_changes_on_random_graphs(seed):
+    assert unannounced(random_graph(seed)) == []
+
+
+@settings(max_examples=10)
+@given(shape_graphs())
+def test_every_pass_announces_its_changes_on_shape_arithmetic(case):
+    assert unannounced(case[0]) == []
+
+
+def test_a_pass_that_fires_unannounced_is_caught(monkeypatch):
+    """The check can fail: MergeSlicesPass with a condition that never holds is named."""
+    assert unannounced(_merge_slices()) == []
+    monkeypatch.setattr(MergeSlicesPass, "may_fire", classmethod(lambda cls, index: None))
+    assert unannounced(_merge_slices()) == ["MergeSlicesPass"]
+
+
+def test_a_pass_without_a_condition_may_always_fire():
+    """A new pass that brings no condition of its own is asked like the others and may fire."""
+    class NewPass(CleanupPass):
+        def run_graph(self, graph, ctx):
+            return False
+    assert may_change(_dead(), passes=[NewPass]) == "NewPass may change it (it has no pre-check)"
+    assert may_change(_dead(), passes=[MergeSlicesPass]) is None
 
 
 # --------------------------------------------------------------------------- in convert

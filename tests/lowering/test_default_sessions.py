@@ -19,14 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from onnx_slice_tools.errors import StridedSliceError
 from onnx_slice_tools.lowering.lower import lower
 from onnx_slice_tools.lowering.targets import TARGETS
 from onnx_slice_tools.semantics.plan import make_plan
 from onnx_slice_tools.semantics.reference import apply_plan
 from onnx_slice_tools.semantics.spec import from_index_expr
-from onnx_slice_tools.verification.lowerings import CheckCase, build_model, concrete_shapes, random_input
-from onnx_slice_tools.verification.oracles import random_lowering_input
+from onnx_slice_tools.verification.lowerings import CheckCase, build_model
+from onnx_slice_tools.verification.oracles import random_target_case, reference_runs
 
 from test_differential import HypothesisSource
 
@@ -41,52 +40,29 @@ def _default_session(model_bytes: bytes):
     return ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
 
 
-def _index_values(src, dim) -> int:
-    d = dim if isinstance(dim, int) else 3
-    return src.choice([-d - 2, -d - 1, -d, -d + 1, -2, -1, 0, 1, 2, d - 1, d, d + 1])
-
-
 @pytest.mark.parametrize("target", list(TARGETS))
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_target_is_exact_in_onnxruntime_with_default_session_options(target, data):
     src = HypothesisSource(data)
-    drawn = random_lowering_input(src, src.choice(["tf", "openvino", "tflite"]), runtime_chance=0.35, max_rank=5)
+    drawn = random_target_case(src, target, runtime_chance=0.35)
     if drawn is None:
         return
-    _, plan, fields = drawn
-    dtype = src.choice(["int32", "int64"])
-    case = CheckCase(lower(plan, 17, {f: dtype for f in fields}, target=target), np.dtype(np.float32), 1,
-                     index_types={f: dtype for f in fields})
-    session = _default_session(build_model([case], 17).SerializeToString())
+    case, proto = drawn
+    session = _default_session(proto.SerializeToString())
     spec = case.written_spec
-    rng = np.random.default_rng(0)
-    for shape in concrete_shapes(plan)[:3]:
-        x = random_input(shape, np.dtype(np.float32), rng)
-        try:
-            dims = {a.index: a.dim for a in make_plan(spec, shape).axes if a.index is not None}
-        except StridedSliceError:
+    for shape, values, feed, expected in reference_runs(case, src, np.random.default_rng(0), shapes=3, draws=3):
+        where = f"{target}: {spec.index_notation()} ({spec.flavor}) on {list(shape)} with {values}"
+        if expected is None:
+            seen[target][1] += 1
+            with pytest.raises(Exception):  # any onnxruntime error is the failure we want
+                got = session.run(["y0"], feed)[0]
+                pytest.fail(f"{where}: the framework raises, onnxruntime returned shape {got.shape}")
             continue
-        for _ in range(3 if fields else 1):
-            values = {f: [src.choice([-3, -2, -1, 0, 1, 1, 2, 3]) if f == "strides" else _index_values(src, dims.get(k))
-                          for k in range(spec.n)] for f in fields}
-            feed = {"x0": x, **{f"{f[0]}0": np.array(v, dtype=dtype) for f, v in values.items()}}
-            where = f"{target}: {spec.index_notation()} ({spec.flavor}) on {list(shape)} with {values}"
-            try:
-                expected = apply_plan(make_plan(replace(spec, runtime_length=None, **values) if values else spec,
-                                                shape), x)
-            except StridedSliceError as exc:
-                if exc.undefined or exc.unsupported:  # TFLite: no result to compare (plan_tflite)
-                    continue
-                seen[target][1] += 1
-                with pytest.raises(Exception):  # any onnxruntime error is the failure we want
-                    got = session.run(["y0"], feed)[0]
-                    pytest.fail(f"{where}: the framework raises, onnxruntime returned shape {got.shape}")
-                continue
-            got = session.run(["y0"], feed)[0]
-            seen[target][0] += 1
-            assert (got.shape, got.dtype) == (expected.shape, expected.dtype), where
-            assert got.tobytes() == expected.tobytes(), where
+        got = session.run(["y0"], feed)[0]
+        seen[target][0] += 1
+        assert (got.shape, got.dtype) == (expected.shape, expected.dtype), where
+        assert got.tobytes() == expected.tobytes(), where
 
 
 def test_the_default_session_corpus_ran():

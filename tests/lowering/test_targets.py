@@ -267,6 +267,29 @@ def test_rejected_sizes_are_checked_for_every_target():
             "onnxruntime": "passed", "openvino": OPENVINO_NO_ERRORS, "reference": "passed"}, r.run_time_errors_on
 
 
+def test_a_constant_shrink_index_beside_runtime_values_is_no_false_verified_on_openvino():
+    """OpenVINO flavour, ``x[-7]`` on a symbolic ``[a, b, c]`` with end and strides given at run
+    time: OpenVINO rejects a first dim of 7 or less, its converted graph returns data there, so
+    the openvino target is not "verified" (it was, before rejected sizes were drawn beside
+    runtime values); onnxruntime fails there (the default target stays verified)."""
+    masks = dict(begin_mask=[0, 1, 0, 0], end_mask=[1, 0, 1, 1], ellipsis_mask=[0, 1, 0, 0],
+                 new_axis_mask=[0, 0, 0, 0], shrink_axis_mask=[1, 0, 0, 0])
+    node = helper.make_node("StridedSlice", ["x", "begin", "end", "strides"], ["y"], name="ss",
+                            domain="org.openvinotoolkit", **masks)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b", "c"]),
+                                            helper.make_tensor_value_info("end", TensorProto.INT64, [1]),
+                                            helper.make_tensor_value_info("strides", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("begin", TensorProto.INT64, [1], [-7])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("org.openvinotoolkit", 1)])
+    model.ir_version = 8
+    ov = convert(model, target="openvino").report
+    assert ov.verdict.startswith("unverified") and "OpenVINO raises no run-time error" in ov.verdict, ov.verdict
+    ort = convert(model).report
+    assert ort.verdict == "verified" and ort.check_of(0).must_fail_checked > 0, ort.to_json()
+
+
 def test_openvino_target_is_verified_in_openvino_alone(tmp_path):
     """--target openvino checks on OpenVINO only; a constant spec is then "verified" (not
     "unverified" because onnxruntime was not asked)."""

@@ -259,7 +259,7 @@ def test_shapes_of_graph_inputs_need_no_inference(symbolic, fan_out):
 def test_inference_on_the_model_itself_when_it_is_its_own_skeleton(declared_outputs):
     """A model with nothing for the skeleton to drop (no value_info, output shapes, big or
     overridable initializers, subgraphs) is inferred as it is: the same shapes."""
-    from onnx_slice_tools.rewrite.ir_pass import _own_skeleton
+    from onnx_slice_tools.rewrite.shapes import _own_skeleton
     from onnx_slice_tools.rewrite.proto_pass import scan
     model = _load_script("bench").synthetic_model(64, False)
     if declared_outputs:  # a declared output shape: the skeleton drops it
@@ -274,7 +274,7 @@ def test_inference_of_the_ancestors_only():
     """With no subgraph, the shapes of the StridedSlice inputs come from inferring only the nodes
     they depend on: the same shapes as inferring the whole model (peer model: 800 slices of
     800 inputs; benchmark model: slices of a Relu chain)."""
-    from onnx_slice_tools.rewrite.ir_pass import _ancestors
+    from onnx_slice_tools.rewrite.shapes import _ancestors
     from onnx_slice_tools.rewrite.proto_pass import scan
     from test_peer_cases import peer_model
     chain = _load_script("bench").synthetic_model(96, True)
@@ -310,3 +310,26 @@ def test_shared_intermediate_nodes_are_emitted_once():
     np.testing.assert_array_equal(y1, x[:, 0])
     np.testing.assert_array_equal(y2, x[:, 0])
     np.testing.assert_array_equal(y3, x[:, 0:1])
+
+
+def test_the_protobuf_path_converts_and_verifies_without_importing_onnx_ir():
+    """onnx-ir (and the sympy it imports) costs ~0.4 s CPU to import: a model the protobuf path
+    takes is rewritten and verified (as shipped included) without it (the cleanup, whose
+    pre-check conditions live on the onnx-ir passes, is left out here)."""
+    import subprocess
+    import sys
+    code = ("import sys, onnx\n"
+            "from onnx import TensorProto as T, helper\n"
+            "from onnx_slice_tools import convert\n"
+            "ss = helper.make_node('StridedSlice', ['x', 'b', 'e', 's'], ['y'], domain='ai.onnx.converters.tensorflow',"
+            " begin_mask=1, end_mask=1, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)\n"
+            "inits = [helper.make_tensor(n, T.INT32, [2], v) for n, v in (('b', [0, 1]), ('e', [0, 3]), ('s', [1, 1]))]\n"
+            "g = helper.make_graph([ss], 'g', [helper.make_tensor_value_info('x', T.FLOAT, ['N', 5])],"
+            " [helper.make_tensor_value_info('y', T.FLOAT, None)], inits)\n"
+            "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17),"
+            " helper.make_opsetid('ai.onnx.converters.tensorflow', 1)])\n"
+            "m.ir_version = 8\n"
+            "r = convert(m, cleanup=False)\n"
+            "print(r.report.path, r.report.verdict, 'onnx_ir' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["protobuf", "verified", "False"], out

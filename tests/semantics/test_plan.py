@@ -103,3 +103,14 @@ def test_openvino_shrink_of_a_scalar(begin, strides, new_axis, shrink, ok, shape
     spec = from_openvino(begin, [1] * len(begin), strides, begin_mask=[0] * n, new_axis_mask=new_axis,
                          shrink_axis_mask=shrink, ellipsis_mask=ellipsis or ())
     assert_matches_runtime(np.array(3.0, np.float32), spec, expected_shape=shape, rejected=not ok)
+
+
+@pytest.mark.parametrize("spec", [
+    from_tf(None, None, None, runtime_length=2, shrink_axis_mask=1),  # index given at run time
+    from_tf([0, 1], [3, 4], None, runtime_length=2),                  # strides given at run time
+])
+def test_apply_plan_refuses_a_plan_with_run_time_values(spec):
+    from onnx_slice_tools import apply_plan
+    x = np.arange(12).reshape(3, 4)
+    with pytest.raises(ValueError, match="given at run time"):
+        apply_plan(make_plan(spec, x.shape), x)

@@ -262,18 +262,67 @@ def test_model_outputs_over_the_budget_run_at_size_1():
 
 
 def test_a_wrong_rewrite_is_caught_in_its_piece(monkeypatch):
-    """The pieces check like the whole run does: a rewrite whose output is wrong fails in its piece."""
+    """The pieces check like the whole run does: a rewrite whose output differs from the
+    reference fails -- here each slice's output is a graph output of pure data movement, so its
+    piece computes the reference from the tensor that reached it and the as-shipped run's
+    output is compared with it (inplace.start_inplace, ``defer``)."""
+    from onnx_slice_tools.semantics.spec import from_index_expr
     from onnx_slice_tools.verification import inplace
-    real = inplace._check_one
+    real = inplace._reference_plan
 
-    def wrong_for_ss33(r, got, make_plan, apply_plan):
-        if r.node == "ss33":
-            got = dict(got, **{r.output_name: got[r.output_name] + 1})
-        return real(r, got, make_plan, apply_plan)
-    monkeypatch.setattr(inplace, "_check_one", wrong_for_ss33)
+    def wrong_for_ss33(r, got, make_plan):
+        settled, plan, where = real(r, got, make_plan)
+        if r.node == "ss33" and plan is not None:  # the reference of another slice: they disagree
+            plan = make_plan(from_index_expr("x[:, 1:2]"), plan.input_shape)
+        return settled, plan, where
+    monkeypatch.setattr(inplace, "_reference_plan", wrong_for_ss33)
     rep = api.convert(_many_slices(40), verify_memory=40 * 1024).report
-    assert rep.model_checks["model_run"].startswith("failed: node 'ss33'"), rep.model_checks
-    assert rep.verdict == "failed"
+    assert rep.model_checks["model_run"].startswith("failed: node 'ss33': as shipped: output 'y33'"), \
+        rep.model_checks
+    assert rep.model_checks["shipped"].startswith("failed: ") and rep.verdict == "failed"
+    assert [rep.inplace_of(i)[:6] for i in range(40)].count("failed") == 1
+
+
+def _slice_output_model():
+    """x[:, ::2] of x [N, 6] -> y, a graph output (pure data movement)."""
+    inits = [helper.make_tensor("b", T.INT32, [2], [0, 0]), helper.make_tensor("e", T.INT32, [2], [0, 0]),
+             helper.make_tensor("s", T.INT32, [2], [1, 2])]
+    ss = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], domain=TF_DOMAIN, name="ss",
+                          begin_mask=3, end_mask=3, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)
+    return _model([ss], [helper.make_tensor_value_info("x", T.FLOAT, ["N", 6])],
+                  [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+
+
+def test_a_tampered_slice_whose_output_ships_is_caught_by_the_as_shipped_run():
+    """A rewrite whose output is a graph output is not run in the tapped session (defer): its
+    reference output, from the tensor that reached it, is what the as-shipped run must give
+    bitwise.  A converted model whose slice is wrong fails there, naming the node."""
+    from onnx_slice_tools.verification.inplace import run_inplace, start_inplace
+    result = api.convert(_slice_output_model())
+    assert result.report.verified and result.report.model_checks["model_run"] == "passed"
+    bad = onnx.ModelProto()
+    bad.CopyFrom(result.model)
+    steps = next(t for t in bad.graph.initializer if list(onnx.numpy_helper.to_array(t)) == [2])
+    steps.CopyFrom(onnx.numpy_helper.from_array(np.array([3], dtype=np.int64), steps.name))
+    records = result.report.records
+    common = dict(memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
+    # without defer the tapped run checks it itself (bitwise, in that run)
+    assert run_inplace(bad, records, **common).status.startswith("failed: node 'ss': input [3, 6]: shape [3, 2]")
+    run = start_inplace(bad, records, defer=True, **common)
+    first = run.result()
+    assert first.status == "skipped: 1 rewrites await the as-shipped run" and run.awaiting == {"y": records[0]}
+    compared: dict = {}
+    checks = shipped.shipped_checks(bad, run.checked, compared=compared, **common)
+    assert checks["shipped"].startswith("failed: onnxruntime (default configuration) disagrees with the checked "
+                                        "run: output 'y': shape"), checks
+    settled = run.settle(compared)
+    assert settled.status.startswith("failed: node 'ss': as shipped: output 'y': shape"), settled.status
+    assert settled.inplace[0].startswith("failed: as shipped")
+    # the as-shipped run did not compare (e.g. over the budget): the rewrite is not verified
+    run = start_inplace(bad, records, defer=True, **common)
+    run.result()
+    assert run.settle(None, "needs ~1 GiB").status == "skipped: left to the as-shipped run, which did not compare " \
+        "(needs ~1 GiB)"
 
 
 def test_too_small_a_budget_for_one_rewrite_is_skipped_with_the_reason():

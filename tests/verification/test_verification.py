@@ -292,7 +292,7 @@ def test_integer_inputs_used_as_gather_indices_get_in_range_values():
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                    [_ints("b", [0, -1]), _ints("e", [0, -3]), _ints("s", [1, -1])])
     from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
-    from onnx_slice_tools.rewrite.ir_pass import skeleton
+    from onnx_slice_tools.rewrite.shapes import skeleton
     sizes, shapes = choose_sizes(skeleton(model))
     for seed in range(3):
         feeds = random_feeds(model, sizes, shapes, np.random.default_rng(seed))
@@ -416,19 +416,19 @@ def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
 
     monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 1 << 60)  # whatever this test process's size
     isolated._stop()
-    assert out_dims(isolated.infer_shapes(relu(2).SerializeToString(), False)) == [2]
+    assert out_dims(isolated.infer_bytes(relu(2).SerializeToString(), False)) == [2]
     first = isolated._helper.pid
     with pytest.raises(RuntimeError, match="aborted"):
-        isolated.infer_shapes(aborting.SerializeToString(), False)
-    assert out_dims(isolated.infer_shapes(relu(3).SerializeToString(), False)) == [3]
+        isolated.infer_bytes(aborting.SerializeToString(), False)
+    assert out_dims(isolated.infer_bytes(relu(3).SerializeToString(), False)) == [3]
     assert isolated._helper.pid != first
     wrong = relu(2)
     wrong.graph.output[0].type.tensor_type.elem_type = TensorProto.INT64
     with pytest.raises(RuntimeError, match="(?i)type"):
-        isolated.infer_shapes(wrong.SerializeToString(), True)
+        isolated.infer_bytes(wrong.SerializeToString(), True)
     got = {}
     threads = [threading.Thread(target=lambda n=n: got.__setitem__(n, out_dims(
-        isolated.infer_shapes(relu(n).SerializeToString(), False)))) for n in range(1, 9)]
+        isolated.infer_bytes(relu(n).SerializeToString(), False)))) for n in range(1, 9)]
     for t in threads:
         t.start()
     for t in threads:
@@ -436,7 +436,7 @@ def test_isolated_inference_survives_an_abort_and_serves_threads(monkeypatch):
     assert got == {n: [n] for n in range(1, 9)}
     monkeypatch.setattr(isolated, "_ONE_SHOT_RSS", 0)
     isolated._stop()
-    assert out_dims(isolated.infer_shapes(relu(4).SerializeToString(), False)) == [4]
+    assert out_dims(isolated.infer_bytes(relu(4).SerializeToString(), False)) == [4]
     assert isolated._helper is None
 
 
@@ -452,18 +452,18 @@ def test_a_passed_strict_inference_answers_the_next_plain_request_of_the_same_mo
 
     def plain_without_helper(data):  # the helper is stopped first: is a new one needed?
         isolated._stop()
-        answer = isolated.infer_shapes(data, False)
+        answer = isolated.infer_bytes(data, False)
         return answer, isolated._helper is None
 
-    strict = isolated.infer_shapes(relu(5), True)
+    strict = isolated.infer_bytes(relu(5), True)
     answer, kept = plain_without_helper(relu(5))
     assert kept and answer == strict
     assert plain_without_helper(relu(5)) == (strict, False)  # used once
-    isolated.infer_shapes(relu(5), True)
+    isolated.infer_bytes(relu(5), True)
     assert plain_without_helper(relu(6))[1] is False  # other bytes
     wrong = relu(2, TensorProto.INT64)
     with pytest.raises(RuntimeError, match="(?i)type"):
-        isolated.infer_shapes(wrong, True)
+        isolated.infer_bytes(wrong, True)
     answer, kept = plain_without_helper(wrong)  # a failed strict run: the plain one runs and passes
     assert not kept and onnx.load_from_string(answer).graph.output[0].name == "y"
 
@@ -485,7 +485,7 @@ def test_a_cleanup_that_only_merges_duplicates_is_proven_without_a_run_a_wrong_o
                    [_ints("b", [0, 1]), _ints("e", [0, 2]), _ints("s", [1, 1])])
     real_choose, real_cleanup, real_session = inplace.choose_sizes, cleanup_module.cleanup, cleanup_module._session
     chosen, built = [], []
-    monkeypatch.setattr(inplace, "choose_sizes", lambda sk: chosen.append(1) or real_choose(sk))
+    monkeypatch.setattr(inplace, "choose_sizes", lambda sk, *pins: chosen.append(1) or real_choose(sk, *pins))
     monkeypatch.setattr(cleanup_module, "_session", lambda p: built.append(1) or real_session(p))
     report = convert(model).report
     assert report.cleanup["passes"]["CommonSubexpressionPass"]["removed"] == {"Neg": 1}
