@@ -313,7 +313,7 @@ def test_integer_inputs_cast_before_a_gather_get_in_range_values():
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                    [table, _ints("b", [0, -1]), _ints("e", [0, -4]), _ints("s", [1, -1])])
     from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
-    from onnx_slice_tools.rewrite.ir_pass import skeleton
+    from onnx_slice_tools.rewrite.shapes import skeleton
     sizes, shapes = choose_sizes(skeleton(model))
     for seed in range(3):
         feeds = random_feeds(model, sizes, shapes, np.random.default_rng(seed))
