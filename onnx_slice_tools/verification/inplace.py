@@ -17,6 +17,11 @@ No float tolerance, no reference evaluator, one session.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import threading
+
 import dataclasses
 import functools
 
@@ -187,10 +192,10 @@ def same_values(before, after) -> bool:
         if [_io_key(v) for v in getattr(gb, what)] != [_io_key(v) for v in getattr(ga, what)]:
             return False
     ids: dict = {}  # computation key -> number, shared by both graphs
-    numbered = [_value_numbers(g, ids) for g in (gb, ga)]
-    if None in numbered:
+    before_numbers, after_numbers = _value_numbers(gb, ids), _value_numbers(ga, ids)
+    if before_numbers is None or after_numbers is None:
         return False
-    return all(numbered[0].get(o.name, -1) == numbered[1].get(o.name, -2) for o in gb.output)
+    return all(before_numbers.get(o.name, -1) == after_numbers.get(o.name, -2) for o in gb.output)
 
 
 def _opsets(proto) -> dict:
@@ -436,7 +441,7 @@ def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
 
 def _index_bounds(proto, shapes: dict) -> dict:
     """Integer graph inputs used as indices (Gather*) -> the size of the axis they index."""
-    bounds = {}
+    bounds: dict = {}
     for n in proto.graph.node:
         if n.op_type in ("Gather", "GatherElements", "GatherND") and len(n.input) > 1:
             data = shapes.get(n.input[0], (None, None))[1]
@@ -743,8 +748,14 @@ class _Attempt:
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
-        self.session = self.error = self.thread = self.skip = None
-        self.sk = self.sized = self.exact = self.own = None
+        self.session: Any = None
+        self.error: Exception | None = None
+        self.thread: threading.Thread | None = None
+        self.skip: InplaceResult | None = None
+        self.sk: Any = None
+        self.sized: tuple[dict, dict] | Skip | None = None  # choose_sizes' answer, once (_sizes)
+        self.exact: frozenset | None = None  # outputs of pure data movement (_deferrable)
+        self.own: int | None = None  # bytes of the model's own run at the chosen sizes
         self.vectors: dict = {}
         self.pins: dict = {}
         rewritten = [r for r in records if r.lowering is not None]
@@ -807,7 +818,7 @@ class _Attempt:
             self.skip = self._skip_all(str(exc))
             return
         self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
-        self.pieces = [None]  # None: one run fetching every tap and graph output
+        self.pieces: list[list[str] | None] = [None]  # [None]: one run fetching every tap and graph output
         if self.need > self.budget:
             problem = self._in_pieces()
             if problem is not None:
@@ -849,7 +860,10 @@ class _Attempt:
                   *(n for view in self.taps.calls.get(id(r), ()) for n in view.values())] for r in self.checked]
         placed = {n for unit in units for n in unit}
         units += [[o] for o in outputs if o not in placed]
-        pieces, current, used, seen = [], [], 0, set()
+        pieces: list[list[str]] = []
+        current: list[str] = []
+        seen: set[str] = set()
+        used = 0
         for unit in units:
             new = [n for n in dict.fromkeys(unit) if n not in seen]
             if any(self.shapes.get(n, (0, None))[1] is None or None in self.shapes[n][1] for n in new):
@@ -866,7 +880,7 @@ class _Attempt:
             seen.update(new)
             used += size
         pieces.append(current)
-        self.pieces = pieces
+        self.pieces = list(pieces)
         self.need = base + max(sum(_tensor_bytes(self.shapes[n]) for n in piece) for piece in pieces)
         return None
 
@@ -919,7 +933,7 @@ class _Attempt:
         built when the previous one is released; one status over every rewrite."""
         results = []
         try:
-            for k, piece in enumerate(self.pieces):
+            for k, piece in enumerate(p for p in self.pieces if p is not None):  # (in pieces: all lists)
                 if k:
                     self.session = None
                     try:
@@ -938,11 +952,12 @@ class _Attempt:
             self.tapped = None
         checked = [x.checked for x in results]
         first = checked[0]
-        if any(c is None or _feeds_key(c.feeds) != _feeds_key(first.feeds) for c in checked):
+        if first is None or any(c is None or _feeds_key(c.feeds) != _feeds_key(first.feeds) for c in checked):
             first = None
         else:
             for c in checked[1:]:
-                first.outputs.update(c.outputs)
+                if c is not None:
+                    first.outputs.update(c.outputs)
         status = _status(self.checked, [r for x in results for r in x.pending], self.taps, self.marks)
         if status == PASSED:
             status = passed(f"in {len(self.pieces)} pieces within the memory budget")

@@ -22,6 +22,8 @@ the tensors' storage differs from the written ``.onnx`` + ``.data`` pair.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import numpy as np
 
 from ..errors import first_line as _line
@@ -121,14 +123,14 @@ def exact_outputs(proto, shapes: dict) -> set:
     return {o.name for o in proto.graph.output if pure.get(o.name, False)}
 
 
-def compare_outputs(checked: CheckedRun, got: dict, exact: set, computes_in=None) -> str | None:
+def compare_outputs(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None) -> str | None:
     """The first graph output of ``got`` that does not agree with the checked run, or None.
     ``computes_in``: a narrower float type the runtime computes in (OpenVINO's CPU plugin
     defaults to bfloat16 where the CPU has it): float outputs then get that type's tolerance."""
     return next(iter(output_problems(checked, got, exact, computes_in, first=True).values()), None)
 
 
-def output_problems(checked: CheckedRun, got: dict, exact: set, computes_in=None, first: bool = False) -> dict:
+def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None, first: bool = False) -> dict:
     """Graph output name -> why it does not agree with the checked run, for each output of
     ``got`` that does not (``first``: only the first one)."""
     problems: dict = {}
@@ -141,7 +143,7 @@ def output_problems(checked: CheckedRun, got: dict, exact: set, computes_in=None
     return problems
 
 
-def _problem(checked: CheckedRun, name: str, actual, exact: set, computes_in) -> str | None:
+def _problem(checked: CheckedRun, name: str, actual, exact: AbstractSet, computes_in) -> str | None:
     if name not in checked.outputs:
         return f"output {name!r} was not produced by the checked run"
     expected = checked.outputs[name]
@@ -205,7 +207,7 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
             for r in names}
 
 
-def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: set,
+def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: AbstractSet,
              compared: dict | None = None) -> str:
     where = f"{runtime} (default configuration)"
     try:
