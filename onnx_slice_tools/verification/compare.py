@@ -332,18 +332,22 @@ def feed_bytes(proto, shapes: dict) -> int:
     return total
 
 
-def random_feeds(proto, rng: np.random.Generator, shapes: dict) -> dict:
-    """Random values of the given shapes: integers small (they are often indices), floats
-    standard normals, strings distinct; every ONNX element type (``ml_dtypes`` types too)."""
+def random_feeds(proto, rng: np.random.Generator, shapes: dict, ranges: dict | None = None) -> dict:
+    """Random values of the given shapes: integers small (they are often indices) or, for an
+    input that reaches a Gather's indices, inside its table (``ranges``: input_ranges.
+    index_input_ranges of ``proto``, computed when not given), floats standard normals, strings
+    distinct; every ONNX element type (``ml_dtypes`` types too)."""
+    from .input_ranges import index_input_ranges
     from .inputs import random_values
     from .lowerings import np_dtype
     elem = _elem_types(proto.graph.input)
+    ranges = index_input_ranges(proto) if ranges is None else ranges
     feeds = {}
     for name, shape in shapes.items():
         dtype = np_dtype(elem[name])
         low = 0 if dtype.kind == "u" or dtype.name.startswith("uint") else _INDEX_VALUES[0]
         high = 1 if dtype.name.endswith("2") else _INDEX_VALUES[-1]
-        feeds[name] = random_values(rng, shape, dtype, ints=(low, high))
+        feeds[name] = random_values(rng, shape, dtype, ints=ranges.get(name, (low, high)))
     return feeds
 
 
@@ -535,6 +539,7 @@ def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list, 
     sizes = Sizes(given)
     runs: list = []
     problem = None
+    ranges: dict | None = None  # input -> the table its values index (once, when first drawn)
     failures = attempts = 0
     trial = 0
     while len(runs) < trials and failures < 4 + 2 * trials and attempts < 64:
@@ -548,7 +553,10 @@ def _reference_runs(original, ref, rng, trials: int, budget: int, caught: list, 
             problem = (f"random inputs need {need / 2 ** 20:.0f} MiB, budget {budget / 2 ** 20:.0f} MiB"
                        + (f" (after: {problem})" if problem else ""))
             return runs, problem
-        feeds = random_feeds(original, rng, shapes)
+        if ranges is None:
+            from .input_ranges import index_input_ranges
+            ranges = index_input_ranges(original)
+        feeds = random_feeds(original, rng, shapes, ranges)
         try:
             with _Warnings(caught):
                 runs.append((feeds, ref.run(None, feeds)))

@@ -142,3 +142,25 @@ def test_compare_models_takes_paths_and_protos(pair):
         compare_models(matmul_slice(), matmul_slice(name="b"))
     with pytest.raises(ModelError, match="rtol must be"):
         compare_models(matmul_slice(), matmul_slice(), rtol=-1)
+
+
+def test_an_index_input_is_drawn_inside_its_table():
+    """A segment id (int32 input cast to int64 before a 2-row table, as in keras-hub's BERT): the
+    comparison draws it inside the table (input_ranges.index_input_ranges), so both models run
+    on every trial (64 ids per trial: drawn from -3..3 as before, the original rejected nearly
+    every input set)."""
+    nodes = [helper.make_node("Cast", ["seg"], ["seg64"], to=T.INT64),
+             helper.make_node("Gather", ["table", "seg64"], ["g"]),
+             helper.make_node("StridedSlice", ["g", "s", "e", "st"], ["y"], domain=TF_DOMAIN, begin_mask=1,
+                              end_mask=1)]
+    inits = [numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(2, 4), "table"),
+             *(numpy_helper.from_array(np.array(v, np.int64), k)
+               for v, k in (([0, -1], "s"), ([0, -4], "e"), ([1, -1], "st")))]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("seg", T.INT32, ["N"])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 9
+    converted = convert(model)
+    assert converted.report.verdict == "verified", converted.report.verdict
+    result = compare_models(model, converted.model, trials=3, input_shapes={"seg": [64]})
+    assert result.status == "ok" and len(result.tried) == 3, result
