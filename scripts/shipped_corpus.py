@@ -14,8 +14,8 @@ case's input and index values and is compared with the flavour's framework (``tf
 OpenVINO's StridedSlice, LiteRT): shape, dtype, bytes; where the framework raises, the runtime
 must fail too.
 
-Prints per target: cases, conversions, verdicts, wrong outputs, and wrong outputs the tool called
-"verified" (the number that must be 0).
+Prints per target: cases, verdicts, wrong outputs, wrong outputs the tool called "verified" (the
+number that must be 0), and conversions that failed although the framework runs the case's input.
 """
 
 from __future__ import annotations
@@ -148,6 +148,11 @@ def main() -> int:
                 kind = verdict.split(" ")[0].split(":")[0]
                 c[f"verdict {kind}"] += 1
                 if not result.ok:
+                    if expected.ok:  # a conversion refused though the framework runs this input
+                        c["failed where the framework runs"] += 1
+                        if args.verbose:
+                            print(f"{target}: {spec!r} on {x.shape} runtime={runtime}: failed though the framework "
+                                  f"runs it [{verdict}]")
                     continue
                 path = Path(tmp) / f"{case}_{target}.onnx"
                 result.save(path)
