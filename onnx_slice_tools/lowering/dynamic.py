@@ -644,11 +644,12 @@ def _slice_step_allowed(a, target) -> bool:
         a.stride is not None and isinstance(a.dim, int) and a.dim > 0 and isinstance(a.size, int))
 
 
-def _checked_shrink_index(b: Builder, a, begins, runtime: dict, dims: Dims) -> tuple:
+def _checked_shrink_index(b: Builder, a, begins, runtime: dict, dims: Dims, clamp_below: bool = False) -> tuple:
     """The 1-D, non-negative index a shrink axis takes, at or beyond the dim exactly where the
     framework raises (index out of range; TF: a stride <= 0, via the guarded ``begins``): a
     ``Gather`` of it then fails at run time in onnxruntime and onnx's reference, as the
-    framework does (OpenVINO raises no run-time error: docs/design.md, Targets)."""
+    framework does (OpenVINO raises no run-time error: docs/design.md, Targets).
+    ``clamp_below`` (TFLite): an index below ``-dim`` takes element 0, as LiteRT does."""
     if begins is None and not runtime["begin"]:
         if a.begin >= 0:  # a constant index needs no dim
             return const_input([a.begin])
@@ -657,7 +658,8 @@ def _checked_shrink_index(b: Builder, a, begins, runtime: dict, dims: Dims) -> t
     raw = _shrink_index(b, a, begins, scalar=False)
     dim = dims.of([a])
     fwd = where(b, less(b, raw, const_input([0])), add(b, raw, dim), raw)
-    return where(b, less(b, fwd, const_input([0])), dim, fwd)  # below -dim: dim, out of range
+    below = const_input([0]) if clamp_below else dim
+    return where(b, less(b, fwd, const_input([0])), below, fwd)  # below -dim: dim, out of range (TFLite: 0)
 
 
 def _guard(b: Builder, index: tuple, dim: tuple) -> tuple:
@@ -714,7 +716,8 @@ def _lower_for_target(b: Builder, plan: Plan, runtime: dict, target):
             if a.dim != 1:
                 groups.append((const_input([a.start]), const_input([a.start + 1]), (a.axis,), const_input([1])))
             continue
-        index = _checked_shrink_index(b, a, begins, runtime, dims)
+        index = _checked_shrink_index(b, a, begins, runtime, dims,
+                                      clamp_below=plan.source is not None and plan.source.flavor == "tflite")
         if begins is not None or known_empty:
             # runtime values: through the guard (onnx's reference reads no index of an empty tensor)
             index = _guard(b, index, dims.of([a]))

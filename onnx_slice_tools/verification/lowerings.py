@@ -242,12 +242,14 @@ def _candidate_sizes(plan: Plan, k: int) -> list[int]:
         for v in (a.begin, a.end):
             if v is not None and abs(v) <= 64:
                 sizes += [abs(v) - 1, abs(v), abs(v) + 1]
+    tflite = plan.source is not None and plan.source.flavor == "tflite"
     out = []
     for s in sizes:
         if s < 0 or s in out:
             continue
-        if a.kind == INDEX and a.begin is not None and not (-s <= a.begin < s):
-            continue  # the framework would reject this size: not a conversion check
+        if a.kind == INDEX and a.begin is not None and (
+                max(a.begin + s, 0) >= s if tflite and a.begin < 0 else not (-s <= a.begin < s)):
+            continue  # the framework rejects this size (TFLite: it clamps below -dim, is undefined past the dim)
         out.append(s)
     if not out and a.kind == INDEX and a.begin is not None and abs(a.begin) <= 4096:
         out = [a.begin + 1 if a.begin >= 0 else -a.begin]

@@ -690,3 +690,32 @@ def test_offset_ellipsis_negative_strides_family(isolated):
             assert compare_tflite(ours, out) is None, where
             seen["both reject"] += 1
     assert seen["equal"] >= 20 and seen["unsupported"] >= 20 and seen["undefined"] >= 50, seen
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", "portable", "openvino"])
+def test_a_shrink_index_below_minus_dim_on_a_dynamic_dim_is_never_a_false_verified(target):
+    """TFLite takes element 0 for a shrink index below -dim (TF raises): ``x[-6]`` on a
+    dynamic ``[a, 4]``.  The per-rewrite checks try the sizes LiteRT accepts there (1, 3, ...),
+    so a lowering that fails on them is not "verified"; the portable and openvino lowerings
+    clamp like LiteRT and are verified, their saved model agreeing with LiteRT in a default
+    onnxruntime session."""
+    node = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN,
+                            begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=1, offset=0)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor(k, TensorProto.INT32, [1], [v]) for k, v in
+                               (("b", -6), ("e", 0), ("s", 1))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    result = convert(model, target=target)
+    if target != "onnxruntime":
+        assert result.report.verdict == "verified", result.report.verdict
+    if result.report.verdict != "verified":
+        return
+    import onnxruntime as ort
+    session = ort.InferenceSession(result.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for rows in (1, 3, 7):
+        x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+        want = tflite_strided_slice(x, from_tflite([-6], [0], [1], shrink_axis_mask=1))
+        got = session.run(None, {"x": x})[0]
+        assert want.ok and got.shape == want.values.shape and got.tobytes() == want.values.tobytes(), (rows, got)
