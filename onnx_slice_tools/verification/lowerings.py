@@ -730,10 +730,10 @@ def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
                 if exc.undefined or exc.unsupported:  # TFLite: no result to fail on (plan_tflite)
                     continue
                 reason = first_line(exc)
-            x = random_input(trial, case.dtype, rng)
-            if kept < REJECTED_SIZES and x.size * x.dtype.itemsize <= 2 ** 20:
-                p.must_fail.append(({f"x{i}": x, **runtime}, {}, reason))
-                kept += 1
+            if kept >= REJECTED_SIZES or run_bytes(trial, case.dtype, 0) > 2 ** 21:  # sized before it is made
+                continue
+            p.must_fail.append(({f"x{i}": random_input(trial, case.dtype, rng), **runtime}, {}, reason))
+            kept += 1
 
 
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
