@@ -218,7 +218,8 @@ class ConvertResult:
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,
-            target: str | None = None, verify_on=None, fix_slices: bool = False) -> ConvertResult:
+            target: str | None = None, verify_on=None, fix_slices: bool = False,
+            weights_held: bool = False) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
@@ -231,7 +232,10 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     A path to a ``.tflite``, SavedModel folder or Keras file goes through
     :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
-    use (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB); a check that needs more is skipped with its reason.  Raises
+    add to the model (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB: the tensors a run holds, and the
+    external weights a run reads in, see inplace.budget_weight_bytes); a check that needs more is
+    skipped with its reason.  ``weights_held``: the caller holds the model's weights in memory
+    (a framework input: convert_source), so a run does not count its external ones.  Raises
     :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
@@ -263,7 +267,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         done, read = _convert_proto(model, report, label, **options)
         if done is not None:
             return done
-    return _convert_ir(model, report, label, fix_slices=fix_slices, read=read, **options)
+    return _convert_ir(model, report, label, fix_slices=fix_slices, read=read, weights_held=weights_held, **options)
 
 
 def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec):
@@ -309,7 +313,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
     inplace = None
-    weights = proto_weight_bytes(proto) if verify else 0
+    weights = 0  # the weights a run counts (inplace.budget_weight_bytes): none, this path holds every one inline
     clean = _provably_clean(report, proto, cleanup and result.modified and verify)
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
@@ -325,7 +329,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
 
 
 def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
-                fix_slices, read=None) -> ConvertResult:
+                fix_slices, read=None, weights_held: bool = False) -> ConvertResult:
     """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: what
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
@@ -366,7 +370,8 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     proto = ir.to_proto(m)
     report.timings["serialize"] = time.perf_counter() - t3
     inplace = None  # the in-place run, its session kept for the cleanup check
-    weights = model_weight_bytes(m) if verify else 0
+    from .verification.inplace import budget_weight_bytes
+    weights = budget_weight_bytes(m, held=weights_held) if verify else 0
     external = _external_tensors(m)
 
     def load_weights(p):
@@ -389,7 +394,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
         if verify and converting:
             _check_conversion(report, proto, baseline, checked, load_weights)
     if cleanup and result.modified:  # what is saved is what the cleanup check ran
-        m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace, clean)
+        m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace, clean, weights)
     if verify:  # last: the bytes ConvertResult.save writes
         _check_shipped(report, proto, checked, verify_memory, weights, load_weights, inplace)
     return ConvertResult(proto, report, m)
@@ -477,7 +482,8 @@ def _provably_clean(report: Report, proto, asked: bool) -> tuple:
     return proto, clean
 
 
-def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None, clean=(None, False)):
+def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None, clean=(None, False),
+             weight_bytes: int = 0):
     """The cleanup passes (cleanup/passes.py) on the rewritten ``m``, after its verification, and --
     with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
@@ -485,7 +491,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     passes may still have touched it (e.g. trailing empty inputs dropped).  ``inplace``: the
     in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
-    it is, with no onnx-ir model, when they change nothing.  When the proto-level pre-check
+    it is, with no onnx-ir model, when they change nothing.  ``weight_bytes``: the weights the
+    check's runs count against ``budget`` (inplace.budget_weight_bytes).  When the proto-level pre-check
     (cleanup/scan.py) proves no pass can change ``before``, the passes do not run: the report is
     the one they would give (``clean``: :func:`_provably_clean`'s answer, used when it is of ``before``)."""
     from .cleanup.scan import nothing_to_clean, unchanged_report
@@ -524,7 +531,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     if verify:
         t = time.perf_counter()
         report.model_checks["cleanup"] = cleanup_check(
-            before, after, memory_budget=budget, weight_bytes=model_weight_bytes(m),
+            before, after, memory_budget=budget, weight_bytes=weight_bytes,
             load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
             run_before=run_before, sized=sized, vectors=index_vectors(before, report.records)[0])
         report.timings["verify_cleanup"] = time.perf_counter() - t

@@ -1308,7 +1308,8 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     compare every graph output bitwise (shape, dtype, bytes).  Inputs are sized as for the
     in-place run (inplace.choose_sizes: small, grown only where shape inference needs it), then,
     when the model rejects them, a few other small size assignments (all dims 4, 6, 8; distinct
-    sizes), each within ``memory_budget`` (which counts ``weight_bytes`` twice).  Returns
+    sizes), each within ``memory_budget`` (inplace.run_need, counting ``weight_bytes``:
+    inplace.budget_weight_bytes).  Returns
     "passed", "skipped: ..." (no sizes the model before cleanup runs on, or the budget) or
     "failed: ...".  ``load_weights(proto)``: the proto with its external weights read in.
     ``run_before(feeds) -> outputs``: a session of the model before cleanup that already exists
@@ -1319,7 +1320,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import (Skip, infer_at_sizes, over_budget, choose_sizes, estimate_bytes, random_feeds,
+    from ..verification.inplace import (Skip, infer_at_sizes, over_budget, choose_sizes, run_need, random_feeds,
                                         same_values, vector_pins)
     from ..rewrite.shapes import skeleton
     names = [o.name for o in before_proto.graph.output]
@@ -1348,7 +1349,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
         got_shapes, bad = (shapes, None) if n == 0 else infer_at_sizes(sk, cand)
         if bad is not None:
             continue
-        need = estimate_bytes(before_proto, got_shapes, set()) + 2 * weight_bytes
+        need = run_need(before_proto, got_shapes, weight_bytes=weight_bytes)
         if need > memory_budget:
             problem = over_budget(need, memory_budget, cand)
             continue

@@ -586,7 +586,8 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
                          output_names=output_names, signature=signature, loaded=loaded)
     try:
-        result = convert(str(file), source=str(path), **options)
+        # (TensorFlow or LiteRT holds the weights for the export and the framework check)
+        result = convert(str(file), source=str(path), weights_held=True, **options)
     except ModelError as exc:  # name the user's input, not our temporary file
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone

@@ -798,6 +798,13 @@ def model_weight_bytes(m) -> int:
     return sum(v.const_value.nbytes for v in m.graph.initializers.values() if v.const_value is not None)
 
 
+def external_weight_bytes(m) -> int:
+    """Bytes of an onnx_ir model's external-data tensors (every graph and function), from their
+    records, nothing read: what a session of the model reads in from disk."""
+    import onnx_ir as ir
+    return sum(t.nbytes for t, _ in _ir_tensor_slots(m) if isinstance(t, ir.ExternalTensor))
+
+
 def has_external_tensors(m) -> bool:
     import onnx_ir as ir
     return any(isinstance(t, ir.ExternalTensor) for t, _ in _ir_tensor_slots(m))

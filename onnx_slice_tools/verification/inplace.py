@@ -436,6 +436,36 @@ def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
     return peak
 
 
+# --------------------------------------------------------------------------- the memory budget
+#
+# One rule for every whole-model run (in place, in pieces, as shipped, the baseline run, the
+# cleanup check; docs/design.md "Memory: what the budget counts"): ``--verify-memory`` bounds
+# what verification adds to the model it converts -- the tensors a run holds at once
+# (:func:`estimate_bytes`: inputs, intermediate values, taps, kept outputs) plus the weights it
+# reads in that the conversion itself never held (:func:`budget_weight_bytes`).
+
+
+def budget_weight_bytes(model, *, held: bool) -> int:
+    """The weights a whole-model run counts against the budget, for an onnx_ir ``model`` (None:
+    a ModelProto, whose weights are inline).  0 when this process already holds every weight
+    (``held``: inline initializers, or a framework input's, which TensorFlow or LiteRT hold
+    for the export and the framework check, itself an onnxruntime run of every weight): a run
+    of the model costs its weights, which anyone converting it has paid once.  Else the
+    external-data tensors, which the conversion streams and never reads: a run reads them in."""
+    if held or model is None:
+        return 0
+    from ..io.files import external_weight_bytes
+    return external_weight_bytes(model)
+
+
+def run_need(proto, shapes: dict, keep=frozenset(), *, weight_bytes: int, outputs: bool = True) -> int:
+    """Bytes a whole-model run of ``proto`` at ``shapes`` counts against the budget: the tensors
+    live at once (:func:`estimate_bytes` with ``keep`` and ``outputs``) plus twice the counted
+    weights ``weight_bytes`` (:func:`budget_weight_bytes`: read from disk into the proto, then
+    onnxruntime's copy)."""
+    return estimate_bytes(proto, shapes, set(keep), outputs) + 2 * weight_bytes
+
+
 # --------------------------------------------------------------------------- feeds and fetches
 
 
@@ -720,8 +750,8 @@ class InplaceRun:
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
                   seed: int = 0, keep_session: bool = False, defer: bool = False) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
-    ``load_weights(proto) -> proto`` reads external weights in (only when twice the weights fit
-    ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile).
+    ``load_weights(proto) -> proto`` reads external weights in (only for a run that fits
+    ``memory_budget`` by :func:`run_need`, which counts ``weight_bytes``: :func:`budget_weight_bytes`).
 
     ``defer``: the caller runs ``proto``'s graph outputs as shipped (verification/shipped.py)
     on this run's inputs and then calls :meth:`InplaceRun.settle`.  A main-graph rewrite whose
@@ -802,7 +832,7 @@ class _Attempt:
             _, shapes = self._sizes()
         except Skip:
             return frozenset()  # (_prepare skips with the reason)
-        self.own = estimate_bytes(self.proto, shapes, set()) + 2 * self.weight_bytes
+        self.own = run_need(self.proto, shapes, weight_bytes=self.weight_bytes)
         if self.own > self.budget:  # the as-shipped run will not fit at these sizes: every rewrite checked here
             return frozenset()
         self.exact = frozenset(self.exact_outputs(shapes))
@@ -817,7 +847,7 @@ class _Attempt:
         except Skip as exc:
             self.skip = self._skip_all(str(exc))
             return
-        self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+        self.need = run_need(self.proto, self.shapes, self.taps.names, weight_bytes=self.weight_bytes)
         self.pieces: list[list[str] | None] = [None]  # [None]: one run fetching every tap and graph output
         if self.need > self.budget:
             problem = self._in_pieces()
@@ -841,7 +871,7 @@ class _Attempt:
         shapes stay valid.  Returns the reason it cannot, or None (``self.pieces`` set)."""
         left = set(self.taps.deferred.values())
         outputs = [o for o in self.graph_outputs() if o not in left]
-        own = self.own if self.own is not None else estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
+        own = self.own if self.own is not None else run_need(self.proto, self.shapes, weight_bytes=self.weight_bytes)
         if own > self.budget:
             smaller = dict(self.sizes)
             for k, v in self.sizes.items():
@@ -851,10 +881,10 @@ class _Attempt:
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
-            self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+            self.need = run_need(self.proto, self.shapes, self.taps.names, weight_bytes=self.weight_bytes)
             if self.need <= self.budget:
                 return None
-        base = estimate_bytes(self.proto, self.shapes, set(), outputs=False) + 2 * self.weight_bytes
+        base = run_need(self.proto, self.shapes, weight_bytes=self.weight_bytes, outputs=False)
         room = self.budget - base
         units = [[*self.taps.views[id(r)].values(), *([self.taps.branch[id(r)][0]] if id(r) in self.taps.branch else []),
                   *(n for view in self.taps.calls.get(id(r), ()) for n in view.values())] for r in self.checked]
@@ -997,7 +1027,7 @@ class _Attempt:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
                 shapes, bad = infer_at_sizes(sk, sizes)
-                need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
+                need = run_need(proto, shapes, taps.names, weight_bytes=weight_bytes)
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
                 if need > memory_budget:

@@ -34,8 +34,9 @@ from .inplace import (
     Reference,
     Skip,
     choose_sizes,
-    estimate_bytes,
+    over_budget,
     random_feeds,
+    run_need,
     run_taps,
 )
 from .runtimes import (
@@ -62,10 +63,6 @@ MOVEMENT = frozenset({
 FLOAT_ELEMS = frozenset({1, 10, 11, 14, 15, 16, 17, 18, 19, 20, 23})
 
 
-def _mib(n: int) -> str:
-    return f"{n / 2 ** 20:.0f}" if n >= 10 * 2 ** 20 else f"{n / 2 ** 20:.2g}"
-
-
 def serialized(proto, load_weights) -> bytes:
     """The bytes the shipped run loads: ``proto`` serialized, external weights (in any graph
     or function) read in by ``load_weights`` (the identity for a model without them)."""
@@ -82,9 +79,9 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
         sizes, shapes = choose_sizes(skeleton(proto))
     except Skip as exc:
         return skipped(str(exc))
-    need = estimate_bytes(proto, shapes, set()) + 2 * weight_bytes
+    need = run_need(proto, shapes, weight_bytes=weight_bytes)
     if need > memory_budget:
-        return skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
+        return skipped(over_budget(need, memory_budget, {}))
     try:
         feeds = random_feeds(proto, sizes, shapes, np.random.default_rng(seed))
     except Skip as exc:
@@ -197,9 +194,9 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
         return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     held = checked.held_bytes()
-    need = estimate_bytes(proto, checked.shapes, set()) + held + 2 * weight_bytes
+    need = run_need(proto, checked.shapes, weight_bytes=weight_bytes) + held
     if need > memory_budget:
-        why = skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
+        why = skipped(over_budget(need, memory_budget, {}))
         return {label[r]: why for r in names}
     data = serialized(proto, load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes

@@ -301,6 +301,22 @@ def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, m
         result.report.model_checks["framework"]
 
 
+def test_framework_weights_are_held_so_the_budget_counts_only_what_the_checks_add(tmp_path, monkeypatch):
+    """A framework input's weights are in TensorFlow's memory (export and framework check): the
+    whole-model runs do not count them against --verify-memory, although they are external
+    data of the converted file.  Here 2224 bytes of variables and a 3000-byte budget: counted
+    twice (the rule before, as for an ONNX input's external data) they were over it."""
+    from onnx_slice_tools.frontends import sources
+    monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1)
+    saved = _variables_saved_model(tmp_path / "sm", "float32")
+    result = sources.convert_source(saved, verify_memory=3000)
+    assert result.report.verdict == "verified", result.report.model_checks
+    from onnx_slice_tools.io.files import external_weight_bytes
+    assert 2 * external_weight_bytes(result.ir_model) > 3000
+    rep = sources.convert_source(saved, verify_memory=1000).report  # below one run's tensors: bounded
+    assert rep.model_checks["model_run"].startswith("skipped: needs ~") and "(--verify-memory)" in rep.verdict
+
+
 def test_a_variable_read_by_gather_nd_is_frozen_as_before(tmp_path):
     """A resource read other than ReadVariableOp / ResourceGather (here ResourceGatherNd) keeps
     tf2onnx's freezing path: the export is still exact."""

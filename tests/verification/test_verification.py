@@ -105,6 +105,55 @@ def test_check_over_the_memory_budget_is_skipped_and_named_never_verified(tmp_pa
     assert convert(model, verify_memory=2 ** 10, strict=True).report.verdict == "failed"
 
 
+def _weighted_model(weights: int = 65536):
+    """x [N, 5] -> x[:, 1:3] -> + ReduceSum(w) with ``weights`` float32 weights (256 KiB) and
+    activations of a few hundred bytes."""
+    w = np.random.default_rng(1).standard_normal(weights).astype(np.float32)
+    nodes = [_ss("x", "b", "e", "s", "y", begin_mask=1, end_mask=1),
+             helper.make_node("ReduceSum", ["w"], ["t"], keepdims=1), helper.make_node("Add", ["y", "t"], ["z"])]
+    inits = [numpy_helper.from_array(w, "w"), _ints("b", [0, 1]), _ints("e", [0, 3]), _ints("s", [1, 1])]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+                  [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 2])], inits)
+
+
+def test_budget_counts_what_verification_adds_not_the_weights_the_process_holds(tmp_path):
+    """--verify-memory bounds what the checks add to the model (inplace.run_need): inline weights,
+    which converting the model already holds, are not counted; the tensors of a run are.  Here
+    256 KiB of inline weights and a 64 KiB budget: counting the weights twice (the rule before)
+    needs 512 KiB and skipped every whole-model run; now the model is verified."""
+    from onnx_slice_tools.verification.inplace import budget_weight_bytes, run_need
+    model = _weighted_model()
+    rep = convert(model, verify_memory=64 * 1024).report
+    assert rep.verdict == "verified", rep.model_checks
+    assert rep.model_checks["model_run"] == "passed" and rep.model_checks["shipped"] == "passed"
+    sizes = {"N": 3}
+    from onnx_slice_tools.verification.inplace import infer_at_sizes
+    from onnx_slice_tools.rewrite.shapes import skeleton
+    shapes, bad = infer_at_sizes(skeleton(model), sizes)
+    assert bad is None and run_need(model, shapes, weight_bytes=65536 * 4) > 64 * 1024  # (the rule before)
+    assert run_need(model, shapes, weight_bytes=budget_weight_bytes(None, held=True)) < 1024
+    # an explicit budget still bounds what a run holds: below the tensors of one run, skipped, named
+    rep = convert(model, verify_memory=16).report  # (x alone: 20 bytes at N = 1)
+    assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
+    assert "(--verify-memory)" in rep.model_checks["model_run"] and not rep.verified
+
+
+def test_budget_counts_external_weights_a_run_reads_in(tmp_path, capsys):
+    """Weights the conversion leaves on disk (external data, never read) are read in by a run:
+    counted twice against the budget, so a budget below them still skips the runs, naming the
+    need and the option; a budget above them verifies."""
+    src = tmp_path / "m.onnx"
+    onnx.save_model(_weighted_model(), str(src), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="m.onnx.data", size_threshold=1024)
+    rep = convert(str(src), verify_memory=64 * 1024).report
+    assert rep.model_checks["model_run"].startswith("skipped: needs ~0.5"), rep.model_checks
+    assert "budget 0.062 MiB (--verify-memory)" in rep.model_checks["model_run"] and not rep.verified
+    assert convert(str(src), verify_memory=2 ** 20).report.verdict == "verified"
+    dst = tmp_path / "out.onnx"
+    assert cli_main(["convert", str(src), "-o", str(dst), "--verify-memory", "0.0625"]) == 0
+    assert "NOT fully verified: model_run skipped (needs ~0.5" in capsys.readouterr().out
+
+
 def test_batch_entry_and_report_use_the_same_verdict(tmp_path):
     (tmp_path / "in").mkdir()
     onnx.save(_conv_model(), tmp_path / "in" / "w2v.onnx")
