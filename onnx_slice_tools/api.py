@@ -215,6 +215,12 @@ class ConvertResult:
         return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
 
 
+#: parameters of :func:`convert` that describe its caller, not a conversion option (a batch
+#: run's recorded options leave them out): the label of a framework input, and that its
+#: caller holds the weights
+CALLER_OPTIONS = frozenset({"source", "weights_held"})
+
+
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,

@@ -203,9 +203,9 @@ def _convert_defaults() -> dict:
     """Every option of api.convert with its default: a run that spells out a default and one
     that leaves it out have the same options (and find each other's outputs unchanged)."""
     import inspect
-    from ..api import convert
+    from ..api import CALLER_OPTIONS, convert
     return {k: p.default for k, p in inspect.signature(convert).parameters.items()
-            if p.default is not inspect.Parameter.empty and k != "source"}
+            if p.default is not inspect.Parameter.empty and k not in CALLER_OPTIONS}
 
 
 def _previous(output_dir: Path) -> tuple[dict, str | None, list[dict]]:

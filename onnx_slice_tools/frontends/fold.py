@@ -7,6 +7,10 @@ run on every inference.  :func:`fold_weight_subgraphs` does that folding afterwa
 ONNX model: nodes computing only from initializers become initializers, and a per-channel
 ``Mul``/``Add`` of constants after a ``Conv`` moves into the Conv's weights and bias (what
 tf2onnx's own conversion does; the framework check judges the result under the tolerance rule).
+:func:`drop_identity_reshapes` removes what tf2onnx's layout optimiser leaves behind: a
+``Reshape`` whose output has its input's own shape (a Transpose that only moves size-1 axes
+becomes a Reshape; where it met its inverse, one of the pair stays as a Reshape back to the
+same shape).
 """
 
 from __future__ import annotations
@@ -84,6 +88,84 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
     graph.node.extend(kept)
     _drop_unused_initializers(graph, protected)
     return before - len(graph.node)
+
+
+def drop_identity_reshapes(model) -> int:
+    """Remove each main-graph ``Reshape`` whose output provably has its input's shape (pure data
+    movement that moves nothing): its consumers read its input instead.  Shapes come from one
+    ONNX shape inference of a weightless skeleton; the target must be a constant of the input's
+    rank whose every entry is the input's known dim, a 0 copying it (``allowzero`` 0), or one
+    -1 beside known positive dims (so -1 can only be that dim).  A Reshape giving a graph output,
+    or read inside a subgraph, stays.  Returns how many were removed."""
+    from onnx import numpy_helper
+    graph = model.graph
+    consts = {t.name: t for t in graph.initializer if not _external(t) and t.data_type == 7}  # INT64
+    candidates = [n for n in graph.node if n.op_type == "Reshape" and n.domain in ("", "ai.onnx")
+                  and len(n.input) == 2 and n.input[1] in consts]
+    if not candidates:
+        return 0
+    dims = _inferred_dims(model)
+    protected = {o.name for o in graph.output} | _names_read_by_subgraphs(graph)
+    renamed: dict = {}
+    for node in candidates:
+        data, out = node.input[0], node.output[0]
+        allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+        target = numpy_helper.to_array(consts[node.input[1]]).reshape(-1).tolist()
+        if out in protected or not _same_shape(dims.get(data), target, allowzero):
+            continue
+        renamed[out] = renamed.get(data, data)
+    if not renamed:
+        return 0
+    kept = [n for n in graph.node if not (n.op_type == "Reshape" and n.output and n.output[0] in renamed)]
+    for n in kept:
+        for k, name in enumerate(n.input):
+            if name in renamed:
+                n.input[k] = renamed[name]
+    removed = len(graph.node) - len(kept)
+    del graph.node[:]
+    graph.node.extend(kept)
+    info = [vi for vi in graph.value_info if vi.name not in renamed]
+    del graph.value_info[:]
+    graph.value_info.extend(info)
+    _drop_unused_initializers(graph, protected)
+    return removed
+
+
+def _inferred_dims(model) -> dict:
+    """Value name -> tuple of dims (int, or None when unknown) of the main graph, by one plain
+    shape inference of a weightless skeleton (empty when inference fails)."""
+    from ..graphs.shape_inference import infer
+    from ..rewrite.shapes import skeleton
+    try:
+        inferred = infer(skeleton(model))
+    except RuntimeError:
+        return {}
+    g = inferred.graph
+    dims: dict = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        t = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and t.HasField("shape"):
+            dims[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+    return dims
+
+
+def _same_shape(dims, target: list, allowzero: int) -> bool:
+    """Whether Reshape to ``target`` of a tensor of ``dims`` (None: unknown) gives ``dims``."""
+    if dims is None or len(dims) != len(target):
+        return False
+    free = [k for k, t in enumerate(target) if t == -1]
+    if len(free) > 1:
+        return False
+    for k, (d, t) in enumerate(zip(dims, target)):
+        if t == -1:
+            continue
+        if t == 0 and not allowzero:  # copies the dim: the same, whatever it is
+            if free and not (d is not None and d > 0):  # (-1 must be determined by the others)
+                return False
+            continue
+        if d is None or d != t or (free and d <= 0):
+            return False
+    return True
 
 
 def _external(tensor) -> bool:

@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import ConversionError, ModelError
 from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
-from .fold import fold_weight_subgraphs
+from .fold import drop_identity_reshapes, fold_weight_subgraphs
 from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external, require_converted
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
@@ -171,6 +171,7 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
                 _rename_outputs(model, output_names or keys, path)
         # what tf2onnx folds on constants, left on the weights moved out before it converted
         fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
+        drop_identity_reshapes(model)  # what tf2onnx's layout optimiser leaves behind
     except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models

@@ -97,3 +97,77 @@ def test_channel_scale_after_a_layout_transpose_folds_into_the_conv():
     # the Add's constant varies along W, not along the channels: it stays
     assert [n.op_type for n in model.graph.node] == ["Conv", "Transpose", "Add"]
     assert _run(model.SerializeToString(), x).tobytes() == want.tobytes()
+
+
+def _layout_reshapes_model(rng):
+    """tf2onnx's leftovers around a 1x1 spatial map (InceptionResNetV2's last blocks): Conv ->
+    Relu -> Reshape to [-1, C, 1, 1] (its input's own shape) -> Conv, and Reshapes that do move
+    data or must stay: NHWC [N, 1, 1, 8] to NCHW, a graph output, -1 beside a copied unknown dim."""
+    w1 = rng.standard_normal((6, 8, 1, 1)).astype(np.float32)
+    w2 = rng.standard_normal((5, 6, 1, 3)).astype(np.float32)
+    shape = {"to_nchw": [-1, 8, 1, 1], "same": [-1, 6, 1, 1], "copy": [0, 6, 0, 1], "free": [-1, 0]}
+    nodes = [
+        helper.make_node("Reshape", ["x", "to_nchw"], ["xc"]),          # [N,1,1,8] -> [N,8,1,1]: moves data
+        helper.make_node("Conv", ["xc", "w1"], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r"]),
+        helper.make_node("Reshape", ["r", "same"], ["r2"]),             # identity
+        helper.make_node("Reshape", ["r2", "copy"], ["r3"]),            # identity (0 copies), chained
+        helper.make_node("Conv", ["r3", "w2"], ["c2"], pads=[0, 1, 0, 1]),
+        helper.make_node("Reshape", ["r", "same"], ["r_out"]),          # identity, but a graph output
+        helper.make_node("Reshape", ["m", "free"], ["m2"]),             # [N, M]: -1 beside an unknown copied dim
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 1, 8]),
+                     helper.make_tensor_value_info("m", TensorProto.FLOAT, ["N", "M"])],
+        [helper.make_tensor_value_info("c2", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("r_out", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("m2", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")]
+        + [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in shape.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model
+
+
+def test_reshapes_to_their_input_shape_are_dropped_and_the_others_stay():
+    from onnx_slice_tools.frontends.fold import drop_identity_reshapes
+    from onnx_slice_tools.verification.tolerance import agree
+    rng = np.random.default_rng(3)
+    model = _layout_reshapes_model(rng)
+    before = model.SerializeToString()
+    assert drop_identity_reshapes(model) == 2
+    reshaped = {n.output[0] for n in model.graph.node if n.op_type == "Reshape"}
+    assert reshaped == {"xc", "r_out", "m2"}
+    assert [n.input[0] for n in model.graph.node if n.op_type == "Conv"] == ["xc", "r"]
+    assert "same" in {t.name for t in model.graph.initializer} and "copy" not in {t.name for t in model.graph.initializer}
+    feeds = {"x": rng.standard_normal((2, 1, 1, 8)).astype(np.float32),
+             "m": rng.standard_normal((2, 3)).astype(np.float32)}
+    want = ort.InferenceSession(before, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for w, g in zip(want, got):
+        assert agree(w, g).ok, agree(w, g)
+
+
+def test_identity_reshapes_left_by_tf2onnx_are_dropped_from_a_keras_model(tmp_path):
+    """The synthetic reproduction of InceptionResNetV2's extra node: convolutions on a 1x1 map.
+    tf2onnx's own conversion keeps a Reshape to the same shape between a Relu and the next Conv
+    and before a Concat; ours has neither, equals TensorFlow and has fewer nodes."""
+    import collections
+
+    import keras
+    import tf2onnx
+
+    from onnx_slice_tools.frontends.sources import convert_source, quiet_frameworks
+    inp = keras.Input((1, 1, 8), name="x")
+    y = keras.layers.Conv2D(6, 1, activation="relu")(inp)
+    y = keras.layers.Conv2D(5, (1, 3), padding="same", activation="relu")(y)
+    y = keras.layers.Concatenate()([y, keras.layers.Conv2D(5, 1)(inp)])
+    keras.Model(inp, y).save(tmp_path / "m.keras")
+    with quiet_frameworks():
+        native, _ = tf2onnx.convert.from_keras(keras.models.load_model(tmp_path / "m.keras"), opset=17)
+    result = convert_source(tmp_path / "m.keras")
+    assert result.report.verdict == "verified", result.report.model_checks
+    assert result.report.model_checks["framework"].startswith("passed")
+    ours = collections.Counter(n.op_type for n in result.model.graph.node)
+    theirs = collections.Counter(n.op_type for n in native.graph.node)
+    assert ours["Reshape"] == theirs["Reshape"] - 2 and sum(ours.values()) == sum(theirs.values()) - 2, (ours, theirs)
