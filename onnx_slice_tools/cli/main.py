@@ -693,7 +693,9 @@ def _verification_flags(p) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a skipped check fails the conversion (exit 1): 'converted' means verified")
     p.add_argument("--verify-memory", type=_mib, default=None, metavar="MIB",
-                   help="memory the checks may use, in MiB (default 256); a check needing more is skipped")
+                   help="memory the checks may add to the model, in MiB (default 256): each run's tensors and the "
+                        "external weights it reads in (weights already in memory are not counted); "
+                        "a check needing more is skipped")
 
 
 
