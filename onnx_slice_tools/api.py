@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from .verification.checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .verification.checks import NOT_RUN, PASSED, detail, failed, passed, skipped
 from .errors import ModelError
+from .graphs.allocation import paused_gc
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model
 from .io.files import PROTO_LIMIT
@@ -299,8 +300,9 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
-        result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
-            proto, shapes, walked.holders)
+        with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
+            result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
+                proto, shapes, walked.holders)
     except ValueError:  # declined after all: nothing was changed
         return None, read
     report.records = result.records
@@ -421,6 +423,7 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
     report.timings["verify_opset"] = time.perf_counter() - t
 
 
+@paused_gc()
 def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights,
                    inplace=None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
@@ -554,6 +557,7 @@ def _baseline_proto(model, m, upgraded: bool):
     return read if read is not None else onnx.load(str(model), load_external_data=False)
 
 
+@paused_gc()  # (many small acyclic objects: see graphs/allocation.py)
 def _verify(report: Report, proto, baseline, result, opset: int, budget: int, removed_domains, *,
             weight_bytes: int, load_weights, keep_session: bool = False):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,

@@ -19,11 +19,11 @@ exactness here), sparse initializers, names defined twice or read before their d
 
 from __future__ import annotations
 
-import gc
 import os
 
 import numpy as np
 
+from ..graphs.allocation import paused_gc
 from ..graphs.walk import proto_subgraphs
 
 #: Constants up to this many elements are read for folding and compared by value in CSE.
@@ -82,21 +82,17 @@ def may_change(proto, passes=None) -> str | None:
     from .conditions import CONDITIONS
     asked = list(dict.fromkeys(CONDITIONS.values())) if passes is None else \
         [getattr(p, "may_fire", None) or _no_condition(p) for p in passes]
-    paused = gc.isenabled()
-    gc.disable()  # ~15 objects a node, no cycles: a collection would only rescan the caller's heap
     try:
-        index = ProtoIndex(proto)
-        for fires in asked:
-            reason = fires(index)
-            if reason:
-                return reason
+        with paused_gc():  # ~15 objects a node, no cycles
+            index = ProtoIndex(proto)
+            for fires in asked:
+                reason = fires(index)
+                if reason:
+                    return reason
     except MayChange as exc:
         return str(exc)
     except RecursionError:
         return "may change: the graph nests too deep for the pre-check"
-    finally:
-        if paused:
-            gc.enable()
     return None
 
 
