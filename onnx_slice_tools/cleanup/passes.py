@@ -87,6 +87,8 @@ class _Context:
                 names.update(v.name for v in n.outputs if v.name)
         self.names = names
         self.counter = itertools.count()
+        self.made: list = []  # (graph, node or initializer name) in the order added: see undo
+
 
     def opset(self) -> int:
         return self.model.opset_imports.get("", self.model.opset_imports.get("ai.onnx", 13))
@@ -106,10 +108,12 @@ class _Context:
                            outputs=[ir.Value(name=tensor.name, type=ir.TensorType(tensor.dtype),
                                              shape=ir.Shape(array.shape))])
             graph.insert_before(before, node)
+            self.made.append((graph, node))
             return node.outputs[0]
         value = ir.Value(name=tensor.name, type=ir.TensorType(tensor.dtype), shape=ir.Shape(array.shape),
                          const_value=tensor)
         graph.register_initializer(value)
+        self.made.append((graph, tensor.name))
         return value
 
     def node(self, graph, op_type: str, inputs, attributes, before, like: ir.Value, shape) -> ir.Value:
@@ -118,7 +122,18 @@ class _Context:
                        shape=None if shape is None else ir.Shape(shape))
         node = ir.node(op_type, list(inputs), attributes=attributes, outputs=[out])
         graph.insert_before(before, node)
+        self.made.append((graph, node))
         return out
+
+    def undo(self, mark: int) -> None:
+        """Remove what :meth:`constant` and :meth:`node` added since ``mark`` (``len(made)`` then),
+        latest first: a replacement built part way and then given up leaves nothing behind."""
+        while len(self.made) > mark:
+            graph, made = self.made.pop()
+            if isinstance(made, str):
+                del graph.initializers[made]
+            else:
+                graph.remove(made, safe=True)
 
 
 # --------------------------------------------------------------------------- value facts
@@ -391,7 +406,10 @@ class LiftScalarsPass(CleanupPass):
                 continue
             new = None
             if axes in ([0], [-1]):
+                mark = len(ctx.made)
                 new = self._lift(node.inputs[0], graph, ctx, node, top=True)
+                if new is None:  # (a chain given up part way: its first pieces were made)
+                    ctx.undo(mark)
             if new is None:
                 new = _undo_squeeze(node.inputs[0], axes)
             if new is None:

@@ -603,3 +603,19 @@ def test_convert_skips_the_passes_only_when_proven(monkeypatch):
     assert not convert(twins).ok  # duplicates: they run (and here fail)
     monkeypatch.setenv(FULL_CLEANUP_ENV, "1")
     assert not convert(synthetic(24, 8)).ok  # forced
+
+
+def test_a_lift_given_up_part_way_leaves_nothing_behind():
+    """Unsqueeze(Mul(constant scalar, graph input scalar)): LiftScalarsPass lifts the constant
+    first, then cannot lift the input; the constant it made is removed again, so the cleanup
+    reports no change and writes the same bytes (found by the random graphs above)."""
+    nodes = [helper.make_node("Constant", [], ["c0"], value=helper.make_tensor("c0", TensorProto.INT64, [], [2])),
+             helper.make_node("Mul", ["c0", "s"], ["m"]),
+             helper.make_node("Unsqueeze", ["m", "axes"], ["u"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("s", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("u", TensorProto.INT64, [1])],
+                          [helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    reason, report, after = check_sound(proto)
+    assert reason is None and not report["changed"]
+    assert after == round_trip(proto)
