@@ -611,9 +611,10 @@ def test_a_lift_given_up_part_way_leaves_nothing_behind():
     reports no change and writes the same bytes (found by the random graphs above)."""
     nodes = [helper.make_node("Constant", [], ["c0"], value=helper.make_tensor("c0", TensorProto.INT64, [], [2])),
              helper.make_node("Mul", ["c0", "s"], ["m"]),
-             helper.make_node("Unsqueeze", ["m", "axes"], ["u"])]
+             helper.make_node("Unsqueeze", ["m", "axes"], ["u"]),
+             helper.make_node("Neg", ["u"], ["y"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("s", TensorProto.INT64, [])],
-                          [helper.make_tensor_value_info("u", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [1])],
                           [helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
     proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     reason, report, after = check_sound(proto)
