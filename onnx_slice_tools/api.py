@@ -433,9 +433,10 @@ def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: in
     t = time.perf_counter()
     run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
     compared: dict = {}
+    liveness = inplace.liveness if inplace is not None and inplace.proto is proto else None  # (cleanup: a new proto)
     report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
                                               weight_bytes=weight_bytes, load_weights=load_weights, why_none=why,
-                                              compared=compared))
+                                              compared=compared, liveness=liveness))
     if inplace is not None and getattr(inplace, "awaiting", None):
         settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
         report.model_checks["model_run"] = settled.status

@@ -34,6 +34,7 @@ from .inplace import (
     Reference,
     Skip,
     choose_sizes,
+    Liveness,
     estimate_bytes,
     random_feeds,
     run_taps,
@@ -185,19 +186,21 @@ def foreign_ops(proto) -> list:
 
 
 def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), memory_budget: int,
-                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None) -> dict:
+                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None,
+                   liveness: Liveness | None = None) -> dict:
     """check name -> status of the as-shipped run of ``proto`` (see the module doc): ``shipped``
     (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``).
     ``checked``: the run to agree with; None -> skipped with ``why_none``.  ``compared``: filled,
     when onnxruntime's run compared its outputs, with graph output name -> None (agreed) or the
-    problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle)."""
+    problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle).
+    ``liveness``: ``proto``'s, when the in-place run already read it (inplace.Liveness)."""
     names = [ONNXRUNTIME] + [r for r in runtimes if r == OPENVINO]
     label = {ONNXRUNTIME: "shipped", OPENVINO: "shipped_openvino"}
     if checked is None:
         return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     held = checked.held_bytes()
-    need = estimate_bytes(proto, checked.shapes, set()) + held + 2 * weight_bytes
+    need = estimate_bytes(proto, checked.shapes, set(), liveness=liveness) + held + 2 * weight_bytes
     if need > memory_budget:
         why = skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
         return {label[r]: why for r in names}

@@ -98,7 +98,7 @@ def test_the_shipped_run_loads_the_bytes_that_are_saved(tmp_path, monkeypatch, p
 def test_verified_requires_the_shipped_run(monkeypatch):
     """A shipped run that cannot run (here: its memory estimate) leaves the verdict unverified, with why."""
     real = shipped.estimate_bytes
-    monkeypatch.setattr(shipped, "estimate_bytes", lambda *a: real(*a) + 2 ** 40)
+    monkeypatch.setattr(shipped, "estimate_bytes", lambda *a, **k: real(*a, **k) + 2 ** 40)
     rep = api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z")).report
     assert rep.model_checks["model_run"] == "passed"
     assert rep.model_checks["shipped"].startswith("skipped: needs ~")
