@@ -658,13 +658,17 @@ class InplaceRun:
     :meth:`result` runs and compares."""
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
-                 keep_session: bool = False, defer: bool = False):
+                 keep_session: bool = False, defer: bool = False, ship_ahead: bool = False):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
         self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness)
         self.attempt = _Attempt(proto, records, loops=True, **self.kw)
+        self.ahead = None
+        if ship_ahead and self.attempt.thread is not None:  # (its sizes' inference passed: see _Attempt)
+            from .shipped import SessionAhead, serialized
+            self.ahead = SessionAhead(serialized(proto, load_weights))
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
@@ -749,7 +753,8 @@ class InplaceRun:
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False, defer: bool = False) -> InplaceRun:
+                  seed: int = 0, keep_session: bool = False, defer: bool = False,
+                  ship_ahead: bool = False) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only when twice the weights fit
     ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile).
@@ -760,9 +765,16 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     rewrite's input is then not computed here: its reference output, from the tensors that
     reached it here, becomes the checked run's value of that graph output, which the as-shipped
     run must equal bitwise.  (Pure data movement upstream: its input is the same in both runs.)
-    The tapped copy keeps only the nodes the remaining taps and graph outputs need."""
+    The tapped copy keeps only the nodes the remaining taps and graph outputs need.
+
+    ``ship_ahead``: ``proto`` is the model that ships (nothing after the checks changes it):
+    once its tapped session starts -- after shape inference at the chosen sizes passed in the
+    helper process, so onnxruntime's own inference cannot abort ours -- its as-shipped session
+    (shipped.SessionAhead, onnxruntime's default configuration) starts building too, in a thread
+    of its own, while the other checks run (``.ahead``; the as-shipped run takes it)."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
-                      load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer)
+                      load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer,
+                      ship_ahead=ship_ahead)
 
 
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
