@@ -916,7 +916,8 @@ class _Attempt:
         shapes stay valid.  Returns the reason it cannot, or None (``self.pieces`` set)."""
         left = set(self.taps.deferred.values())
         outputs = [o for o in self.graph_outputs() if o not in left]
-        own = self.own if self.own is not None else run_need(self.proto, self.shapes, weight_bytes=self.weight_bytes, liveness=self.liveness)
+        own = self.own if self.own is not None else \
+            run_need(self.proto, self.shapes, weight_bytes=self.weight_bytes, liveness=self.liveness)
         if own > self.budget:
             smaller = dict(self.sizes)
             for k, v in self.sizes.items():
