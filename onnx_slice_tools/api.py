@@ -239,10 +239,11 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     A path to a ``.tflite``, SavedModel folder or Keras file goes through
     :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
-    add to the model (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB: the tensors a run holds, and the
-    external weights a run reads in, see inplace.budget_weight_bytes); a check that needs more is
-    skipped with its reason.  ``weights_held``: the caller holds the model's weights in memory
-    (a framework input: convert_source), so a run does not count its external ones.  Raises
+    add to converting the model (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB: the tensors a run
+    holds, one more copy of the weights in memory, two of external ones, see
+    inplace.budget_weight_bytes); a check that needs more is skipped with its reason.
+    ``weights_held``: the caller holds the model's weights in memory (a framework input:
+    convert_source), so its external ones count as held.  Raises
     :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
@@ -321,10 +322,12 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
     inplace = None
-    weights = 0  # the weights a run counts (inplace.budget_weight_bytes): none, this path holds every one inline
+    weights = 0
+    if verify:
+        from .verification.inplace import budget_weight_bytes
+        weights = budget_weight_bytes(proto, held=True)  # (this path holds every weight inline)
     clean = _provably_clean(report, proto, cleanup and result.modified and verify)
-    final = (clean[1] or not cleanup) and verify and \
-        proto_weight_bytes(proto) * _AHEAD_WEIGHTS <= verify_memory  # nothing below changes it
+    final = (clean[1] or not cleanup) and weights * _AHEAD_WEIGHTS <= verify_memory  # nothing below changes it
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory, ship_ahead=final,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},

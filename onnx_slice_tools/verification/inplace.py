@@ -470,31 +470,33 @@ class Liveness:
 #
 # One rule for every whole-model run (in place, in pieces, as shipped, the baseline run, the
 # cleanup check; docs/design.md "Memory: what the budget counts"): ``--verify-memory`` bounds
-# what verification adds to the model it converts -- the tensors a run holds at once
-# (:func:`estimate_bytes`: inputs, intermediate values, taps, kept outputs) plus the weights it
-# reads in that the conversion itself never held (:func:`budget_weight_bytes`).
+# what verification adds to converting the model -- the tensors a run holds at once
+# (:func:`estimate_bytes`: inputs, intermediate values, taps, kept outputs) plus the weights'
+# charge (:func:`budget_weight_bytes`): one more copy of the weights the process already holds,
+# two of those it never read.
 
 
 def budget_weight_bytes(model, *, held: bool) -> int:
-    """The weights a whole-model run counts against the budget, for an onnx_ir ``model`` (None:
-    a ModelProto, whose weights are inline).  0 when this process already holds every weight
-    (``held``: inline initializers, or a framework input's, which TensorFlow or LiteRT hold
-    for the export and the framework check, itself an onnxruntime run of every weight): a run
-    of the model costs its weights, which anyone converting it has paid once.  Else the
-    external-data tensors, which the conversion streams and never reads: a run reads them in."""
-    if held or model is None:
-        return 0
-    from ..io.files import external_weight_bytes
-    return external_weight_bytes(model)
+    """The bytes a whole-model run of ``model`` counts for its weights (an onnx_ir model, or a
+    ModelProto: the protobuf path, every weight inline).  A run loads the model into an
+    onnxruntime session: one more copy of each weight the process already holds (inline
+    initializers; with ``held``, a framework input's, whose variables TensorFlow or LiteRT holds
+    for the export and the framework check), counted once -- converting the model already paid
+    for the first; an external-data tensor the conversion streams and never reads counts twice
+    (read in from disk, then the session's copy)."""
+    if not hasattr(model, "graph") or not hasattr(model.graph, "initializers"):  # a ModelProto
+        from ..io.files import proto_weight_bytes
+        return proto_weight_bytes(model)
+    from ..io.files import external_weight_bytes, model_weight_bytes
+    return model_weight_bytes(model) + (0 if held else external_weight_bytes(model))
 
 
 def run_need(proto, shapes: dict, keep=frozenset(), *, weight_bytes: int, outputs: bool = True,
              liveness: Liveness | None = None) -> int:
     """Bytes a whole-model run of ``proto`` at ``shapes`` counts against the budget: the tensors
-    live at once (:func:`estimate_bytes` with ``keep``, ``outputs`` and ``liveness``) plus twice
-    the counted weights ``weight_bytes`` (:func:`budget_weight_bytes`: read from disk into the
-    proto, then onnxruntime's copy)."""
-    return estimate_bytes(proto, shapes, set(keep), outputs, liveness=liveness) + 2 * weight_bytes
+    live at once (:func:`estimate_bytes` with ``keep``, ``outputs`` and ``liveness``) plus the
+    weights' charge ``weight_bytes`` (:func:`budget_weight_bytes`)."""
+    return estimate_bytes(proto, shapes, set(keep), outputs, liveness=liveness) + weight_bytes
 
 
 # --------------------------------------------------------------------------- feeds and fetches
@@ -788,7 +790,7 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
                   ship_ahead: bool = False) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only for a run that fits
-    ``memory_budget`` by :func:`run_need`, which counts ``weight_bytes``: :func:`budget_weight_bytes`).
+    ``memory_budget`` by :func:`run_need`; ``weight_bytes``: :func:`budget_weight_bytes`).
 
     ``defer``: the caller runs ``proto``'s graph outputs as shipped (verification/shipped.py)
     on this run's inputs and then calls :meth:`InplaceRun.settle`.  A main-graph rewrite whose

@@ -116,41 +116,42 @@ def _weighted_model(weights: int = 65536):
                   [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", 2])], inits)
 
 
-def test_budget_counts_what_verification_adds_not_the_weights_the_process_holds(tmp_path):
-    """--verify-memory bounds what the checks add to the model (inplace.run_need): inline weights,
-    which converting the model already holds, are not counted; the tensors of a run are.  Here
-    256 KiB of inline weights and a 64 KiB budget: counting the weights twice (the rule before)
-    needs 512 KiB and skipped every whole-model run; now the model is verified."""
-    from onnx_slice_tools.verification.inplace import budget_weight_bytes, run_need
+def test_budget_counts_what_verification_adds_to_the_weights_the_process_holds(tmp_path):
+    """--verify-memory bounds what the checks add to converting the model (inplace.run_need):
+    inline weights, which the conversion already holds, count once (the run's session copy),
+    the tensors of a run count too.  Here 256 KiB of inline weights and a 384 KiB budget:
+    counting the weights twice (the rule before) needed 512 KiB and skipped every whole-model
+    run; now the model is verified."""
+    from onnx_slice_tools.rewrite.shapes import skeleton
+    from onnx_slice_tools.verification.inplace import budget_weight_bytes, infer_at_sizes, run_need
     model = _weighted_model()
-    rep = convert(model, verify_memory=64 * 1024).report
+    weights = 65536 * 4
+    assert weights <= budget_weight_bytes(model, held=True) < weights + 1024  # (with b, e, s)
+    rep = convert(model, verify_memory=384 * 1024).report
     assert rep.verdict == "verified", rep.model_checks
     assert rep.model_checks["model_run"] == "passed" and rep.model_checks["shipped"] == "passed"
-    sizes = {"N": 3}
-    from onnx_slice_tools.verification.inplace import infer_at_sizes
-    from onnx_slice_tools.rewrite.shapes import skeleton
-    shapes, bad = infer_at_sizes(skeleton(model), sizes)
-    assert bad is None and run_need(model, shapes, weight_bytes=65536 * 4) > 64 * 1024  # (the rule before)
-    assert run_need(model, shapes, weight_bytes=budget_weight_bytes(None, held=True)) < 1024
-    # an explicit budget still bounds what a run holds: below the tensors of one run, skipped, named
-    rep = convert(model, verify_memory=16).report  # (x alone: 20 bytes at N = 1)
-    assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
-    assert "(--verify-memory)" in rep.model_checks["model_run"] and not rep.verified
+    shapes, bad = infer_at_sizes(skeleton(model), {"N": 3})
+    assert bad is None and run_need(model, shapes, weight_bytes=2 * weights) > 384 * 1024  # (the rule before)
+    # an explicit budget still bounds: below the weights' copy, and below the tensors of one run
+    for budget in (128 * 1024, 16):  # (x alone: 20 bytes at N = 1)
+        rep = convert(model, verify_memory=budget).report
+        assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
+        assert "(--verify-memory)" in rep.model_checks["model_run"] and not rep.verified
 
 
-def test_budget_counts_external_weights_a_run_reads_in(tmp_path, capsys):
-    """Weights the conversion leaves on disk (external data, never read) are read in by a run:
-    counted twice against the budget, so a budget below them still skips the runs, naming the
-    need and the option; a budget above them verifies."""
+def test_budget_counts_external_weights_twice(tmp_path, capsys):
+    """Weights the conversion leaves on disk (external data, never read) are read in by a run,
+    then copied into its session: counted twice, so a budget below that still skips the runs,
+    naming the need and the option; a budget above it verifies."""
     src = tmp_path / "m.onnx"
     onnx.save_model(_weighted_model(), str(src), save_as_external_data=True, all_tensors_to_one_file=True,
                     location="m.onnx.data", size_threshold=1024)
-    rep = convert(str(src), verify_memory=64 * 1024).report
+    rep = convert(str(src), verify_memory=384 * 1024).report
     assert rep.model_checks["model_run"].startswith("skipped: needs ~0.5"), rep.model_checks
-    assert "budget 0.062 MiB (--verify-memory)" in rep.model_checks["model_run"] and not rep.verified
+    assert "budget 0.38 MiB (--verify-memory)" in rep.model_checks["model_run"] and not rep.verified
     assert convert(str(src), verify_memory=2 ** 20).report.verdict == "verified"
     dst = tmp_path / "out.onnx"
-    assert cli_main(["convert", str(src), "-o", str(dst), "--verify-memory", "0.0625"]) == 0
+    assert cli_main(["convert", str(src), "-o", str(dst), "--verify-memory", "0.375"]) == 0
     assert "NOT fully verified: model_run skipped (needs ~0.5" in capsys.readouterr().out
 
 
