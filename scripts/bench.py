@@ -449,7 +449,7 @@ def bench_source_memory(rows: int, tmp: Path, before: bool = True,
     paths = _make_sources(folder, rows, kinds)
     weights = rows * 1000 * 4
     runs = [("TensorFlow + tf2onnx import alone", None,
-             "import tensorflow, tf2onnx, onnxruntime; from onnx_slice_tools import sources; ok = True")]
+             "import tensorflow, tf2onnx, onnxruntime; from onnx_slice_tools.frontends import sources; ok = True")]
     for kind, path in paths.items():
         runs.append((f"convert_source {kind}", path,
                      f"from onnx_slice_tools.frontends.sources import convert_source; r = convert_source({str(path)!r}); "
@@ -457,7 +457,7 @@ def bench_source_memory(rows: int, tmp: Path, before: bool = True,
                      f"r.save({str(tmp / ('out_' + kind) / 'm.onnx')!r})"))
     if before and "saved_model" in paths:
         runs.append(("SavedModel through tf2onnx's freezing (the path before)", paths["saved_model"],
-                     "from onnx_slice_tools import convert, sources, tfexport; "
+                     "from onnx_slice_tools import convert; from onnx_slice_tools.frontends import sources, tfexport; "
                      f"p = {str(paths['saved_model'])!r}; loaded = sources.load_tf(p); "
                      "m = tfexport.export(*loaded[:2], large_variable_bytes=None); r = convert(m, source=p); "
                      "ok = r.ok and sources.verify_against_source(p, r.model, loaded=loaded).ok"))

@@ -693,8 +693,8 @@ def _verification_flags(p) -> None:
     p.add_argument("--strict", action="store_true",
                    help="a skipped check fails the conversion (exit 1): 'converted' means verified")
     p.add_argument("--verify-memory", type=_mib, default=None, metavar="MIB",
-                   help="memory the checks may add to the model, in MiB (default 256): each run's tensors and the "
-                        "external weights it reads in (weights already in memory are not counted); "
+                   help="memory the checks may add to converting the model, in MiB (default 256): each run's "
+                        "tensors, one more copy of the weights in memory, two of external ones; "
                         "a check needing more is skipped")
 
 
