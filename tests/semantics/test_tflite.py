@@ -644,6 +644,8 @@ def test_offset_ellipsis_negative_stride_empty_output_sized_from_end(isolated):
     assert result.ok, result.report.to_dict()["rewrites"]
     check = result.report.check_of(0)
     assert check.onnxruntime == "passed" and check.tried_shapes == [(3, 1)], check
+    refused = convert(_tflite_onnx_model((2, 1), spec)).report  # a failed rewrite, not unusable input
+    assert not refused.ok and refused.records[0].error_kind == "unsupported" and not refused.invalid_records
 
 
 def test_offset_ellipsis_negative_strides_family(isolated):
