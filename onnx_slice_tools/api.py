@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from .verification.checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .verification.checks import NOT_RUN, PASSED, detail, failed, passed, skipped
 from .errors import ModelError
+from .graphs.allocation import paused_gc
 from .errors import first_line as _first_line
 from .io.files import adopt_files, input_files, load_ir, load_model_proto, model_weight_bytes, proto_weight_bytes, save_model
 from .io.files import PROTO_LIMIT
@@ -299,8 +300,9 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
     domains_before = {o.domain for o in proto.opset_import}
     try:
-        result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
-            proto, shapes, walked.holders)
+        with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
+            result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
+                proto, shapes, walked.holders)
     except ValueError:  # declined after all: nothing was changed
         return None, read
     report.records = result.records
@@ -311,8 +313,9 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     inplace = None
     weights = proto_weight_bytes(proto) if verify else 0
     clean = _provably_clean(report, proto, cleanup and result.modified and verify)
+    final = (clean[1] or not cleanup) and weights * _AHEAD_WEIGHTS <= verify_memory  # nothing below changes it
     if verify:
-        inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
+        inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory, ship_ahead=final,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},
                           weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup and not clean[1])
     checked = _checked_run(inplace, proto, verify_memory, weights, lambda p: p) if verify else None
@@ -421,18 +424,26 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
     report.timings["verify_opset"] = time.perf_counter() - t
 
 
+@paused_gc()
 def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights,
                    inplace=None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
     (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``;
-    then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status."""
+    then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status.
+    Its onnxruntime session may have been started by the in-place run (``inplace.ahead``)."""
     from .verification.shipped import shipped_checks
     t = time.perf_counter()
     run, why = (None, detail(checked)) if isinstance(checked, str) else (checked, None)
     compared: dict = {}
-    report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
-                                              weight_bytes=weight_bytes, load_weights=load_weights, why_none=why,
-                                              compared=compared))
+    liveness = inplace.liveness if inplace is not None and inplace.proto is proto else None  # (cleanup: a new proto)
+    ahead = getattr(inplace, "ahead", None)
+    try:
+        report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
+                                                  weight_bytes=weight_bytes, load_weights=load_weights, why_none=why,
+                                                  compared=compared, liveness=liveness, ahead=ahead))
+    finally:
+        if ahead is not None:
+            ahead.close()
     if inplace is not None and getattr(inplace, "awaiting", None):
         settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
         report.model_checks["model_run"] = settled.status
@@ -462,6 +473,11 @@ def _runnable_ir_version(current: int | None, opset: int) -> int:
     from .verification.lowerings import ir_version_for, max_supported_ir_version
     need = ir_version_for(opset)
     return min(max(current or 0, need), max(max_supported_ir_version(), need))
+
+
+#: the as-shipped session is built ahead (two sessions with their weights alive at once) only
+#: when this many times the weights fit the budget
+_AHEAD_WEIGHTS = 8
 
 
 def _provably_clean(report: Report, proto, asked: bool) -> tuple:
@@ -554,19 +570,22 @@ def _baseline_proto(model, m, upgraded: bool):
     return read if read is not None else onnx.load(str(model), load_external_data=False)
 
 
+@paused_gc()  # (many small acyclic objects: see graphs/allocation.py)
 def _verify(report: Report, proto, baseline, result, opset: int, budget: int, removed_domains, *,
-            weight_bytes: int, load_weights, keep_session: bool = False):
+            weight_bytes: int, load_weights, keep_session: bool = False, ship_ahead: bool = False):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
     thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
     nothing was replaced); with ``keep_session`` its session is kept for the cleanup check (``_cleanup``),
-    else the rewrites whose output the as-shipped run gives are left to it (inplace.start_inplace, ``defer``)."""
+    else the rewrites whose output the as-shipped run gives are left to it (inplace.start_inplace, ``defer``).
+    ``ship_ahead``: ``proto`` is the model that ships (see start_inplace)."""
     from .verification.inplace import start_inplace, structural_diff
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
         pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=weight_bytes,
-                                load_weights=load_weights, keep_session=keep_session, defer=not keep_session)
+                                load_weights=load_weights, keep_session=keep_session, defer=not keep_session,
+                                ship_ahead=ship_ahead)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
     report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget,

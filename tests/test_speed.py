@@ -153,3 +153,29 @@ def test_runtime_probes_are_remembered_per_installation(tmp_path, monkeypatch):
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert first.stdout.split()[1] == "True" and again.stdout.split() == [first.stdout.split()[0], "False"]
+
+
+_PLAIN_CONVERT = """
+import sys
+from onnx import TensorProto as T, helper, save
+b, e, s = (helper.make_tensor(n, T.INT64, [2], v) for n, v in (("b", [0, 1]), ("e", [0, 3]), ("s", [1, 1])))
+node = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], domain="ai.onnx.converters.tensorflow",
+                        begin_mask=1, end_mask=1)
+g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", T.FLOAT, [2, 5])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, None)], [b, e, s])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+from onnx_slice_tools.cli.main import main
+code = main(["convert", sys.argv[1], "-o", sys.argv[2]])
+print(code, "onnx_ir" in sys.modules, "sympy.core" in sys.modules)  # (the CLI may place a lazy "sympy")
+"""
+
+
+def test_converting_a_plain_onnx_model_imports_no_onnx_ir(tmp_path):
+    """The command line's convert of an ONNX model the protobuf path takes, with nothing to
+    clean, never imports onnx-ir (nor sympy through it): the frontends' modules import no
+    onnx-ir either, and the cleanup's pre-check needs none."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _PLAIN_CONVERT, str(tmp_path / "m.onnx"), str(tmp_path / "o.onnx")],
+                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout

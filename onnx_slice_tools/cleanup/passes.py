@@ -18,10 +18,11 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
   constants compared by value) computed once per graph;
 * :class:`RemoveDeadPass` -- onnx-ir's unused-node removal plus unused subgraph initializers.
 
-Each pass also owns its firing condition on the ModelProto, ``may_fire(index)`` over the
-protobuf index of cleanup/scan.py: a reason whenever the pass could change the model (shape-
-dependent parts taken as "may hold"), else None.  ``scan.may_change`` asks them all before any
-onnx-ir model exists; when none may fire, ``convert`` does not run the passes.
+Each pass also has its firing condition on the ModelProto, ``may_fire(index)`` (its function in
+cleanup/conditions.py, over the protobuf index of cleanup/scan.py): a reason whenever the pass
+could change the model (shape-dependent parts taken as "may hold"), else None.
+``scan.may_change`` asks them all before any onnx-ir model exists (or is imported); when none
+may fire, ``convert`` does not run the passes.
 
 Nothing changes a value's bits: folding evaluates only integer data movement and integer
 ``Add``/``Sub``/``Mul``/``Neg`` whose results fit the type; lifting and merging keep every op's
@@ -38,20 +39,12 @@ import itertools
 import numpy as np
 import onnx_ir as ir
 
-from .scan import DEFAULT_DOMAIN, EXOTIC, SMALL, MayChange, ProtoIndex, numel, tensor_array, where
+from . import conditions
+from .conditions import ELEMENTWISE, NONDETERMINISTIC
+from .scan import SMALL, ProtoIndex
 from ..errors import first_line as _first_line
 from ..graphs.walk import proto_graphs
 
-#: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed
-#: (exact arithmetic, comparisons and selection; no transcendental functions).
-ELEMENTWISE = frozenset({
-    "Cast", "Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Min", "Max", "Sign", "Floor", "Ceil",
-    "Round", "Not", "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-    "Where", "Identity", "BitShift",
-})
-#: Ops CSE never merges.
-NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-                              "Multinomial", "Bernoulli", "Dropout"})
 _INT_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                         ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 #: Above this many bytes of in-memory weights, shape inference (which serialises the model) is
@@ -94,6 +87,8 @@ class _Context:
                 names.update(v.name for v in n.outputs if v.name)
         self.names = names
         self.counter = itertools.count()
+        self.made: list = []  # (graph, node or initializer name) in the order added: see undo
+
 
     def opset(self) -> int:
         return self.model.opset_imports.get("", self.model.opset_imports.get("ai.onnx", 13))
@@ -113,10 +108,12 @@ class _Context:
                            outputs=[ir.Value(name=tensor.name, type=ir.TensorType(tensor.dtype),
                                              shape=ir.Shape(array.shape))])
             graph.insert_before(before, node)
+            self.made.append((graph, node))
             return node.outputs[0]
         value = ir.Value(name=tensor.name, type=ir.TensorType(tensor.dtype), shape=ir.Shape(array.shape),
                          const_value=tensor)
         graph.register_initializer(value)
+        self.made.append((graph, tensor.name))
         return value
 
     def node(self, graph, op_type: str, inputs, attributes, before, like: ir.Value, shape) -> ir.Value:
@@ -125,7 +122,18 @@ class _Context:
                        shape=None if shape is None else ir.Shape(shape))
         node = ir.node(op_type, list(inputs), attributes=attributes, outputs=[out])
         graph.insert_before(before, node)
+        self.made.append((graph, node))
         return out
+
+    def undo(self, mark: int) -> None:
+        """Remove what :meth:`constant` and :meth:`node` added since ``mark`` (``len(made)`` then),
+        latest first: a replacement built part way and then given up leaves nothing behind."""
+        while len(self.made) > mark:
+            graph, made = self.made.pop()
+            if isinstance(made, str):
+                del graph.initializers[made]
+            else:
+                graph.remove(made, safe=True)
 
 
 # --------------------------------------------------------------------------- value facts
@@ -315,8 +323,9 @@ def _fits(v: int, dtype: ir.DataType) -> bool:
 
 class CleanupPass(ir.passes.InPlacePass):
     """A pass over every graph, subgraph and function body of a model (``run_graph``), with its
-    firing condition on the ModelProto (``may_fire``) next to it: a new pass subclasses this,
-    goes into :func:`default_passes`, and overrides ``may_fire`` to be skipped when it cannot fire."""
+    firing condition on the ModelProto (``may_fire``): a new pass subclasses this, goes into
+    :func:`default_passes`, and points ``may_fire`` at its condition in cleanup/conditions.py
+    (listed in ``conditions.CONDITIONS``) to be skipped when it cannot fire."""
 
     def call(self, model) -> ir.passes.PassResult:
         graphs = graphs_of(model)
@@ -365,24 +374,7 @@ class FoldShapeArithmeticPass(CleanupPass):
             changed = True
         return changed
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        return _may_know_integers(index)
-
-
-def _may_know_integers(index: ProtoIndex) -> str | None:
-    """The condition of :class:`FoldShapeArithmeticPass` and :class:`RebuildShapeVectorsPass`
-    (both act on values whose integer elements ``_Facts`` knows): a node output that is not a
-    graph output and may have a fact, unless it is a Shape/Size of a graph input whose symbolic
-    dims deny one."""
-    for gi in index.graphs:
-        for node, ins, outs in gi.facts:
-            if outs[0].out_any:
-                continue
-            if node.op_type not in ("Shape", "Size") or not index.surely_symbolic(node, ins):
-                return (f"FoldShapeArithmeticPass or RebuildShapeVectorsPass may change "
-                        f"{where(node)} (integer value of known elements)")
-    return None
+    may_fire = staticmethod(conditions.known_integers)
 
 
 def _folds(facts: _Facts, node) -> bool:
@@ -414,7 +406,10 @@ class LiftScalarsPass(CleanupPass):
                 continue
             new = None
             if axes in ([0], [-1]):
+                mark = len(ctx.made)
                 new = self._lift(node.inputs[0], graph, ctx, node, top=True)
+                if new is None:  # (a chain given up part way: its first pieces were made)
+                    ctx.undo(mark)
             if new is None:
                 new = _undo_squeeze(node.inputs[0], axes)
             if new is None:
@@ -469,72 +464,7 @@ class LiftScalarsPass(CleanupPass):
                 return None
         return ctx.node(graph, node.op_type, lifted, dict(node.attributes), before, value, (1,))
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        """An Unsqueeze (not a graph output) with known axes of a Squeeze, or of a value
-        :meth:`_lift` may lift (shapes taken as fitting)."""
-        memo: dict = {}
-        for gi, node, ins, outs in index.each("Unsqueeze"):
-            if outs[0].out_any:
-                continue
-            axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
-            if axes is None and len(ins) > 1 and ins[1] is not None:
-                axes = index.ints(ins[1])
-            if axes is None:
-                continue
-            if not ins:
-                return f"LiftScalarsPass may change {where(node)} (no input)"
-            src = ins[0]
-            producer = src.node if src is not None and src.kind == "node" else None
-            if producer is not None and producer.op_type == "Squeeze" and producer.domain in DEFAULT_DOMAIN:
-                return f"LiftScalarsPass may change {where(node)} (Unsqueeze of a Squeeze)"
-            if axes in ([0], [-1]) and _may_lift(index, src, gi.gid, 0, memo):
-                return f"LiftScalarsPass may change {where(node)} (a scalar computation to lift)"
-        return None
-
-
-def _may_lift(index: ProtoIndex, d, gid: int, depth: int, memo: dict) -> bool:
-    """:meth:`LiftScalarsPass._lift` may return a value for ``d`` (shapes taken as fitting);
-    ``memo``: id(def) -> the answer (a def belongs to one graph)."""
-    if d is None:
-        return False
-    if depth > 200:
-        return True
-    arr = index.array(d)
-    if arr is not None:
-        return arr is EXOTIC or arr.ndim == 0
-    if d.kind != "node" or d.graph != gid:
-        return False
-    hit = memo.get(id(d))
-    if hit is not None:
-        return hit
-    node = d.node
-    if node.domain not in DEFAULT_DOMAIN or len(node.output) != 1:
-        lift = False
-    elif node.op_type == "Squeeze":
-        lift = True
-    elif d.uses != 1 or d.out_any:
-        lift = False
-    elif node.op_type == "Gather":
-        lift = _scalar_index(index, node, d.ins)
-    elif node.op_type not in ELEMENTWISE or not node.input:
-        lift = False
-    elif node.op_type == "Cast" and any(a.name != "to" for a in node.attribute):
-        lift = False
-    else:
-        lift = all(x is not None and _may_lift(index, x, gid, depth + 1, memo) for x in d.ins)
-    memo[id(d)] = lift
-    return lift
-
-
-def _scalar_index(index: ProtoIndex, node, ins) -> bool:
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-    if axis not in (0, -1):
-        return False
-    if len(ins) < 2:
-        return True
-    idx = index.array(ins[1])
-    return idx is EXOTIC or (idx is not None and idx.ndim == 0)
+    may_fire = staticmethod(conditions.lift_scalars)
 
 
 def _is_scalar(value) -> bool:
@@ -598,37 +528,7 @@ class MergeSlicesPass(CleanupPass):
             changed = True
         return changed
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        """A Slice of a Slice used once, both with constant parameters on axes that are distinct
-        (negative axes: may be, with the rank inference finds)."""
-        for gi, node, ins, _ in index.each("Slice"):
-            if len(ins) < 3 or ins[0] is None or ins[0].kind != "node":
-                continue
-            mid = ins[0]
-            inner = mid.node
-            if inner.op_type != "Slice" or inner.domain not in DEFAULT_DOMAIN or mid.graph != gi.gid \
-                    or len(inner.input) < 3 or mid.uses != 1 or mid.out_any:
-                continue
-            a, b = _proto_slice_params(index, mid.ins), _proto_slice_params(index, ins)
-            if a is None or b is None:
-                continue
-            axes = a[2] + b[2]
-            if any(ax < 0 for ax in axes) or len(set(axes)) == len(axes):
-                return f"MergeSlicesPass may change {where(node)} (Slice of a Slice)"
-        return None
-
-
-def _proto_slice_params(index: ProtoIndex, ins):
-    """:func:`_slice_params` on the index: a Slice's input defs ``ins``."""
-    starts, ends = index.ints(ins[1]), index.ints(ins[2])
-    if starts is None or ends is None or len(starts) != len(ends):
-        return None
-    axes = index.ints(ins[3]) if len(ins) > 3 and ins[3] is not None else list(range(len(starts)))
-    steps = index.ints(ins[4]) if len(ins) > 4 and ins[4] is not None else [1] * len(starts)
-    if axes is None or steps is None or len(axes) != len(starts) or len(steps) != len(starts):
-        return None
-    return starts, ends, axes, steps
+    may_fire = staticmethod(conditions.merge_slices)
 
 
 def _slice_params(node):
@@ -671,17 +571,7 @@ class TransposeSliceTransposePass(CleanupPass):
             changed = True
         return changed
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        """A Transpose of a Slice of a Transpose (either may be undone)."""
-        for _, node, ins, _ in index.each("Transpose"):
-            mid = ins[0] if ins else None
-            if mid is None or mid.kind != "node" or mid.node.op_type != "Slice" or not mid.ins:
-                continue
-            first = mid.ins[0]
-            if first is not None and first.kind == "node" and first.node.op_type == "Transpose":
-                return f"TransposeSliceTransposePass may change {where(node)} (a Slice between Transposes)"
-        return None
+    may_fire = staticmethod(conditions.transpose_slice_transpose)
 
 
 def _transpose_pair(node, graph):
@@ -754,17 +644,7 @@ class ReshapeCopyDimsPass(CleanupPass):
             changed = True
         return changed
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        """A Reshape (allowzero 0) whose shape is not a constant but may have a fact."""
-        for _, node, ins, _ in index.each("Reshape"):
-            allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
-            if len(ins) != 2 or allowzero or ins[1] is None:
-                continue
-            shape = ins[1]
-            if index.array(shape) is None and index.has_fact(shape):
-                return f"ReshapeCopyDimsPass may change {where(node)}"
-        return None
+    may_fire = staticmethod(conditions.reshape_copy_dims)
 
 
 def _shape_list(value):
@@ -845,9 +725,7 @@ class RebuildShapeVectorsPass(CleanupPass):
             return parts[0]
         return ctx.node(graph, "Concat", parts, {"axis": 0}, before, out, _shape_list(out))
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        return _may_know_integers(index)
+    may_fire = staticmethod(conditions.known_integers)
 
 
 def _shape_pieces(fact):
@@ -929,29 +807,7 @@ class CommonSubexpressionPass(CleanupPass):
             changed = True
         return changed
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        """A node (none of its outputs a graph output) with the key of an earlier node of its
-        graph: :func:`_node_key` on the proto, never finer (equal keys there, equal here)."""
-        value_key = index.value_key
-        for gi in index.graphs:
-            keys: dict = {}
-            for node, ins, outs in gi.nodes:
-                op, domain = node.op_type, node.domain
-                if op in NONDETERMINISTIC:
-                    continue
-                attrs = _proto_attrs_key(node.attribute) if node.attribute else ()
-                if attrs is None:
-                    continue
-                if op == "Constant" and domain in DEFAULT_DOMAIN:
-                    key: tuple = ("Constant", node.overload, attrs)
-                else:
-                    key = ("" if domain == "ai.onnx" else domain, op, node.overload, len(outs),
-                           tuple([None if d is None else d.key if d.key is not None else value_key(d) for d in ins]),
-                           attrs)
-                if keys.setdefault(key, node) is not node and not any(d.out_any for d in outs):
-                    return f"CommonSubexpressionPass may change {where(node)} (an equal node before it)"
-        return None
+    may_fire = staticmethod(conditions.common_subexpression)
 
 
 def _value_key(value):
@@ -997,48 +853,6 @@ def _node_key(node, value_keys: dict | None = None):
     return (node.op_identifier(), len(node.outputs), inputs, tuple(attrs))
 
 
-_NOKEY = object()  # an attribute value CSE never merges
-_ATTR_INT, _ATTR_FLOAT, _ATTR_STRING, _ATTR_TENSOR, _ATTR_FLOATS, _ATTR_INTS, _ATTR_STRINGS = 2, 1, 3, 4, 6, 7, 8
-
-
-def _proto_attrs_key(attributes) -> tuple | None:
-    """A node proto's attributes as :func:`_node_key` compares them, never finer; None: never merged."""
-    attrs = []
-    for a in sorted(attributes, key=lambda a: a.name):
-        v = _proto_attr_value(a)
-        if v is _NOKEY:
-            return None
-        attrs.append((a.name, a.type, v))
-    return tuple(attrs)
-
-
-def _proto_attr_value(a):
-    """An attribute's value as :func:`_node_key` compares it (NaN equal to NaN: coarser), or _NOKEY."""
-    t = a.type
-    if a.ref_attr_name:  # only functions have them (and functions are not pre-checked)
-        raise MayChange(f"may change: attribute {a.name!r} refers to a function attribute outside a function")
-    if t == _ATTR_INT:
-        return a.i
-    if t == _ATTR_FLOAT:
-        return "nan" if a.f != a.f else a.f
-    if t == _ATTR_STRING:
-        return a.s.decode("utf-8", errors="replace")
-    if t == _ATTR_INTS:
-        return tuple(a.ints)
-    if t == _ATTR_FLOATS:
-        return tuple("nan" if f != f else f for f in a.floats)
-    if t == _ATTR_STRINGS:
-        return tuple(s.decode("utf-8", errors="replace") for s in a.strings)
-    if t == _ATTR_TENSOR:
-        if numel(a.t) > SMALL:
-            return _NOKEY
-        arr = tensor_array(a.t)
-        return "exotic" if arr is EXOTIC else (str(arr.dtype), arr.shape, arr.tobytes())
-    if t == 0:
-        raise MayChange(f"may change: attribute {a.name!r} has no type (not pre-checked)")
-    return _NOKEY  # graphs, tensors, sparse tensors, type protos: never merged
-
-
 class RemoveDeadPass(ir.passes.InPlacePass):
     """onnx-ir's ``RemoveUnusedNodesPass`` (nodes everywhere, main-graph initializers), then
     subgraph initializers nothing reads."""
@@ -1063,60 +877,7 @@ class RemoveDeadPass(ir.passes.InPlacePass):
                     changed = True
         return ir.passes.PassResult(model, modified=changed)
 
-    @classmethod
-    def may_fire(cls, index: ProtoIndex) -> str | None:
-        """A value nothing uses (a dead node, an unused optional output, an unused initializer),
-        trailing empty inputs or outputs, or a BatchNormalization (onnx-ir trims its outputs)."""
-        for gi in index.graphs:
-            for node, what in gi.bad_io:
-                return f"RemoveDeadPass may change {where(node)}: {what}"
-            for d in gi.scope.values():
-                if d.uses or d.out_any:
-                    continue
-                if d.kind == "init":
-                    return f"RemoveDeadPass may change it: initializer {d.tensor.name!r} is not used"
-                if d.kind == "node":
-                    reason = _unused_output(index, d, gi.scope)
-                    if reason is not None:
-                        return reason
-        for _, node, _, _ in index.each("BatchNormalization"):
-            return f"RemoveDeadPass may change {where(node)} (BatchNormalization's outputs)"
-        return None
-
-
-def _unused_output(index: ProtoIndex, d, scope: dict) -> str | None:
-    """onnx-ir's RemoveUnusedNodesPass (and :func:`_remove_dead_in_bulk`) on ``d``, an output
-    nothing uses: its node is dead, or it is an optional output onnx-ir drops."""
-    node = d.node
-    outs = [scope[name] if name else None for name in node.output]
-    unused = [o is None or not o.uses and not o.out_any for o in outs]
-    if all(unused):
-        return f"RemoveDeadPass may change it: {where(node)} is dead"
-    if node.domain not in ("", "ai.onnx", "onnx.ai"):
-        return None
-    optional = _optional_outputs(index, node)
-    if optional is None or any(u and opt for u, opt in zip(unused, optional)):
-        return f"RemoveDeadPass may change {where(node)}: an unused optional output"
-    return None
-
-
-def _optional_outputs(index: ProtoIndex, node) -> list | None:
-    """Per output of the schema, whether it is optional; [] when onnx-ir leaves the outputs
-    (no schema, a variadic output); None when unsure."""
-    if node.domain == "onnx.ai":
-        return None
-    key = ("optional outputs", node.op_type, index.opset)
-    if key not in index.cache:
-        import onnx
-        try:
-            schema = onnx.defs.get_schema(node.op_type, index.opset, domain="")
-        except Exception:  # onnx-ir skips the node then too
-            index.cache[key] = []
-        else:
-            option = onnx.defs.OpSchema.FormalParameterOption
-            opts = [o.option for o in schema.outputs]
-            index.cache[key] = [] if option.Variadic in opts else [o == option.Optional for o in opts]
-    return index.cache[key]
+    may_fire = staticmethod(conditions.remove_dead)
 
 
 def _remove_dead_in_bulk(model) -> None:

@@ -4,12 +4,12 @@
 passes' conditions read: each value's definition and its uses counted as onnx-ir counts them
 (node input slots, at any depth; graph outputs are not uses), which values cleanup's ``_Facts``
 may know integer elements of, small constants (read once), and per graph its nodes in order,
-those of the default domain also by op type.  Each pass owns its firing condition, next to its
-code in cleanup/passes.py: ``may_fire(index)`` returns a reason naming the pass and the node
+those of the default domain also by op type.  Each pass has its firing condition in
+cleanup/conditions.py (the pass's ``may_fire``): it returns a reason naming the pass and the node
 whenever the pass could change the model (its match conditions with everything that needs
 inferred shapes taken as "may hold"; it may fire too often, never too rarely), else None.
 
-:func:`may_change` builds the index and asks every pass of a default cleanup.  None means no
+:func:`may_change` builds the index and asks every condition of a default cleanup.  None means no
 pass can change the model -- ``cleanup()`` would report ``changed: False`` and leave the model
 as it is -- so the caller skips onnx-ir's deserialisation, shape inference and the passes.
 What the index does not model exactly raises :class:`MayChange` ("may change" whatever the
@@ -19,11 +19,11 @@ exactness here), sparse initializers, names defined twice or read before their d
 
 from __future__ import annotations
 
-import gc
 import os
 
 import numpy as np
 
+from ..graphs.allocation import paused_gc
 from ..graphs.walk import proto_subgraphs
 
 #: Constants up to this many elements are read for folding and compared by value in CSE.
@@ -76,32 +76,28 @@ class GraphIndex:
 
 def may_change(proto, passes=None) -> str | None:
     """None when no cleanup pass can change ``proto``; else a short reason naming the pass and
-    the node.  ``passes``: the classes (or instances) asked, by default ``RemoveDeadPass`` and
-    ``cleanup.passes.default_passes()``; one without ``may_fire`` may always fire."""
-    paused = gc.isenabled()
-    gc.disable()  # ~15 objects a node, no cycles: a collection would only rescan the caller's heap
+    the node.  ``passes``: the classes (or instances) asked, by their ``may_fire`` (one without
+    it may always fire); by default the conditions of a default cleanup
+    (``conditions.CONDITIONS``, which needs no onnx-ir)."""
+    from .conditions import CONDITIONS
+    asked = list(dict.fromkeys(CONDITIONS.values())) if passes is None else \
+        [getattr(p, "may_fire", None) or _no_condition(p) for p in passes]
     try:
-        index = ProtoIndex(proto)
-        for p in default_cleanup() if passes is None else passes:
-            fires = getattr(p, "may_fire", None)
-            reason = f"{_name(p)} may change it (it has no pre-check)" if fires is None else fires(index)
-            if reason:
-                return reason
+        with paused_gc():  # ~15 objects a node, no cycles
+            index = ProtoIndex(proto)
+            for fires in asked:
+                reason = fires(index)
+                if reason:
+                    return reason
     except MayChange as exc:
         return str(exc)
     except RecursionError:
         return "may change: the graph nests too deep for the pre-check"
-    finally:
-        if paused:
-            gc.enable()
     return None
 
 
-def default_cleanup() -> tuple:
-    """The passes of a default cleanup, in the order its report lists them: ``RemoveDeadPass``
-    (it runs first) and ``cleanup.passes.default_passes()``."""
-    from .passes import RemoveDeadPass, default_passes
-    return (RemoveDeadPass(), *default_passes())
+def _no_condition(p):
+    return lambda index: f"{_name(p)} may change it (it has no pre-check)"
 
 
 def nothing_to_clean(proto) -> bool:
@@ -126,8 +122,10 @@ def unchanged_report(proto) -> dict:
 
 
 def pass_names() -> tuple:
-    """The names of :func:`default_cleanup`'s passes (derived, so a new pass is listed by itself)."""
-    return tuple(_name(p) for p in default_cleanup())
+    """The names of the passes of a default cleanup, in the order its report lists them
+    (``RemoveDeadPass``, which runs first, then ``cleanup.passes.default_passes()``)."""
+    from .conditions import CONDITIONS
+    return tuple(CONDITIONS)
 
 
 def __getattr__(name: str):

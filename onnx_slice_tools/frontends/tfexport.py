@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from ..errors import ConversionError
-from ..rewrite.ir_pass import TF_DOMAIN
+from ..rewrite.core import TF_DOMAIN
 
 #: Variables of at least this many bytes are not frozen by TensorFlow/tf2onnx (see the module doc).
 LARGE_VARIABLE_BYTES = 1 << 16

@@ -396,44 +396,74 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     return sizes, shapes
 
 
-def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True) -> int:
+def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True, liveness: Liveness | None = None) -> int:
     """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
     (a tensor lives from its producer to its last consumer; graph outputs, values nothing
     consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
     ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when made
-    (what a run of a pruned copy fetching none of them would hold)."""
-    size, per_elem = {}, {}
-    for name, (elem, dims) in shapes.items():
-        if dims is not None and None not in dims:
-            count = 1
-            for d in dims:
-                count *= d
-            if elem not in per_elem:
-                per_elem[elem] = _elem_size(elem)
-            size[name] = count * per_elem[elem]
-    ios = [(tuple(n.input), tuple(n.output)) for n in proto.graph.node]  # each field read once
-    last = {}
-    for k, (inputs, _) in enumerate(ios):
-        for i in inputs:
-            last[i] = k
-    end = len(ios)
-    for o in proto.graph.output if outputs else ():
-        last[o.name] = end
-    for name in keep:
-        last[name] = end
-    freed: list = [[] for _ in ios]  # node index -> the sizes of the values it reads last
-    for name, k in last.items():
-        if k < end and name in size:
-            freed[k].append(size[name])
-    live = sum(size.get(vi.name, 0) for vi in _fed_inputs(proto))
-    peak = live
-    for k, (_, produced) in enumerate(ios):
-        live += sum(size[o] for o in produced if o in size)
-        peak = max(peak, live)
-        live -= sum(freed[k])
-        if not outputs:  # nothing reads it and nothing holds it: freed when made
-            live -= sum(size[o] for o in produced if o in size and o not in last)
-    return peak
+    (what a run of a pruned copy fetching none of them would hold).  ``liveness``: ``proto``'s
+    :class:`Liveness`, when the caller asks more than once."""
+    return (liveness or Liveness(proto)).peak(shapes, keep, outputs)
+
+
+class Liveness:
+    """The main graph's value lifetimes (producer and last consumer of each value, node by
+    node), read from ``proto`` once, on the first :meth:`peak`: one model's estimates at several
+    sizes or with several kept sets cost one read of its nodes."""
+
+    def __init__(self, proto):
+        self.proto = proto
+        self._tables: tuple | None = None
+
+    def _read(self) -> tuple:
+        if self._tables is None:
+            produced = [tuple(n.output) for n in self.proto.graph.node]
+            last: dict = {}
+            for k, n in enumerate(self.proto.graph.node):
+                for i in n.input:
+                    last[i] = k
+            self._tables = (produced, last, [o.name for o in self.proto.graph.output],
+                            [vi.name for vi in _fed_inputs(self.proto)])
+        return self._tables
+
+    def peak(self, shapes: dict, keep=(), outputs: bool = True) -> int:
+        """:func:`estimate_bytes` of the model at ``shapes``."""
+        produced, consumed, graph_outputs, fed = self._read()
+        size, per_elem = {}, {}
+        for name, (elem, dims) in shapes.items():
+            if dims is not None and None not in dims:
+                count = 1
+                for d in dims:
+                    count *= d
+                if elem not in per_elem:
+                    per_elem[elem] = _elem_size(elem)
+                size[name] = count * per_elem[elem]
+        end = len(produced)
+        last = dict(consumed)
+        for o in graph_outputs if outputs else ():
+            last[o] = end
+        for name in keep:
+            last[name] = end
+        freed = [0] * end  # node index -> the bytes of the values it reads last
+        for name, k in last.items():
+            if k < end and name in size:
+                freed[k] += size[name]
+        live = sum(size.get(name, 0) for name in fed)
+        peak = live
+        for k, outs in enumerate(produced):
+            made = transient = 0
+            for o in outs:
+                if o in size:
+                    made += size[o]
+                    if o not in last:  # nothing reads it and nothing holds it
+                        transient += size[o]
+            live += made
+            if live > peak:
+                peak = live
+            live -= freed[k]
+            if not outputs:  # freed when made
+                live -= transient
+        return peak
 
 
 # --------------------------------------------------------------------------- feeds and fetches
@@ -628,12 +658,17 @@ class InplaceRun:
     :meth:`result` runs and compares."""
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
-                 keep_session: bool = False, defer: bool = False):
+                 keep_session: bool = False, defer: bool = False, ship_ahead: bool = False):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
+        self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
-                       keep_session=keep_session, marks=self.marks, defer=defer)
+                       keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness)
         self.attempt = _Attempt(proto, records, loops=True, **self.kw)
+        self.ahead = None
+        if ship_ahead and self.attempt.thread is not None:  # (its sizes' inference passed: see _Attempt)
+            from .shipped import SessionAhead, serialized
+            self.ahead = SessionAhead(serialized(proto, load_weights))
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
@@ -718,7 +753,8 @@ class InplaceRun:
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False, defer: bool = False) -> InplaceRun:
+                  seed: int = 0, keep_session: bool = False, defer: bool = False,
+                  ship_ahead: bool = False) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only when twice the weights fit
     ``memory_budget``; the activations are estimated, and checked against the rest, meanwhile).
@@ -729,9 +765,16 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     rewrite's input is then not computed here: its reference output, from the tensors that
     reached it here, becomes the checked run's value of that graph output, which the as-shipped
     run must equal bitwise.  (Pure data movement upstream: its input is the same in both runs.)
-    The tapped copy keeps only the nodes the remaining taps and graph outputs need."""
+    The tapped copy keeps only the nodes the remaining taps and graph outputs need.
+
+    ``ship_ahead``: ``proto`` is the model that ships (nothing after the checks changes it):
+    once its tapped session starts -- after shape inference at the chosen sizes passed in the
+    helper process, so onnxruntime's own inference cannot abort ours -- its as-shipped session
+    (shipped.SessionAhead, onnxruntime's default configuration) starts building too, in a thread
+    of its own, while the other checks run (``.ahead``; the as-shipped run takes it)."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
-                      load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer)
+                      load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer,
+                      ship_ahead=ship_ahead)
 
 
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
@@ -744,8 +787,9 @@ class _Attempt:
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-                 seed: int, keep_session: bool, marks: dict, defer: bool = False):
+                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
+        self.liveness = liveness or Liveness(proto)
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
         self.session: Any = None
@@ -802,7 +846,7 @@ class _Attempt:
             _, shapes = self._sizes()
         except Skip:
             return frozenset()  # (_prepare skips with the reason)
-        self.own = estimate_bytes(self.proto, shapes, set()) + 2 * self.weight_bytes
+        self.own = estimate_bytes(self.proto, shapes, set(), liveness=self.liveness) + 2 * self.weight_bytes
         if self.own > self.budget:  # the as-shipped run will not fit at these sizes: every rewrite checked here
             return frozenset()
         self.exact = frozenset(self.exact_outputs(shapes))
@@ -817,7 +861,8 @@ class _Attempt:
         except Skip as exc:
             self.skip = self._skip_all(str(exc))
             return
-        self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+        self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names),
+                                   liveness=self.liveness) + 2 * self.weight_bytes
         self.pieces: list[list[str] | None] = [None]  # [None]: one run fetching every tap and graph output
         if self.need > self.budget:
             problem = self._in_pieces()
@@ -841,7 +886,8 @@ class _Attempt:
         shapes stay valid.  Returns the reason it cannot, or None (``self.pieces`` set)."""
         left = set(self.taps.deferred.values())
         outputs = [o for o in self.graph_outputs() if o not in left]
-        own = self.own if self.own is not None else estimate_bytes(self.proto, self.shapes, set()) + 2 * self.weight_bytes
+        own = self.own if self.own is not None else \
+            estimate_bytes(self.proto, self.shapes, set(), liveness=self.liveness) + 2 * self.weight_bytes
         if own > self.budget:
             smaller = dict(self.sizes)
             for k, v in self.sizes.items():
@@ -851,10 +897,12 @@ class _Attempt:
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
-            self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names)) + 2 * self.weight_bytes
+            self.need = estimate_bytes(self.proto, self.shapes, set(self.taps.names),
+                                       liveness=self.liveness) + 2 * self.weight_bytes
             if self.need <= self.budget:
                 return None
-        base = estimate_bytes(self.proto, self.shapes, set(), outputs=False) + 2 * self.weight_bytes
+        base = estimate_bytes(self.proto, self.shapes, set(), outputs=False, liveness=self.liveness) + \
+            2 * self.weight_bytes
         room = self.budget - base
         units = [[*self.taps.views[id(r)].values(), *([self.taps.branch[id(r)][0]] if id(r) in self.taps.branch else []),
                   *(n for view in self.taps.calls.get(id(r), ()) for n in view.values())] for r in self.checked]
@@ -997,7 +1045,7 @@ class _Attempt:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
                 shapes, bad = infer_at_sizes(sk, sizes)
-                need = estimate_bytes(proto, shapes, set(taps.names)) + 2 * weight_bytes
+                need = estimate_bytes(proto, shapes, set(taps.names), liveness=self.liveness) + 2 * weight_bytes
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
                 if need > memory_budget:

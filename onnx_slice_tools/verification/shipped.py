@@ -34,6 +34,7 @@ from .inplace import (
     Reference,
     Skip,
     choose_sizes,
+    Liveness,
     estimate_bytes,
     random_feeds,
     run_taps,
@@ -70,6 +71,43 @@ def serialized(proto, load_weights) -> bytes:
     """The bytes the shipped run loads: ``proto`` serialized, external weights (in any graph
     or function) read in by ``load_weights`` (the identity for a model without them)."""
     return load_weights(proto).SerializeToString()
+
+
+class SessionAhead:
+    """onnxruntime's default-configuration session of the bytes that will ship, built in a
+    thread from the moment they are final (onnxruntime releases the GIL while it builds) while
+    the other checks run: the as-shipped run then waits only for what is left of it.  It is
+    used only for exactly those bytes (:meth:`take` compares them)."""
+
+    def __init__(self, data: bytes):
+        import threading
+        self.data = data
+        self.session: object | None = None
+        self.error: Exception | None = None
+        self.thread = threading.Thread(target=self._build, name="onnx-slice-tools as-shipped session", daemon=True)
+        self.thread.start()
+
+    def _build(self) -> None:
+        try:
+            self.session = onnxruntime_session(self.data, SHIPPED)
+        except Exception as exc:  # the loader's error: raised by take, as a session made then would raise it
+            self.error = exc
+
+    def take(self, data: bytes):
+        """The session, when ``data`` are the bytes it was built from; else None.  Raises the
+        loader's error."""
+        self.thread.join()
+        if data != self.data:
+            return None
+        if self.error is not None:
+            raise self.error
+        session, self.session = self.session, None
+        return session
+
+    def close(self) -> None:
+        """Wait for the build and drop the session (when the as-shipped run did not take it)."""
+        self.thread.join()
+        self.session = None
 
 
 def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, seed: int = 0
@@ -185,33 +223,40 @@ def foreign_ops(proto) -> list:
 
 
 def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), memory_budget: int,
-                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None) -> dict:
+                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None,
+                   liveness: Liveness | None = None, ahead: SessionAhead | None = None) -> dict:
     """check name -> status of the as-shipped run of ``proto`` (see the module doc): ``shipped``
     (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``).
     ``checked``: the run to agree with; None -> skipped with ``why_none``.  ``compared``: filled,
     when onnxruntime's run compared its outputs, with graph output name -> None (agreed) or the
-    problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle)."""
+    problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle).
+    ``liveness``: ``proto``'s, when the in-place run already read it (inplace.Liveness).
+    ``ahead``: onnxruntime's session of these bytes, started earlier (used only if they match)."""
     names = [ONNXRUNTIME] + [r for r in runtimes if r == OPENVINO]
     label = {ONNXRUNTIME: "shipped", OPENVINO: "shipped_openvino"}
     if checked is None:
         return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     held = checked.held_bytes()
-    need = estimate_bytes(proto, checked.shapes, set()) + held + 2 * weight_bytes
+    need = estimate_bytes(proto, checked.shapes, set(), liveness=liveness) + held + 2 * weight_bytes
     if need > memory_budget:
         why = skipped(f"needs ~{_mib(need)} MiB, budget {_mib(memory_budget)} MiB (--verify-memory)")
         return {label[r]: why for r in names}
     data = serialized(proto, load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
-    return {label[r]: _run_one(r, data, proto, checked, outputs, exact, compared if r == ONNXRUNTIME else None)
+    return {label[r]: _run_one(r, data, proto, checked, outputs, exact, compared if r == ONNXRUNTIME else None,
+                               ahead if r == ONNXRUNTIME else None)
             for r in names}
 
 
 def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: AbstractSet,
-             compared: dict | None = None) -> str:
+             compared: dict | None = None, ahead: SessionAhead | None = None) -> str:
     where = f"{runtime} (default configuration)"
     try:
-        session = onnxruntime_session(data, SHIPPED) if runtime == ONNXRUNTIME else make_session(runtime, data, SHIPPED)
+        session = ahead.take(data) if ahead is not None else None
+        if session is None:
+            session = onnxruntime_session(data, SHIPPED) if runtime == ONNXRUNTIME else \
+                make_session(runtime, data, SHIPPED)
     except Exception as exc:  # the loader's first line is the answer
         foreign = foreign_ops(proto)
         text = f"{where} cannot load the model: {_line(exc)}"

@@ -98,6 +98,28 @@ def test_unchanged_report_lists_the_default_passes():
     assert PASS_NAMES[1:] == tuple(type(p).__name__ for p in default_passes())
 
 
+def test_each_pass_points_at_its_listed_condition():
+    """conditions.CONDITIONS (what the pre-check asks, without onnx-ir) is each pass's own may_fire."""
+    from onnx_slice_tools.cleanup.conditions import CONDITIONS
+    from onnx_slice_tools.cleanup.passes import RemoveDeadPass
+    for p in (RemoveDeadPass(), *default_passes()):
+        assert type(p).may_fire is CONDITIONS[type(p).__name__], type(p).__name__
+
+
+def test_the_pre_check_does_not_import_onnx_ir():
+    """Deciding that no pass can change a model costs no onnx-ir import (sympy comes with it)."""
+    import subprocess
+    import sys
+    code = ("import sys, onnx; from onnx import helper, TensorProto as T\n"
+            "from onnx_slice_tools.cleanup.scan import may_change\n"
+            "g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'g',"
+            " [helper.make_tensor_value_info('x', T.FLOAT, [2])], [helper.make_tensor_value_info('y', T.FLOAT, [2])])\n"
+            "assert may_change(helper.make_model(g)) is None\n"
+            "print('onnx_ir' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def _with_function():
     fn = helper.make_function("local", "F", ["fx"], ["fy"], [helper.make_node("Relu", ["fx"], ["fy"])],
                               [helper.make_opsetid("", 17)])
@@ -581,3 +603,20 @@ def test_convert_skips_the_passes_only_when_proven(monkeypatch):
     assert not convert(twins).ok  # duplicates: they run (and here fail)
     monkeypatch.setenv(FULL_CLEANUP_ENV, "1")
     assert not convert(synthetic(24, 8)).ok  # forced
+
+
+def test_a_lift_given_up_part_way_leaves_nothing_behind():
+    """Unsqueeze(Mul(constant scalar, graph input scalar)): LiftScalarsPass lifts the constant
+    first, then cannot lift the input; the constant it made is removed again, so the cleanup
+    reports no change and writes the same bytes (found by the random graphs above)."""
+    nodes = [helper.make_node("Constant", [], ["c0"], value=helper.make_tensor("c0", TensorProto.INT64, [], [2])),
+             helper.make_node("Mul", ["c0", "s"], ["m"]),
+             helper.make_node("Unsqueeze", ["m", "axes"], ["u"]),
+             helper.make_node("Neg", ["u"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("s", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [1])],
+                          [helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    reason, report, after = check_sound(proto)
+    assert reason is None and not report["changed"]
+    assert after == round_trip(proto)

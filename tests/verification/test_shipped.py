@@ -98,7 +98,7 @@ def test_the_shipped_run_loads_the_bytes_that_are_saved(tmp_path, monkeypatch, p
 def test_verified_requires_the_shipped_run(monkeypatch):
     """A shipped run that cannot run (here: its memory estimate) leaves the verdict unverified, with why."""
     real = shipped.estimate_bytes
-    monkeypatch.setattr(shipped, "estimate_bytes", lambda *a: real(*a) + 2 ** 40)
+    monkeypatch.setattr(shipped, "estimate_bytes", lambda *a, **k: real(*a, **k) + 2 ** 40)
     rep = api.convert(_slice_then([helper.make_node("Relu", ["y"], ["z"])], out="z")).report
     assert rep.model_checks["model_run"] == "passed"
     assert rep.model_checks["shipped"].startswith("skipped: needs ~")
@@ -385,3 +385,42 @@ def test_a_report_without_the_as_shipped_run_is_never_verified():
     rep.strict = False
     rep.model_checks["shipped"] = "passed"
     assert rep.verdict in ("verified", "nothing to rewrite")
+
+
+def test_the_session_built_ahead_serves_only_its_own_bytes():
+    """shipped.SessionAhead: its session for exactly the bytes it was built from; other bytes get
+    None (the as-shipped run then builds its own); a loader error is raised when taken."""
+    from onnx_slice_tools.verification.shipped import SessionAhead
+    data = api.convert(_slice_then()).model.SerializeToString()
+    ahead = SessionAhead(data)
+    assert ahead.take(data + b"") is not None
+    assert SessionAhead(data).take(api.convert(_slice_then(end=4)).model.SerializeToString()) is None
+    broken = SessionAhead(b"not a model")
+    with pytest.raises(Exception):
+        broken.take(b"not a model")
+    broken.close()
+
+
+def test_the_as_shipped_run_uses_the_session_built_ahead(monkeypatch):
+    """When the cleanup provably changes nothing the default session is built once, ahead; its
+    verdict is the one the as-shipped run gives (the optimiser-bug model still fails there)."""
+    from onnx_slice_tools.verification import shipped
+    made = []
+    real = shipped.SessionAhead.__init__
+
+    def spy(self, data):
+        made.append(data)
+        real(self, data)
+    monkeypatch.setattr(shipped.SessionAhead, "__init__", spy)
+    clean = _slice_then()
+    kept = [t for t in clean.graph.initializer if t.name in ("b", "e", "s")]
+    del clean.graph.initializer[:]
+    clean.graph.initializer.extend(kept)
+    result = api.convert(clean)
+    assert made == [result.model.SerializeToString()]
+    assert result.report.verdict == "verified", result.report.verdict
+    assert result.report.cleanup["changed"] is False
+    made.clear()
+    result = api.convert(_optimiser_bug_model())  # (its cleanup may change it: the session is made after it)
+    assert made == [] and result.report.verdict == "failed"
+    assert "shipped" in result.report.problem(), result.report.problem()
