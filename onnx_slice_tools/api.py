@@ -95,14 +95,19 @@ class Report:
         out = list(self.model_checks.items())
         if "shipped" not in self.model_checks:  # "verified" never stands without the as-shipped run
             out.append(("shipped", skipped("the as-shipped run did not run")))
+        checks, inplaces, model_run = self.record_checks, self.record_inplace, self.model_checks.get("model_run")
+        rewrite_status: dict = {}  # id(CheckResult) -> its status: records of one signature share one
         for i, r in enumerate(self.records):
             if r.error is not None:
                 out.append((f"node {r.node!r}", failed(str(r.error))))
                 continue
-            out.append((f"node {r.node!r} rewrite check", _rewrite_status(self.check_of(i))))
-            inplace = self.inplace_of(i)
-            if inplace is not None and not (kind(inplace) == "skipped" and inplace != NOT_RUN
-                                             and self.model_checks.get("model_run") == inplace):
+            check = checks.get(i)
+            status = rewrite_status.get(id(check))
+            if status is None:
+                status = rewrite_status[id(check)] = _rewrite_status(check)
+            out.append((f"node {r.node!r} rewrite check", status))
+            inplace = inplaces.get(i)
+            if inplace is not None and not (inplace == model_run and inplace != NOT_RUN and kind(inplace) == "skipped"):
                 out.append((f"node {r.node!r} in place", inplace))
         return out
 
