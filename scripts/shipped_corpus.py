@@ -14,13 +14,24 @@ case's input and index values and is compared with the flavour's framework (``tf
 OpenVINO's StridedSlice, LiteRT): shape, dtype, bytes; where the framework raises, the runtime
 must fail too.
 
+The framework runs first, on all cases: LiteRT in a child process (``oracles.IsolatedTFLite``, one
+batch; the index fields that are graph inputs are graph inputs of the .tflite model too), since its
+kernel may crash the process on a spec whose result is undefined (a stride of 0): such a case counts
+as "framework crashed" and nothing of ours is compared with it.  Where our reference calls the
+framework's result undefined for the fed values (TFLite: an out-of-range shrink, an ``offset`` loop
+that over- or under-writes its output; docs/semantics.md), the framework's output is whatever memory
+held: counted as "framework undefined", not compared.  The saved models run in child processes too
+(``oracles.Isolated``, batches of 100): OpenVINO can kill the process on a step of 0.
+
 Prints per target: cases, verdicts, wrong outputs, wrong outputs the tool called "verified" (the
-number that must be 0), and conversions that failed although the framework runs the case's input.
+number that must be 0), conversions that failed although the framework runs the case's input, and
+cases on which the framework crashed or is undefined.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -30,9 +41,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # inherited by the child processes
 
 from onnx_slice_tools.verification.oracles import (
-    RandomSource, openvino_strided_slice, random_case, tf_strided_slice, tflite_strided_slice)
+    CRASHED, Isolated, IsolatedTFLite, RandomSource, openvino_strided_slice, our_outcome, random_case,
+    tf_strided_slice)
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
 MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -89,26 +102,31 @@ def run_saved(path: Path, feeds: dict, runtime: str):
         return False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def framework(x: np.ndarray, spec):
-    """The flavour's own runtime on ``x``: TensorFlow, OpenVINO or LiteRT."""
-    if spec.flavor == "tf":
-        return tf_strided_slice(x, spec, np.int64)
-    if spec.flavor == "openvino":
-        return openvino_strided_slice(x, spec)
-    return tflite_strided_slice(x, spec)
+def framework(cases: list) -> list:
+    """The flavour's own runtime on each ``(x, spec, runtime fields)``: TensorFlow, OpenVINO, or
+    LiteRT in one isolated batch (a crash is an Outcome with the error ``CRASHED``)."""
+    if cases and cases[0][1].flavor == "tflite":
+        tflite = IsolatedTFLite()
+        try:
+            return tflite.many([(x, spec, tuple(runtime)) for x, spec, runtime in cases])
+        finally:
+            tflite.close()
+    return [tf_strided_slice(x, spec, np.int64) if spec.flavor == "tf" else openvino_strided_slice(x, spec)
+            for x, spec, _ in cases]
 
 
 def wrong(expected, ok: bool, got) -> str | None:
+    """What is wrong with the saved model's run (``ok``, array or error) against the framework's."""
     if not expected.ok:
-        return None if not ok else f"runs ({np.shape(got)}) where TF raises: {expected.error}"
+        return None if not ok else f"runs ({np.shape(got)}) where the framework raises: {expected.error}"
     if not ok:
-        return f"fails where TF runs: {got}"
+        return f"fails where the framework runs: {got}"
     if expected.values is None:  # the framework gave a shape only
         return None if tuple(got.shape) == tuple(expected.shape) else f"shape {got.shape} vs {expected.shape}"
     if got.shape != expected.values.shape:
-        return f"shape {got.shape} vs TF {expected.values.shape}"
+        return f"shape {got.shape} vs {expected.values.shape}"
     if got.dtype != expected.values.dtype:
-        return f"dtype {got.dtype} vs TF {expected.values.dtype}"
+        return f"dtype {got.dtype} vs {expected.values.dtype}"
     if got.tobytes() != expected.values.tobytes():
         return "values differ"
     return None
@@ -128,14 +146,26 @@ def main() -> int:
     targets = args.targets.split(",")
     src = RandomSource(random.Random(args.seed))
     counts = {t: Counter() for t in targets}
+
+    def note(target: str, where: str, text: str) -> None:
+        if args.verbose:
+            print(f"{target}: {where}: {text}")
+
+    drawn = []
+    for _ in range(args.cases):
+        x, spec = random_case(src, args.flavor, max_rank=args.max_rank)
+        if x.dtype.kind in "SUO":
+            continue
+        runtime = [f for f in ("begin", "end", "strides") if src.chance(args.runtime_chance)]
+        drawn.append((x, spec, runtime, src.chance(0.5)))
+    outcomes = framework([(x, spec, runtime) for x, spec, runtime, _ in drawn])
+    jobs: list = []  # (target, where, verdict, expected, runtime name, path, feeds)
     with tempfile.TemporaryDirectory() as tmp:
-        for case in range(args.cases):
-            x, spec = random_case(src, args.flavor, max_rank=args.max_rank)
-            if x.dtype.kind in "SUO":
-                continue
-            runtime = [f for f in ("begin", "end", "strides") if src.chance(args.runtime_chance)]
-            model, feeds = build(x, spec, runtime, symbolic=src.chance(0.5))
-            expected = framework(x, spec)
+        for case, ((x, spec, runtime, symbolic), expected) in enumerate(zip(drawn, outcomes)):
+            model, feeds = build(x, spec, runtime, symbolic=symbolic)
+            where = f"{spec!r} on {x.shape}{' (symbolic)' if symbolic else ''} runtime={runtime}"
+            ours = our_outcome(x, spec, runtime)
+            undefined = not ours.ok and "undefined" in (ours.error or "")
             for target in targets:
                 c = counts[target]
                 c["cases"] += 1
@@ -145,28 +175,37 @@ def main() -> int:
                     c["refused (ModelError)" if type(exc).__name__ == "ModelError" else f"raised {type(exc).__name__}"] += 1
                     continue
                 verdict = result.report.verdict
-                kind = verdict.split(" ")[0].split(":")[0]
-                c[f"verdict {kind}"] += 1
+                c[f"verdict {verdict.split(' ')[0].split(':')[0]}"] += 1
+                if expected.error == CRASHED:
+                    c["framework crashed"] += 1
+                    if not undefined:  # our reference gives a result where the framework dies
+                        c["framework crashed where ours is defined"] += 1
+                        note(target, where, "the framework crashed where our reference gives a result")
+                    continue
+                if undefined:
+                    c["framework undefined"] += 1
+                    continue
                 if not result.ok:
                     if expected.ok:  # a conversion refused though the framework runs this input
-                        c["failed where the framework runs"] += 1
-                        if args.verbose:
-                            print(f"{target}: {spec!r} on {x.shape} runtime={runtime}: failed though the framework "
-                                  f"runs it [{verdict}]")
+                        refused = next((r.error_kind for r in result.report.records if r.error_kind), None)
+                        c["failed where the framework runs" + (f" (refused: {refused})" if refused else "")] += 1
+                        note(target, where, f"failed though the framework runs it: {result.report.problem()}")
                     continue
                 path = Path(tmp) / f"{case}_{target}.onnx"
                 result.save(path)
-                runtimes = ["onnxruntime"] + (["openvino"] if target in ("portable", "openvino") else [])
-                for rt in runtimes:
-                    problem = wrong(expected, *run_saved(path, feeds, rt))
-                    if problem:
-                        c[f"wrong in {rt}"] += 1
-                        if kind == "verified":
-                            c[f"wrong in {rt} but verified"] += 1
-                        if args.verbose:
-                            print(f"{target} {rt}: {spec!r} on {x.shape} runtime={runtime}: {problem} "
-                                  f"[{verdict}]")
-                path.unlink()
+                for rt in ["onnxruntime"] + (["openvino"] if target in ("portable", "openvino") else []):
+                    jobs.append((target, where, verdict, expected, rt, path, feeds))
+        runner = Isolated(run_saved, (False, "the process died"))
+        runs = [out for k in range(0, len(jobs), 100)
+                for out in runner.many([(path, feeds, rt) for *_, rt, path, feeds in jobs[k:k + 100]])]
+        runner.close()
+    for (target, where, verdict, expected, rt, _, _), run in zip(jobs, runs):
+        problem = wrong(expected, *run)
+        if problem:
+            counts[target][f"wrong in {rt}"] += 1
+            if verdict.startswith("verified"):
+                counts[target][f"wrong in {rt} but verified"] += 1
+            note(f"{target} {rt}", where, f"{problem} [{verdict}]")
     for target in targets:
         print(target, dict(sorted(counts[target].items())))
     return 0

@@ -91,6 +91,9 @@ class Builder:
         self.ties: tuple = ()  # fields of unknown length the output does not depend on ...
         self.tie_into: str | None = None  # ... checked where this field (one it depends on) is read
         self._inputs: dict = {}
+        #: ``finish(builder, output) -> output``: a last step a prelude asks for, which gives the
+        #: output its shape in place of the layout step (seed_indices)
+        self.finish: Callable[[Builder, tuple], tuple] | None = None
 
     def inp(self, field: str) -> tuple:
         """The runtime vector ``field`` in the index type (cast once when needed), through a
@@ -243,7 +246,9 @@ def _lower_dynamic(b: Builder, plan: Plan, runtime: dict):
         cur = b.add("Gather", cur, _shrink_index(b, a, begins), attrs=(("axis", a.axis),))
 
     inserted = plan.inserted_axes
-    if inserted:
+    if b.finish is not None:  # it sets the output's shape itself
+        cur = b.finish(b, cur)
+    elif inserted:
         cur = b.add("Unsqueeze", cur, axes=tuple(sorted(inserted, key=lambda j: (j < 0, j))))
     if not b.ops:
         b.add("Identity", cur)
@@ -761,7 +766,10 @@ def _lower_for_target(b: Builder, plan: Plan, runtime: dict, target):
             cur = b.add("Gather", cur, idx, attrs=(("axis", a.axis),))
         notes.append("reverse or runtime steps: Gather of the computed indices (no negative Slice step)")
 
-    cur = _layout(b, plan, cur, target, [a.axis for a in shrinks])
+    if b.finish is not None:  # it sets the output's shape itself (OpenVINO, given a Reshape of the
+        cur = b.finish(b, cur)  # layout's Reshape of an empty tensor, keeps the first one's shape)
+    else:
+        cur = _layout(b, plan, cur, target, [a.axis for a in shrinks])
     if not b.ops:
         b.add("Identity", cur)
     return tuple(b.ops), tuple(notes), b.dtype

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
 from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Dim, Plan
-from ..semantics.spec import TF
+from ..semantics.spec import TF, TFLITE
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -103,9 +103,11 @@ def _known(a: AxisPlan) -> tuple[int, int]:
     return a.start, a.size
 
 
-def _slice_args(a: AxisPlan, flavor: str) -> tuple[tuple | None, tuple | None, str | None]:
+def _slice_args(a: AxisPlan, flavor: str, clamp_below: bool = False) -> tuple[tuple | None, tuple | None,
+                                                                             str | None]:
     """(pre-cut args or None, main args or None, note) for one axis of a static spec;
-    args = (axis, start, end, step)."""
+    args = (axis, start, end, step).  ``clamp_below`` (TFLite): a shrink index below ``-dim``
+    takes element 0, as LiteRT does (TensorFlow raises)."""
     begin, end, s = a.begin, a.end, a.stride
     if begin is None or end is None or s is None:
         raise ValueError(f"axis {a.axis}: begin, end or strides is given at run time (lower_dynamic's case)")
@@ -115,6 +117,9 @@ def _slice_args(a: AxisPlan, flavor: str) -> tuple[tuple | None, tuple | None, s
                 return None, None, None  # the only element: nothing to slice
             start = _known(a)[0]
             return None, (a.axis, start, start + 1, 1), None
+        if clamp_below and begin <= -2:
+            # [begin:] starts at max(begin + dim, 0), as LiteRT's clamped index; then its first element
+            return (a.axis, begin, INT64_MAX, 1), (a.axis, 0, 1, 1), None
         # out of range only shows at run time: Slice is then empty and Squeeze fails
         return None, (a.axis, begin, INT64_MAX if begin == -1 or begin >= INT64_MAX else begin + 1, 1), None
     if a.is_identity:
@@ -225,10 +230,11 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
         ops, notes, dtype = lower_dynamic(plan, opset, index_types, prelude=prelude)
         return Lowering(plan, ops, notes, dtype)
     pre, main, notes = [], [], []
+    clamp_below = plan.source is not None and plan.source.flavor == TFLITE
     for a in plan.axes:
         if a.kind == ALL:
             continue
-        p, m, note = _slice_args(a, plan.flavor)
+        p, m, note = _slice_args(a, plan.flavor, clamp_below)
         if p:
             pre.append(p)
         if m:

@@ -15,9 +15,12 @@ vectors in front of the dynamic lowering, with the rules of LiteRT's kernel
 * both go to TensorFlow's reading unchanged, except ``-1`` ("before element 0"),
   which becomes ``-1 - dim`` (TensorFlow adds dim, then clamps to -1).
 
-With ``offset``, TFLite sizes the output from ``end`` alone; where its loop visits
-another number of elements (the begin moved the range off the input) its result is
-undefined.  The lowering then yields what the loop visits.
+With ``offset``, TFLite sizes the output from ``end`` alone (``end[k]`` at effective
+position k, with that dim's stride) and writes the elements its loop visits, in order,
+into it.  From opset 14 the lowering ends the same way: a ``Reshape`` (allowzero) of what
+the loop visits to that shape -- exact where the loop visits as many elements as the
+output holds (in the output's shape or not, e.g. both empty), and a run-time failure
+where it visits another number (TFLite's result is undefined there).
 """
 
 from __future__ import annotations
@@ -73,10 +76,37 @@ def seed_indices(b: Builder, plan: Plan) -> None:
     def tf_reading(v: tuple) -> tuple:  # -1 ("before element 0") -> -1 - dim
         return where(b, less(b, v, const_input([0])), add(b, v, _neg(b, dims)), v)
 
+    raw_end = b.inp("end") if src.end is None else const_input(src.end)
     b._inputs["begin"] = full(tf_reading(start), len(entries))  # the builder's cache
     b._inputs["end"] = full(tf_reading(end), len(entries))
     if src.strides is None:
         b._inputs["strides"] = steps
+    kept = [k for k, e in enumerate(entries) if not (e.kind == ITEM and src.bit("shrink_axis_mask", e.item))]
+    if src.offset and kept and b.opset >= 14:
+        b.finish = lambda b, cur: _sized_from_end(b, cur, raw_end, steps, kept)
+
+
+def _sized_from_end(b: Builder, cur: tuple, raw_end: tuple, steps: tuple, kept: list[int]) -> tuple:
+    """``cur`` reshaped (allowzero) to the shape TFLite gives an ``offset`` output: per kept
+    effective dim k, ``max(0, ceil(end[k] / stride_k))`` from the *written* end (a read past
+    its length fails, where TFLite reads outside the tensor).  A shape known at conversion is a
+    constant: OpenVINO reshapes an empty Gather result to a computed shape wrongly."""
+    if raw_end[0] == steps[0] == "const" and kept[-1] < len(raw_end[1]):
+        sizes = tuple(max(0, -(-raw_end[1][k] // steps[1][k])) for k in kept)
+        return b.add("Reshape", cur, ("const64", sizes), attrs=(("allowzero", 1),))
+
+    def at_kept(v: tuple) -> tuple:
+        out = b.add("Gather", v, ("const64", tuple(kept)), attrs=(("axis", 0),))
+        return out if b.dtype == "int64" else b.add("Cast", out, attrs=(("to", "int64"),))
+
+    end, step = at_kept(raw_end), at_kept(steps)
+    zero, one = ("const64", (0,)), ("const64", (1,))
+    toward = b.add("Where", b.add("Less", step, zero), b.add("Neg", end), end)  # end in the stride's direction
+    size = b.add("Abs", step)
+    size = b.add("Where", b.add("Less", size, one), one, size)  # (a stride of 0 fails elsewhere; no division by 0)
+    # ceil(toward / size) for toward > 0, else 0: both operands of the Div non-negative
+    top = b.add("Where", b.add("Less", zero, toward), b.add("Sub", b.add("Add", toward, size), one), zero)
+    return b.add("Reshape", cur, b.add("Div", top, size), attrs=(("allowzero", 1),))
 
 
 def _neg(b: Builder, v: tuple) -> tuple:

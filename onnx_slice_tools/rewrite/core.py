@@ -323,8 +323,9 @@ def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks
 
 
 def error_kind(exc: StridedSliceError) -> str:
-    """``unsupported`` (a spec we cannot lower) or ``invalid`` (one the framework rejects)."""
-    return "unsupported" if "not supported" in exc.reason else "invalid"
+    """``unsupported`` (a spec we cannot lower, e.g. a TFLite result that is no slice of the input)
+    or ``invalid`` (one the framework rejects)."""
+    return "unsupported" if exc.unsupported or "not supported" in exc.reason else "invalid"
 
 
 # --------------------------------------------------------------------------- shapes and messages

@@ -201,6 +201,9 @@ def tflite_as_tf(spec: SliceSpec, shape: Sequence | None) -> tuple[SliceSpec, li
                      "dim and items past the last dim are dropped")
     if not spec.is_static:
         return _runtime_spec(spec, entries, n, shape), notes
+    if spec.offset and any(not isinstance(shape[e.axis], int) for e in entries if e.axis is not None):
+        # the sizes come from end, the loop from the dims: computed in the graph, as for run-time indices
+        return _runtime_spec(spec, entries, n, shape), notes
     if spec.offset:
         return _offset_spec(spec, entries, shape), notes
     b = _Builder()
@@ -325,7 +328,7 @@ def runtime_prelude(spec: SliceSpec, rank: int) -> bool:
     index (TFLite honours begin_mask there, clamps below -dim, is undefined past the dim or
     with a negative stride -- TensorFlow's rules differ), an ellipsis, or items TFLite drops:
     anything where TensorFlow, reading the written vectors, would pick other elements."""
-    if spec.is_static:
+    if spec.is_static and not spec.offset:  # (a constant offset spec comes here on dims known only at run time)
         return False
     mask = (1 << spec.n) - 1
     used = {e.index for e in dense_entries(spec, rank) if e.kind == ITEM}

@@ -282,40 +282,50 @@ def _output(interp) -> np.ndarray:
 CRASHED = "the TFLite interpreter crashed"
 
 
-def tflite_outcomes(cases) -> list[Outcome]:
-    """:func:`tflite_strided_slice` on each ``(x, spec, runtime)`` of ``cases`` (one process trip)."""
-    return [tflite_strided_slice(x, spec, runtime) for x, spec, runtime in cases]
+def _apply_each(fn, items: list) -> list:
+    return [fn(*item) for item in items]
 
 
-class IsolatedTFLite:
-    """:func:`tflite_strided_slice` in a child process: on specs where the kernel is undefined
-    the interpreter may crash (segfault); that is reported as an Outcome, not a dead test run.
-    :meth:`many` sends a batch in one trip (a crash is then narrowed down case by case)."""
+class Isolated:
+    """``fn`` (a module-level function) in a child process, for runtimes that may kill the process
+    (segfault, SIGFPE) on an input whose result they leave undefined: such an item gives ``crashed``
+    instead of a dead run.  :meth:`many` sends a batch in one trip; a batch that crashed is re-run
+    item by item in a fresh child to find the one at fault."""
 
-    def __init__(self):
-        self._pool = None
+    def __init__(self, fn, crashed):
+        self._fn, self._crashed, self._pool = fn, crashed, None
 
-    def __call__(self, x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
-        return self.many([(x, spec, tuple(runtime))])[0]
-
-    def many(self, cases: list) -> list[Outcome]:
+    def many(self, items: list) -> list:
+        """``fn(*item)`` for each of ``items`` (tuples of picklable arguments)."""
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
         from multiprocessing import get_context
         if self._pool is None:
             self._pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"))
         try:
-            return self._pool.submit(tflite_outcomes, cases).result(timeout=600)
+            return self._pool.submit(_apply_each, self._fn, items).result(timeout=600)
         except BrokenProcessPool:
             self._pool = None
-            if len(cases) == 1:
-                return [Outcome(False, error=CRASHED)]
-            return [out for case in cases for out in self.many([case])]
+            if len(items) == 1:
+                return [self._crashed]
+            return [out for item in items for out in self.many([item])]
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+
+class IsolatedTFLite(Isolated):
+    """:func:`tflite_strided_slice` in a child process: on specs where the kernel is undefined
+    the interpreter may crash; that is the Outcome ``CRASHED``, not a dead test run.
+    :meth:`many` takes ``(x, spec, runtime)`` tuples."""
+
+    def __init__(self):
+        super().__init__(tflite_strided_slice, Outcome(False, error=CRASHED))
+
+    def __call__(self, x: np.ndarray, spec: SliceSpec, runtime: Sequence[str] = ()) -> Outcome:
+        return self.many([(x, spec, tuple(runtime))])[0]
 
 
 def run_oracle(x: np.ndarray, spec: SliceSpec) -> Outcome:

@@ -80,7 +80,10 @@ class _OpenVINOSession:
     """OpenVINO's ONNX reader and CPU plugin behind onnxruntime's ``run`` interface.
 
     The CPU plugin refuses inputs of unknown rank: such inputs get the fed rank with every dim
-    still dynamic (one compiled model per combination of ranks)."""
+    still dynamic (one compiled model per combination of ranks).  Inputs are matched by any of
+    their tensor names: OpenVINO may give an input port the name of a tensor it folded into it
+    (``x`` read through a Gather on a size-1 axis answers ``get_any_name()`` with the Gather's
+    output), and an input left unfed runs on whatever memory held."""
 
     def __init__(self, model_bytes: bytes, config: str = FAST):
         ov = _import_openvino()
@@ -88,7 +91,7 @@ class _OpenVINOSession:
         self.core = ov.Core()
         with _one_line("OpenVINO could not read the model"):
             self.model = self.core.read_model(model_bytes, b"")
-        self.unranked = [p.get_any_name() for p in self.model.inputs if p.get_partial_shape().rank.is_dynamic]
+        self.unranked = [p.get_names() for p in self.model.inputs if p.get_partial_shape().rank.is_dynamic]
         self.compiled: dict = {}
         if not self.unranked:
             self._compiled(())
@@ -99,7 +102,7 @@ class _OpenVINOSession:
             model = self.model
             if ranks:
                 model = self.model.clone()
-                model.reshape({name: ov.PartialShape.dynamic(r) for name, r in zip(self.unranked, ranks)})
+                model.reshape({min(names): ov.PartialShape.dynamic(r) for names, r in zip(self.unranked, ranks)})
             with _one_line("OpenVINO could not compile the model"):
                 self.compiled[ranks] = self.core.compile_model(model, "CPU", self.config)
         return self.compiled[ranks]
@@ -120,8 +123,9 @@ class _OpenVINOSession:
         return None
 
     def run(self, output_names, feeds: dict) -> list:
-        compiled = self._compiled(tuple(np.ndim(feeds[n]) for n in self.unranked))
-        inputs = {p.get_any_name() for p in compiled.inputs}
+        compiled = self._compiled(tuple(np.ndim(next((feeds[n] for n in names if n in feeds), ()))
+                                        for names in self.unranked))
+        inputs = {n for p in compiled.inputs for n in p.get_names()}
         request = compiled.create_infer_request()  # owns the output buffers: alive until copied
         with _one_line("OpenVINO failed"):
             out = request.infer({k: v for k, v in feeds.items() if k in inputs})

@@ -306,6 +306,68 @@ def test_a_constant_shrink_index_beside_runtime_values_is_no_false_verified_on_o
     assert ort.verdict == "verified" and ort.check_of(0).must_fail_checked > 0, ort.to_json()
 
 
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("spec, shape, dims", [
+    (dict(begin=[-6], end=[0], strides=[1], shrink_axis_mask=1), ("a", 4), [(1, 4), (3, 4), (6, 4), (9, 4)]),
+    (dict(begin=[0, -3], end=[2, 0], strides=[1, 1], shrink_axis_mask=2), (2, "b"), [(2, 1), (2, 2), (2, 5)]),
+    (dict(begin=[-2, -5, 1], end=[0, 0, 3], strides=[1, 1, -1], shrink_axis_mask=3, new_axis_mask=4),
+     ("a", "b", 3), [(1, 2, 3), (3, 4, 3), (2, 7, 3)]),
+])
+def test_tflite_shrink_below_minus_dim_on_a_dynamic_dim_matches_litert(target, spec, shape, dims):
+    """A constant TFLite shrink index below ``-dim`` on a dim known only at run time takes
+    element 0 in LiteRT (TensorFlow raises).  Every target's lowering, loaded in a default
+    onnxruntime session, returns LiteRT's own result at sizes below and above ``-begin``."""
+    from onnx_slice_tools.semantics.spec import from_tflite
+    from onnx_slice_tools.verification.oracles import tflite_strided_slice
+    tfl = from_tflite(**spec)
+    proto = build_model([CheckCase(lower(make_plan(tfl, shape), 17, target=target), np.dtype(np.float32), 1)], 17)
+    session = InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for dim in dims:
+        x = np.arange(int(np.prod(dim)), dtype=np.float32).reshape(dim)
+        want = tflite_strided_slice(x, tfl)
+        assert want.ok and want.values is not None, (dim, want.error)
+        got = session.run(["y0"], {"x0": x})[0]
+        assert got.shape == want.values.shape and got.tobytes() == want.values.tobytes(), (dim, got, want.values)
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("spec, shape, runtime", [
+    # the loop visits (1, 1, 0), the output sized from end is (1, 0, 0): LiteRT returns the latter
+    (dict(begin=[5, -1, -1, 2 ** 31 - 1, 0], end=[1, -2, 3, 1, -3], strides=[-1, 1, -1, 1, 3], begin_mask=12,
+          end_mask=3, ellipsis_mask=16, new_axis_mask=17, shrink_axis_mask=1), (3, 3), ("end", "strides")),
+    # the loop visits (0, 1), the output is (0, 3)
+    (dict(begin=[-1, 1, -7, 7, -6], end=[-2, 5, -(2 ** 31), 7, -3], strides=[1, 2, 1, 2, 1], begin_mask=12,
+          end_mask=156, ellipsis_mask=8, new_axis_mask=128, shrink_axis_mask=128), (4, 3), ("begin", "strides")),
+    # the loop visits as many as end sizes, per dim
+    (dict(begin=[1, 0], end=[2, 2], strides=[1, 1]), (4, 3), ("begin",)),
+    (dict(begin=[2, -1], end=[-2, -2], strides=[-1, -1]), ("a", 3), ("begin", "end", "strides")),
+    # symbolic dims, the loop visits (0, 2), the output is (0, 0): an empty Gather result reshaped
+    (dict(begin=[2, 2, 1, 2, 2, 1], end=[-5, -5, 5, 4, -4, -6], strides=[1, 3, -1, -1, -1, -1], begin_mask=3,
+          end_mask=4, new_axis_mask=64, shrink_axis_mask=33), ("a", "b", "c"), ("begin",)),
+])
+def test_tflite_offset_with_runtime_indices_is_sized_from_end_as_in_litert(target, spec, shape, runtime):
+    """TFLite's ``offset`` sizes the output from ``end`` and writes what its loop visits into it,
+    in order: where the two shapes differ with as many elements (here both empty) LiteRT's
+    result is no slice of the input.  With run-time indices every target's lowering returns
+    LiteRT's own result, in a default onnxruntime session and (portable, openvino) OpenVINO."""
+    from onnx_slice_tools.semantics.spec import from_tflite
+    from onnx_slice_tools.verification.oracles import tflite_strided_slice
+    tfl = from_tflite(**spec, offset=True)
+    written = replace(tfl, runtime_length=tfl.n, **{f: None for f in runtime})
+    types = {f: "int32" for f in runtime}
+    case = CheckCase(lower(make_plan(written, shape), 17, types, target=target), np.dtype(np.float32), 1,
+                     index_types=types)
+    data = build_model([case], 17).SerializeToString()
+    dims = tuple(3 if isinstance(d, str) else d for d in shape)
+    x = np.arange(int(np.prod(dims)), dtype=np.float32).reshape(dims)
+    want = tflite_strided_slice(x, tfl, runtime)
+    assert want.ok and want.values is not None, want.error
+    feed = {"x0": x, **{f"{f[0]}0": np.array(getattr(tfl, f), np.int32) for f in runtime}}
+    for name in ["onnxruntime"] + (["openvino"] if target != "onnxruntime" else []):
+        got = make_session(name, data, "shipped").run(["y0"], feed)[0]
+        assert got.shape == want.values.shape and got.tobytes() == want.values.tobytes(), (name, got, want.values)
+
+
 def test_openvino_target_is_verified_in_openvino_alone(tmp_path):
     """--target openvino checks on OpenVINO only; a constant spec is then "verified" (not
     "unverified" because onnxruntime was not asked)."""

@@ -644,6 +644,8 @@ def test_offset_ellipsis_negative_stride_empty_output_sized_from_end(isolated):
     assert result.ok, result.report.to_dict()["rewrites"]
     check = result.report.check_of(0)
     assert check.onnxruntime == "passed" and check.tried_shapes == [(3, 1)], check
+    refused = convert(_tflite_onnx_model((2, 1), spec)).report  # a failed rewrite, not unusable input
+    assert not refused.ok and refused.records[0].error_kind == "unsupported" and not refused.invalid_records
 
 
 def test_offset_ellipsis_negative_strides_family(isolated):
@@ -696,9 +698,9 @@ def test_offset_ellipsis_negative_strides_family(isolated):
 def test_a_shrink_index_below_minus_dim_on_a_dynamic_dim_is_never_a_false_verified(target):
     """TFLite takes element 0 for a shrink index below -dim (TF raises): ``x[-6]`` on a
     dynamic ``[a, 4]``.  The per-rewrite checks try the sizes LiteRT accepts there (1, 3, ...),
-    so a lowering that fails on them is not "verified"; the portable and openvino lowerings
-    clamp like LiteRT and are verified, their saved model agreeing with LiteRT in a default
-    onnxruntime session."""
+    so a lowering that fails on them is not "verified"; every target's lowering clamps like
+    LiteRT and is verified, its saved model agreeing with LiteRT in a default onnxruntime
+    session."""
     node = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN,
                             begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=1, offset=0)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", 4])],
@@ -708,10 +710,7 @@ def test_a_shrink_index_below_minus_dim_on_a_dynamic_dim_is_never_a_false_verifi
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF_DOMAIN, 1)])
     model.ir_version = 8
     result = convert(model, target=target)
-    if target != "onnxruntime":
-        assert result.report.verdict == "verified", result.report.verdict
-    if result.report.verdict != "verified":
-        return
+    assert result.report.verdict == "verified", result.report.verdict
     import onnxruntime as ort
     session = ort.InferenceSession(result.model.SerializeToString(), providers=["CPUExecutionProvider"])
     for rows in (1, 3, 7):
@@ -719,3 +718,32 @@ def test_a_shrink_index_below_minus_dim_on_a_dynamic_dim_is_never_a_false_verifi
         want = tflite_strided_slice(x, from_tflite([-6], [0], [1], shrink_axis_mask=1))
         got = session.run(None, {"x": x})[0]
         assert want.ok and got.shape == want.values.shape and got.tobytes() == want.values.tobytes(), (rows, got)
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", "portable", "openvino"])
+@pytest.mark.parametrize("spec", [
+    from_tflite([2 ** 31 - 1, -6], [0, 3], [3, 2], begin_mask=6, end_mask=10, shrink_axis_mask=4, offset=True),
+    from_tflite([1, 0], [2, 2], [1, 1], offset=True),
+    from_tflite([-1, 0], [-2, 3], [-1, 1], offset=True),
+])
+def test_a_constant_offset_spec_on_dynamic_dims_converts_and_matches_litert(target, spec):
+    """``offset`` with constant indices on an input of dims known only at run time: the sizes come
+    from ``end``, the loop from the dims, so the lowering computes TFLite's indices in the graph
+    (it was refused as needing known dims).  Verified on every target; the saved model, in a
+    default onnxruntime session, equals LiteRT at every size where LiteRT's result is defined
+    (a slice of the input or not: sized from end, as LiteRT)."""
+    result = convert(_tflite_onnx_model(("a", "b"), spec), target=target)
+    assert result.report.verdict == "verified", result.report.verdict
+    import onnxruntime as ort
+    session = ort.InferenceSession(result.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    compared = 0
+    for dims in ((1, 1), (2, 3), (3, 3), (4, 2), (5, 5)):
+        x = np.arange(int(np.prod(dims)), dtype=np.float32).reshape(dims)
+        ours = our_outcome(x, spec)
+        if not ours.ok and "undefined" in (ours.error or ""):  # LiteRT's output is whatever memory held
+            continue
+        want = tflite_strided_slice(x, spec)
+        got = session.run(None, {"x": x})[0]
+        assert want.ok and got.shape == want.values.shape and got.tobytes() == want.values.tobytes(), (dims, got)
+        compared += 1
+    assert compared >= 2

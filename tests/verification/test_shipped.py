@@ -114,6 +114,47 @@ def test_shipped_on_openvino_when_it_is_a_verification_runtime():
     assert "shipped_openvino" not in api.convert(_slice_then()).report.model_checks
 
 
+def test_openvino_feeds_an_input_whose_port_answers_to_a_folded_tensor_name():
+    """OpenVINO folds ``Gather(x, i)`` on a size-1 axis into its input: the port of ``x`` then
+    answers ``get_any_name()`` with ``g``.  The session feeds it by any of its names (it ran on
+    unfed memory, and the as-shipped OpenVINO run failed right conversions)."""
+    model = _model([helper.make_node("Gather", ["x", "i"], ["g"], axis=1), helper.make_node("Neg", ["g"], ["y"])],
+                   [helper.make_tensor_value_info("x", T.FLOAT, [2, 1]), helper.make_tensor_value_info("i", T.INT64, [1])],
+                   [helper.make_tensor_value_info("y", T.FLOAT, None)], tf=False)
+    session = runtimes.make_session(runtimes.OPENVINO, model.SerializeToString(), runtimes.SHIPPED)
+    assert "x" not in {p.get_any_name() for p in session.compiled[()].inputs}  # the case at hand
+    for _ in range(3):
+        got = session.run(["y"], {"x": np.array([[1.5], [-2.5]], np.float32), "i": np.array([0])})[0]
+        assert got.tolist() == [[-1.5], [2.5]], got
+
+
+def test_a_tflite_conversion_openvino_runs_right_is_not_failed_by_its_shipped_run():
+    """A TFLite spec with run-time end/strides on a static ``[1, 4, 3, 1]`` (its shrink on the
+    size-1 last axis is a Gather OpenVINO folds into ``x``): converted for the portable target,
+    the as-shipped OpenVINO run agrees (it failed, ``x`` unfed), and the saved model equals LiteRT."""
+    from onnx_slice_tools.semantics.spec import from_tflite
+    from onnx_slice_tools.verification.oracles import tflite_strided_slice
+    spec = from_tflite([6, -5, 0, 1, -4, -4], [5, 1, 1, -3, -6, -4], [-1, -3, -1, -3, 2, -1], begin_mask=34,
+                       end_mask=7, ellipsis_mask=8, new_axis_mask=1, shrink_axis_mask=16)
+    node = helper.make_node("StridedSlice", ["x", "b", "e", "s"], ["y"], name="ss", domain=TF_DOMAIN, offset=0,
+                            **{m: getattr(spec, m) for m in ("begin_mask", "end_mask", "ellipsis_mask",
+                                                             "new_axis_mask", "shrink_axis_mask")})
+    model = _model([node], [helper.make_tensor_value_info("x", T.FLOAT, [1, 4, 3, 1]),
+                            helper.make_tensor_value_info("e", T.INT64, [6]),
+                            helper.make_tensor_value_info("s", T.INT64, [6])],
+                   [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                   [helper.make_tensor("b", T.INT64, [6], list(spec.begin))])
+    result = api.convert(model, target="portable")
+    assert result.report.model_checks["shipped_openvino"] == "passed", result.report.model_checks
+    assert result.ok, result.report.verdict
+    x = np.arange(12, dtype=np.float32).reshape(1, 4, 3, 1)
+    want = tflite_strided_slice(x, spec, ("end", "strides"))
+    feeds = {"x": x, "e": np.array(spec.end), "s": np.array(spec.strides)}
+    for name in (runtimes.ONNXRUNTIME, runtimes.OPENVINO):
+        got = runtimes.make_session(name, result.model.SerializeToString(), runtimes.SHIPPED).run(["y"], feeds)[0]
+        assert want.ok and got.shape == want.values.shape and got.tobytes() == want.values.tobytes(), (name, got)
+
+
 def test_outputs_of_pure_data_movement_are_compared_bitwise():
     m = _slice_then([helper.make_node("Exp", ["y"], ["r"]), helper.make_node("Transpose", ["y"], ["t"])],
                     out="t", out_shape=(2, "N"))
