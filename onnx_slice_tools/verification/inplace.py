@@ -697,11 +697,12 @@ class InplaceRun:
         self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness)
-        self.attempt = _Attempt(proto, records, loops=True, **self.kw)
         self.ahead = None
-        if ship_ahead and self.attempt.thread is not None:  # (its sizes' inference passed: see _Attempt)
+
+        def ship() -> None:  # (called by the attempt once its sizes' inference passed)
             from .shipped import SessionAhead, serialized
             self.ahead = SessionAhead(serialized(proto, load_weights))
+        self.attempt = _Attempt(proto, records, loops=True, on_sized=ship if ship_ahead else None, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
@@ -801,8 +802,8 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     The tapped copy keeps only the nodes the remaining taps and graph outputs need.
 
     ``ship_ahead``: ``proto`` is the model that ships (nothing after the checks changes it):
-    once its tapped session starts -- after shape inference at the chosen sizes passed in the
-    helper process, so onnxruntime's own inference cannot abort ours -- its as-shipped session
+    once the sizes are chosen -- shape inference at those sizes passed in the helper process, the
+    same guard the tapped session has against onnxruntime's own inference aborting ours -- its as-shipped session
     (shipped.SessionAhead, onnxruntime's default configuration) starts building too, in a thread
     of its own, while the other checks run (``.ahead``; the as-shipped run takes it)."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
@@ -820,7 +821,8 @@ class _Attempt:
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None):
+                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None,
+                 on_sized=None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.liveness = liveness or Liveness(proto)
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
@@ -837,6 +839,13 @@ class _Attempt:
         self.pins: dict = {}
         rewritten = [r for r in records if r.lowering is not None]
         self.rewritten = rewritten  # whose runtime index inputs fix input lengths (_sizes)
+        if on_sized is not None and rewritten:  # ``on_sized()`` once the sizes are chosen (their inference passed)
+            try:
+                self._sizes()
+            except Skip:
+                pass  # (_prepare skips with the reason)
+            else:
+                on_sized()
         deferred = self._deferrable(rewritten) if defer else frozenset()
         self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
