@@ -396,16 +396,6 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     return sizes, shapes
 
 
-def estimate_bytes(proto, shapes: dict, keep: set, outputs: bool = True, liveness: Liveness | None = None) -> int:
-    """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
-    (a tensor lives from its producer to its last consumer; graph outputs, values nothing
-    consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
-    ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when made
-    (what a run of a pruned copy fetching none of them would hold).  ``liveness``: ``proto``'s
-    :class:`Liveness`, when the caller asks more than once."""
-    return (liveness or Liveness(proto)).peak(shapes, keep, outputs)
-
-
 class Liveness:
     """The main graph's value lifetimes (producer and last consumer of each value, node by
     node), read from ``proto`` once, on the first :meth:`peak`: one model's estimates at several
@@ -427,7 +417,11 @@ class Liveness:
         return self._tables
 
     def peak(self, shapes: dict, keep=(), outputs: bool = True) -> int:
-        """:func:`estimate_bytes` of the model at ``shapes``."""
+        """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
+        (a tensor lives from its producer to its last consumer; graph outputs, values nothing
+        consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
+        ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when
+        made (what a run of a pruned copy fetching none of them would hold)."""
         produced, consumed, graph_outputs, fed = self._read()
         size, per_elem = {}, {}
         for name, (elem, dims) in shapes.items():
@@ -471,7 +465,7 @@ class Liveness:
 # One rule for every whole-model run (in place, in pieces, as shipped, the baseline run, the
 # cleanup check; docs/design.md "Memory: what the budget counts"): ``--verify-memory`` bounds
 # what verification adds to converting the model -- the tensors a run holds at once
-# (:func:`estimate_bytes`: inputs, intermediate values, taps, kept outputs) plus the weights'
+# (:meth:`Liveness.peak`: inputs, intermediate values, taps, kept outputs) plus the weights'
 # charge (:func:`budget_weight_bytes`): one more copy of the weights the process already holds,
 # two of those it never read.
 
@@ -494,9 +488,10 @@ def budget_weight_bytes(model, *, held: bool) -> int:
 def run_need(proto, shapes: dict, keep=frozenset(), *, weight_bytes: int, outputs: bool = True,
              liveness: Liveness | None = None) -> int:
     """Bytes a whole-model run of ``proto`` at ``shapes`` counts against the budget: the tensors
-    live at once (:func:`estimate_bytes` with ``keep``, ``outputs`` and ``liveness``) plus the
-    weights' charge ``weight_bytes`` (:func:`budget_weight_bytes`)."""
-    return estimate_bytes(proto, shapes, set(keep), outputs, liveness=liveness) + weight_bytes
+    live at once (:meth:`Liveness.peak` with ``keep`` and ``outputs``; ``liveness``: ``proto``'s,
+    when the caller asks more than once) plus the weights' charge ``weight_bytes``
+    (:func:`budget_weight_bytes`)."""
+    return (liveness or Liveness(proto)).peak(shapes, keep, outputs) + weight_bytes
 
 
 # --------------------------------------------------------------------------- feeds and fetches
