@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 import dataclasses
 import functools
+import itertools
 
 import numpy as np
 
@@ -66,6 +67,18 @@ def _tensor_key(t):
     if arr.dtype == object:  # strings: the values (an object array's bytes are pointers)
         return (t.name, t.data_type, tuple(t.dims), tuple(arr.reshape(-1).tolist()))
     return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
+
+
+def _same_nodes(a: list, b: list, renamed: dict) -> bool:
+    """Whether nodes ``a`` (``renamed`` applied to their inputs) and ``b`` have equal keys, pair
+    by pair; a key is computed only where a pair's bytes differ (equal bytes: equal fields)."""
+    if len(a) != len(b):
+        return False
+    for na, nb in zip(a, b):
+        if renamed and any(i in renamed for i in na.input) or na.SerializeToString() != nb.SerializeToString():
+            if _node_key(na, renamed) != _node_key(nb, {}):
+                return False
+    return True
 
 
 def _node_key(n, renamed):
@@ -119,9 +132,11 @@ def structural_diff(before, after, changes, removed_domains=()) -> str | None:
         return f"graphs differ: {sorted(set(a_graphs) ^ set(b_graphs))[:3]}"
     for label, (ga, is_fn) in a_graphs.items():
         gb = b_graphs[label][0]
-        nodes_a = [_node_key(n, changes.renamed) for n in ga.node if tuple(n.output) not in changes.removed_nodes]
-        nodes_b = [_node_key(n, {}) for n in gb.node if tuple(n.output) not in changes.added_nodes]
-        if nodes_a != nodes_b:
+        kept_a = [n for n in ga.node if tuple(n.output) not in changes.removed_nodes]
+        kept_b = [n for n in gb.node if tuple(n.output) not in changes.added_nodes]
+        if not _same_nodes(kept_a, kept_b, changes.renamed):
+            nodes_a = [_node_key(n, changes.renamed) for n in kept_a]
+            nodes_b = [_node_key(n, {}) for n in kept_b]
             return f"{label}: nodes differ: {_first_difference(nodes_a, nodes_b)}"
         if is_fn:
             same = (list(ga.input), list(ga.output), list(ga.attribute), ga.domain, ga.name) == \
@@ -296,15 +311,27 @@ def infer_at_sizes(sk, sizes):
     except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
     shapes, bad = {}, None
-    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        tt = vi.type.tensor_type
-        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+    read: dict = {}  # a type's bytes -> (elem, dims) or None: models repeat a few types many times
+    g = inferred.graph
+    for vi in itertools.chain(g.input, g.value_info, g.output):
+        key = vi.type.SerializeToString()
+        known = read.get(key, read)
+        if known is read:
+            known = read[key] = _elem_dims(vi.type)
+        if known is None:
             continue
-        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
-        if bad is None and any(d is not None and d < 0 for d in dims):
-            bad = f"{vi.name} would have shape {list(dims)}"
-        shapes[vi.name] = (tt.elem_type, dims)
+        if bad is None and any(d is not None and d < 0 for d in known[1]):
+            bad = f"{vi.name} would have shape {list(known[1])}"
+        shapes[vi.name] = known
     return shapes, bad or _bad_reshape(inferred.graph, shapes)
+
+
+def _elem_dims(t) -> tuple | None:
+    """(elem type, dims: dim_value or None) of a tensor TypeProto with a shape, else None."""
+    if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+        return None
+    tt = t.tensor_type
+    return tt.elem_type, tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
 
 
 def _bad_reshape(graph, shapes: dict) -> str | None:
@@ -1159,6 +1186,12 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     A deferred rewrite (``taps.deferred``) is not compared here: its reference output goes to
     ``expected`` (output name -> array) and its mark is AWAITING."""
     from ..semantics.reference import apply_plan
+    if id(r) in taps.deferred:  # a main-graph rewrite: its tensors are fetched under their own names
+        settled, plan, _ = _reference_plan(r, got, taps.plan)
+        if settled is None:
+            expected[r.output_name] = Reference(plan, taps.index(plan), got[r.data_name])
+        marks[id(r)] = AWAITING if settled is None else settled
+        return True
     if id(r) in taps.branch:
         cond, then = taps.branch[id(r)]
         if bool(np.asarray(got[cond]).reshape(-1)[0]) != then:
@@ -1181,12 +1214,6 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
-    if id(r) in taps.deferred:
-        settled, plan, _ = _reference_plan(r, view, taps.plan)
-        if settled is None:
-            expected[r.output_name] = Reference(plan, taps.index(plan), view[r.data_name])
-        marks[id(r)] = AWAITING if settled is None else settled
-        return True
     marks[id(r)] = _check_one(r, view, taps.plan, apply_plan)
     return True
 
@@ -1203,27 +1230,35 @@ class _Taps:
 
     seen: set = dataclasses.field(default_factory=set)
     plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan: models repeat slices
+    by_id: dict = dataclasses.field(default_factory=dict)  # (id(spec), shape) -> (spec, Plan): no hashing
     indexes: dict = dataclasses.field(default_factory=dict)  # id(Plan) -> its numpy index
 
     def plan(self, spec, shape):
         from ..semantics.plan import make_plan
+        held = self.by_id.get((id(spec), shape))  # (records of one signature share their spec)
+        if held is not None and held[0] is spec:
+            return held[1]
         key = (spec, shape)
-        if key not in self.plans:
+        found = self.plans.get(key)
+        if found is None:
             try:
-                self.plans[key] = make_plan(spec, shape)
+                found = make_plan(spec, shape)
             except StridedSliceError as exc:
-                self.plans[key] = exc
-        if isinstance(self.plans[key], StridedSliceError):
-            raise self.plans[key]
-        return self.plans[key]
+                found = exc
+            self.plans[key] = found
+        if isinstance(found, StridedSliceError):
+            raise found
+        self.by_id[(id(spec), shape)] = (spec, found)
+        return found
 
     def index(self, plan) -> tuple:
         """reference.plan_index of a plan of :meth:`plan` (made once per plan)."""
         from ..semantics.reference import plan_index
         key = id(plan)  # (plans are kept in ``plans``: the id stays theirs)
-        if key not in self.indexes:
-            self.indexes[key] = plan_index(plan)
-        return self.indexes[key]
+        found = self.indexes.get(key)
+        if found is None:
+            found = self.indexes[key] = plan_index(plan)
+        return found
 
     def fetch(self, name: str) -> str:
         if name not in self.seen:
