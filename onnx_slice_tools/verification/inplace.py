@@ -713,18 +713,14 @@ class InplaceRun:
     :meth:`result` runs and compares."""
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
-                 keep_session: bool = False, defer: bool = False, ship_ahead: bool = False):
+                 keep_session: bool = False, defer: bool = False, ahead=None):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
         self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness)
-        self.ahead = None
-
-        def ship() -> None:  # (called by the attempt once its sizes' inference passed)
-            from .shipped import SessionAhead, serialized
-            self.ahead = SessionAhead(serialized(proto, load_weights))
-        self.attempt = _Attempt(proto, records, loops=True, on_sized=ship if ship_ahead else None, **self.kw)
+        self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
+        self.attempt = _Attempt(proto, records, loops=True, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
@@ -809,8 +805,7 @@ class InplaceRun:
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False, defer: bool = False,
-                  ship_ahead: bool = False) -> InplaceRun:
+                  seed: int = 0, keep_session: bool = False, defer: bool = False, ahead=None) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only for a run that fits
     ``memory_budget`` by :func:`run_need`; ``weight_bytes``: :func:`budget_weight_bytes`).
@@ -823,14 +818,11 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     run must equal bitwise.  (Pure data movement upstream: its input is the same in both runs.)
     The tapped copy keeps only the nodes the remaining taps and graph outputs need.
 
-    ``ship_ahead``: ``proto`` is the model that ships (nothing after the checks changes it):
-    once the sizes are chosen -- shape inference at those sizes passed in the helper process, the
-    same guard the tapped session has against onnxruntime's own inference aborting ours -- its as-shipped session
-    (shipped.SessionAhead, onnxruntime's default configuration) starts building too, in a thread
-    of its own, while the other checks run (``.ahead``; the as-shipped run takes it)."""
+    ``ahead``: the as-shipped session of ``proto`` (shipped.SessionAhead), already building when
+    ``proto`` is the model that ships: held as ``.ahead`` for the as-shipped run."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
                       load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer,
-                      ship_ahead=ship_ahead)
+                      ahead=ahead)
 
 
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
@@ -843,8 +835,7 @@ class _Attempt:
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None,
-                 on_sized=None):
+                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.liveness = liveness or Liveness(proto)
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
@@ -861,13 +852,6 @@ class _Attempt:
         self.pins: dict = {}
         rewritten = [r for r in records if r.lowering is not None]
         self.rewritten = rewritten  # whose runtime index inputs fix input lengths (_sizes)
-        if on_sized is not None and rewritten:  # ``on_sized()`` once the sizes are chosen (their inference passed)
-            try:
-                self._sizes()
-            except Skip:
-                pass  # (_prepare skips with the reason)
-            else:
-                on_sized()
         deferred = self._deferrable(rewritten) if defer else frozenset()
         self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
