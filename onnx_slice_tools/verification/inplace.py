@@ -426,22 +426,43 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
 class Liveness:
     """The main graph's value lifetimes (producer and last consumer of each value, node by
     node), read from ``proto`` once, on the first :meth:`peak`: one model's estimates at several
-    sizes or with several kept sets cost one read of its nodes."""
+    sizes or with several kept sets cost one read of its nodes (and one sizing per ``shapes``)."""
 
     def __init__(self, proto):
         self.proto = proto
         self._tables: tuple | None = None
+        self._sized: tuple | None = None  # (shapes, name -> bytes) of the last peak's shapes
 
     def _read(self) -> tuple:
         if self._tables is None:
-            produced = [tuple(n.output) for n in self.proto.graph.node]
+            made, at = [], []  # every value a node makes, and that node's index
             last: dict = {}
             for k, n in enumerate(self.proto.graph.node):
                 for i in n.input:
                     last[i] = k
-            self._tables = (produced, last, [o.name for o in self.proto.graph.output],
-                            [vi.name for vi in _fed_inputs(self.proto)])
+                for o in n.output:
+                    made.append(o)
+                    at.append(k)
+            self._tables = (made, np.asarray(at, dtype=np.int64), len(self.proto.graph.node), last,
+                            [o.name for o in self.proto.graph.output], [vi.name for vi in _fed_inputs(self.proto)])
         return self._tables
+
+    def _sizes(self, shapes: dict) -> dict:
+        """Value name -> bytes, for the values of known shape in ``shapes``."""
+        if self._sized is not None and self._sized[0] is shapes:
+            return self._sized[1]
+        size: dict = {}
+        by_type: dict = {}  # (elem, dims) -> bytes or None: models repeat a few shapes many times
+        for name, (elem, dims) in shapes.items():
+            if dims is None or None in dims:
+                continue
+            key = (elem, tuple(dims))
+            b = by_type.get(key)
+            if b is None:
+                b = by_type[key] = _tensor_bytes(key)
+            size[name] = b
+        self._sized = (shapes, size)
+        return size
 
     def peak(self, shapes: dict, keep=(), outputs: bool = True) -> int:
         """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
@@ -449,42 +470,31 @@ class Liveness:
         consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
         ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when
         made (what a run of a pruned copy fetching none of them would hold)."""
-        produced, consumed, graph_outputs, fed = self._read()
-        size, per_elem = {}, {}
-        for name, (elem, dims) in shapes.items():
-            if dims is not None and None not in dims:
-                count = 1
-                for d in dims:
-                    count *= d
-                if elem not in per_elem:
-                    per_elem[elem] = _elem_size(elem)
-                size[name] = count * per_elem[elem]
-        end = len(produced)
+        made, at, end, consumed, graph_outputs, fed = self._read()
+        size = self._sizes(shapes)
         last = dict(consumed)
         for o in graph_outputs if outputs else ():
             last[o] = end
         for name in keep:
             last[name] = end
-        freed = [0] * end  # node index -> the bytes of the values it reads last
-        for name, k in last.items():
-            if k < end and name in size:
-                freed[k] += size[name]
         live = sum(size.get(name, 0) for name in fed)
-        peak = live
-        for k, outs in enumerate(produced):
-            made = transient = 0
-            for o in outs:
-                if o in size:
-                    made += size[o]
-                    if o not in last:  # nothing reads it and nothing holds it
-                        transient += size[o]
-            live += made
-            if live > peak:
-                peak = live
-            live -= freed[k]
-            if not outputs:  # freed when made
-                live -= transient
-        return peak
+        if not end:
+            return live
+        # per node k: what it makes (live += made[k]; the peak is taken), then what it reads last
+        # and, with ``outputs`` False, what nothing reads (live -= freed[k] + transient[k])
+        made_bytes = np.zeros(end, dtype=np.int64)
+        freed = np.zeros(end, dtype=np.int64)
+        sizes = np.fromiter((size.get(o, 0) for o in made), dtype=np.int64, count=len(made))
+        np.add.at(made_bytes, at, sizes)
+        ends = [(k, size[name]) for name, k in last.items() if k < end and name in size]
+        if ends:
+            where, freed_bytes = zip(*ends)
+            np.add.at(freed, np.asarray(where, dtype=np.int64), np.asarray(freed_bytes, dtype=np.int64))
+        if not outputs:
+            transient = np.fromiter((o not in last for o in made), dtype=bool, count=len(made))
+            np.add.at(freed, at[transient], sizes[transient])
+        before = np.concatenate(([0], np.cumsum(made_bytes - freed)[:-1]))  # live before node k, less ``live``
+        return int(max(live, live + int((before + made_bytes).max())))
 
 
 # --------------------------------------------------------------------------- the memory budget
@@ -540,6 +550,8 @@ def _index_bounds(proto, shapes: dict) -> dict:
     return bounds
 
 
+#: ONNX integer element types (int8 .. uint64): what an index input can be
+_INTEGER_ELEMS = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
 #: int4, uint4, float4e2m1: packed two to a byte, not generated
 _SUB_BYTE = (21, 22, 23)
 
@@ -555,11 +567,13 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator, vec
     from onnx import helper
     from .input_ranges import index_input_ranges, vector_ranges
     from .inputs import SMALL_INTS, random_values
-    bounds = _index_bounds(proto, shapes)
-    index_ranges = index_input_ranges(proto)
+    fed = _fed_inputs(proto)
+    integer = any(vi.type.tensor_type.elem_type in _INTEGER_ELEMS for vi in fed)  # (else no index input)
+    bounds = _index_bounds(proto, shapes) if integer else {}
+    index_ranges = index_input_ranges(proto) if integer else {}
     vectors = vectors or {}
     feeds = {}
-    for vi in _fed_inputs(proto):
+    for vi in fed:
         tt = vi.type.tensor_type
         if _unranked_vector(vi, sizes):
             shape: tuple = (sizes[f"{vi.name}:0"],)
@@ -1270,25 +1284,37 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
     bodies: dict = {}
     functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
     calls: dict = {}
+    main: set | None = None  # names in the main graph (_names_in)
     for n in g.node:
-        label = f"function {n.domain}::{n.op_type}"
-        if label in functions:
-            calls.setdefault(label, []).append(n)
-        if n.op_type == "If":
+        op = n.op_type
+        if functions:
+            label = f"function {n.domain}::{op}"
+            if label in functions:
+                calls.setdefault(label, []).append(n)
+        if op == "If":
             for a in n.attribute:
                 ifs.setdefault(f"main > If {n.name!r}.{a.name}", []).append((n, a))
-        if n.op_type == "Loop":
+        elif op == "Loop":
             for a in n.attribute:
                 bodies.setdefault(f"main > Loop {n.name!r}.{a.name}", []).append((n, a.g))
     for r in records:
         elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
-        elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
-        if r.graph == "main":
-            own = [] if r.output_name in deferred else [r.output_name]
-            names = _present(g, [r.data_name, *r.index_names.values(), *own], present)
-            taps.views[id(r)] = {name: taps.fetch(name) for name in names}
-            if not own:
+        if r.index_names:
+            elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
+        if r.graph == "main":  # (main-graph tensors are fetched under their own names)
+            if main is None:
+                main = _names_in(g, present)
+            wanted = [r.data_name, *r.index_names.values()] if r.index_names else [r.data_name]
+            if r.output_name in deferred:
                 taps.deferred[id(r)] = r.output_name
+            else:
+                wanted.append(r.output_name)
+            view = taps.views[id(r)] = {}
+            for name in wanted:
+                if name in main and name not in view:
+                    view[name] = taps.fetch(name)
+                    taps.elems[name] = elem[name]
+            continue
         elif len(ifs.get(r.graph, ())) == 1:
             node, attr = ifs[r.graph][0]
             names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
@@ -1326,17 +1352,19 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
 def _present(graph, names: list, cache: dict, outer=None) -> list:
     """``names`` that exist in ``graph`` (or its outer graph): a runtime index the lowering
     does not read (e.g. a shrink's end) may have been removed.  ``cache``: id(graph) -> names."""
-    found = []
-    for gr in (graph, outer) if outer is not None else (graph,):
-        if id(gr) not in cache:
-            cache[id(gr)] = {o for n in gr.node for o in n.output} | {getattr(i, "name", i) for i in gr.input} \
-                | {t.name for t in getattr(gr, "initializer", ())}  # functions: inputs are names
-        found.append(cache[id(gr)])
-    out = []
-    for name in names:
-        if any(name in f for f in found) and name not in out:
-            out.append(name)
-    return out
+    found = [_names_in(gr, cache) for gr in ((graph, outer) if outer is not None else (graph,))]
+    if len(found) == 1:
+        return list(dict.fromkeys(name for name in names if name in found[0]))
+    return list(dict.fromkeys(name for name in names if name in found[0] or name in found[1]))
+
+
+def _names_in(graph, cache: dict) -> set:
+    """The value names ``graph`` (a graph or function) makes or takes, read once (``cache``: id(graph) -> names)."""
+    names = cache.get(id(graph))
+    if names is None:
+        names = cache[id(graph)] = {o for n in graph.node for o in n.output} | \
+            {getattr(i, "name", i) for i in graph.input} | {t.name for t in getattr(graph, "initializer", ())}
+    return names  # (function inputs are names)
 
 
 def _tap_through_function(f, name: str) -> str:
