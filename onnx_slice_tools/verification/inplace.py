@@ -30,6 +30,8 @@ import numpy as np
 
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from ..errors import StridedSliceError
+from ..semantics.plan import make_plan
+from ..semantics.reference import apply_plan, plan_index
 from ..errors import first_line as _line
 
 # --------------------------------------------------------------------------- structure
@@ -677,7 +679,6 @@ class Reference:
         self.plan, self.index, self.x = plan, index, x
 
     def value(self) -> np.ndarray:
-        from ..semantics.reference import apply_plan
         return apply_plan(self.plan, self.x, self.index)
 
 
@@ -1183,7 +1184,6 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets marks[id(r)].
     A deferred rewrite (``taps.deferred``) is not compared here: its reference output goes to
     ``expected`` (output name -> array) and its mark is AWAITING."""
-    from ..semantics.reference import apply_plan
     if id(r) in taps.deferred:  # a main-graph rewrite: its tensors are fetched under their own names
         settled, plan, _ = _reference_plan(r, got, taps.plan)
         if settled is None:
@@ -1232,7 +1232,6 @@ class _Taps:
     indexes: dict = dataclasses.field(default_factory=dict)  # id(Plan) -> its numpy index
 
     def plan(self, spec, shape):
-        from ..semantics.plan import make_plan
         held = self.by_id.get((id(spec), shape))  # (records of one signature share their spec)
         if held is not None and held[0] is spec:
             return held[1]
@@ -1251,7 +1250,6 @@ class _Taps:
 
     def index(self, plan) -> tuple:
         """reference.plan_index of a plan of :meth:`plan` (made once per plan)."""
-        from ..semantics.reference import plan_index
         key = id(plan)  # (plans are kept in ``plans``: the id stays theirs)
         found = self.indexes.get(key)
         if found is None:
