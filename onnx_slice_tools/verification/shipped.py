@@ -146,12 +146,18 @@ def exact_outputs(proto, shapes: dict) -> set:
     known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
     pure = dict.fromkeys(known, True)  # value -> pure data movement; one pass in node order
     movement, default = MOVEMENT, ("", "ai.onnx")
+    get = pure.get
     for n in proto.graph.node:  # (a value read before it is made counts as arithmetic)
         outputs = n.output
         ok = n.domain in default and n.op_type in movement or \
             all(o and o in shapes and shapes[o][0] not in FLOAT_ELEMS for o in outputs)
-        ok = ok and all(pure.get(i, False) for i in n.input if i) and \
-            not any(a.type in (a.GRAPH, a.GRAPHS) for a in n.attribute)
+        if ok:
+            for i in n.input:
+                if i and not get(i, False):
+                    ok = False
+                    break
+        if ok and n.attribute:
+            ok = not any(a.type == 5 or a.type == 10 for a in n.attribute)  # (AttributeProto.GRAPH, GRAPHS)
         for o in outputs:
             if o:
                 pure[o] = ok
