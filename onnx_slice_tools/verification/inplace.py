@@ -312,6 +312,12 @@ def infer_at_sizes(sk, sizes):
         inferred = infer(_with_sizes(sk, sizes))
     except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
+    return inferred_shapes(inferred)
+
+
+def inferred_shapes(inferred) -> tuple[dict, str | None]:
+    """name -> (elem, dims) of every value shape inference gave ``inferred`` (a ModelProto) a
+    shape, and the first invalid dim or Reshape found (:func:`infer_at_sizes`)."""
     shapes, bad = {}, None
     read: dict = {}  # a type's bytes -> (elem, dims) or None: models repeat a few types many times
     g = inferred.graph
@@ -379,6 +385,22 @@ def vector_pins(proto, vectors: dict) -> dict:
     return pins
 
 
+def _declared_sizes_invalid(bad: str) -> str:
+    return f"the declared input sizes give invalid shapes ({bad})"
+
+
+def _all_sizes_declared(proto) -> bool:
+    """Whether every graph input of ``proto`` (overridable initializers too) has a shape of
+    known dims: a skeleton with no size to choose."""
+    for vi in proto.graph.input:
+        t = vi.type
+        if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+            return False
+        if not all(d.HasField("dim_value") for d in t.tensor_type.shape.dim):
+            return False
+    return True
+
+
 def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     """Sizes for the symbolic dims of the fed inputs: small (3); else 1 (a model whose constant
     Reshape fixes an unknown batch dim to 1); else grown where shape inference at those sizes
@@ -405,7 +427,7 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     if bad is None:
         return sizes, shapes
     if not keys:
-        raise Skip(f"the declared input sizes give invalid shapes ({bad})")
+        raise Skip(_declared_sizes_invalid(bad))
     ones = {**{k: 1 for k in keys}, **pins}
     shapes, bad = infer_at_sizes(sk, ones)  # a model fixed to batch 1 behind an unknown dim
     if bad is None:
@@ -728,12 +750,13 @@ class InplaceRun:
     :meth:`result` runs and compares."""
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
-                 keep_session: bool = False, defer: bool = False, ahead=None):
+                 keep_session: bool = False, defer: bool = False, ahead=None, inferred=None):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
         self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
-                       keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness)
+                       keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
+                       inferred=inferred)
         self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
         self.attempt = _Attempt(proto, records, loops=True, **self.kw)
 
@@ -820,7 +843,8 @@ class InplaceRun:
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False, defer: bool = False, ahead=None) -> InplaceRun:
+                  seed: int = 0, keep_session: bool = False, defer: bool = False, ahead=None,
+                  inferred=None) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only for a run that fits
     ``memory_budget`` by :func:`run_need`; ``weight_bytes``: :func:`budget_weight_bytes`).
@@ -834,10 +858,12 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     The tapped copy keeps only the nodes the remaining taps and graph outputs need.
 
     ``ahead``: the as-shipped session of ``proto`` (shipped.SessionAhead), already building when
-    ``proto`` is the model that ships: held as ``.ahead`` for the as-shipped run."""
+    ``proto`` is the model that ships: held as ``.ahead`` for the as-shipped run.
+    ``inferred``: the strict shape inference of ``proto`` (checks.static_checks), if it passed:
+    the shapes of a model whose input sizes are all declared."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
                       load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer,
-                      ahead=ahead)
+                      ahead=ahead, inferred=inferred)
 
 
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
@@ -850,8 +876,10 @@ class _Attempt:
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
-                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None):
+                 seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None,
+                 inferred=None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
+        self.inferred = inferred  # the strict shape inference of ``proto`` (a ModelProto), if it passed
         self.liveness = liveness or Liveness(proto)
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
@@ -880,22 +908,35 @@ class _Attempt:
         self._prepare(load_weights)
 
     def _sizes(self) -> tuple[dict, dict]:
-        """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked)."""
-        from ..rewrite.shapes import skeleton
+        """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked).
+        A model whose every input has its sizes declared has nothing to choose: the strict
+        shape inference of its bytes (``inferred``, from the static checks) gives the shapes."""
         if self.sized is None:
             from .input_ranges import index_vectors
-            self.sk = skeleton(self.proto)
             self.vectors, problem = index_vectors(self.proto, self.rewritten)
             try:
                 if problem is not None:
                     raise Skip(problem)
                 self.pins = vector_pins(self.proto, self.vectors)
-                self.sized = choose_sizes(self.sk, self.pins)
+                if self.inferred is not None and not self.pins and _all_sizes_declared(self.proto):
+                    shapes, bad = inferred_shapes(self.inferred)
+                    if bad is not None:
+                        raise Skip(_declared_sizes_invalid(bad))
+                    self.sized = ({}, shapes)
+                else:
+                    self.sized = choose_sizes(self.skeleton(), self.pins)
             except Skip as exc:
                 self.sized = exc
         if isinstance(self.sized, Skip):
             raise self.sized
         return self.sized
+
+    def skeleton(self):
+        """``proto``'s skeleton (rewrite.shapes.skeleton), made once when first asked."""
+        if self.sk is None:
+            from ..rewrite.shapes import skeleton
+            self.sk = skeleton(self.proto)
+        return self.sk
 
     def _deferrable(self, rewritten: list) -> frozenset:
         """Outputs of main-graph rewrites that the as-shipped run can give (see start_inplace)."""
@@ -955,7 +996,7 @@ class _Attempt:
             for k, v in self.sizes.items():
                 if v == _BASE and k not in self.pins:
                     trial = dict(smaller, **{k: 1})
-                    got, bad = infer_at_sizes(self.sk, trial)
+                    got, bad = infer_at_sizes(self.skeleton(), trial)
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
@@ -1076,8 +1117,7 @@ class _Attempt:
         """Runs on fresh random inputs until every one of ``checked`` was reached (or the runs
         are spent), fetching ``piece`` (None: every tap and graph output)."""
         proto, taps, memory_budget, weight_bytes, seed = self.proto, self.taps, self.budget, self.weight_bytes, self.seed
-        session, sk, sizes, shapes, need, skip_all = (self.session, self.sk, self.sizes,
-                                                      self.shapes, self.need, self._skip_all)
+        session, sizes, shapes, need, skip_all = self.session, self.sizes, self.shapes, self.need, self._skip_all
         rng = np.random.default_rng(seed)
         pending, runs, first = list(checked), 0, None
         if piece is None:  # graph outputs live to the end anyway
@@ -1105,7 +1145,7 @@ class _Attempt:
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-                shapes, bad = infer_at_sizes(sk, sizes)
+                shapes, bad = infer_at_sizes(self.skeleton(), sizes)
                 need = run_need(proto, shapes, taps.names, weight_bytes=weight_bytes, liveness=self.liveness)
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
