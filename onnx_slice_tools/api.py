@@ -606,7 +606,8 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     as-shipped session (shipped.SessionAhead, onnxruntime's default configuration) builds in a
     thread of its own while the other checks run (the in-place run holds it: ``.ahead``)."""
     from .verification.inplace import start_inplace, structural_diff
-    statics, ahead, inferred = None, None, []
+    statics, ahead = None, None
+    inferred: list = []
     if result.modified:  # first: their strict shape inference gives the in-place run its shapes and
         # guards the session of the bytes that ship (onnxruntime's inference would abort ours where onnx's aborts)
         t4 = time.perf_counter()
