@@ -17,7 +17,7 @@ No float tolerance, no reference evaluator, one session.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, AbstractSet, Any
 
 if TYPE_CHECKING:
     import threading
@@ -71,6 +71,24 @@ def _tensor_key(t):
     return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
 
 
+def _nodes_but(nodes, outputs: AbstractSet) -> list:
+    """``nodes`` less those whose outputs (as a tuple) are in ``outputs``."""
+    if not outputs:
+        return list(nodes)
+    first = {key[0] for key in outputs if key}  # (a cheap test before the tuple)
+    empty = () in outputs
+    kept = []
+    for n in nodes:
+        out = n.output
+        if out:
+            if out[0] in first and tuple(out) in outputs:
+                continue
+        elif empty:
+            continue
+        kept.append(n)
+    return kept
+
+
 def _same_nodes(a: list, b: list, renamed: dict) -> bool:
     """Whether nodes ``a`` (``renamed`` applied to their inputs) and ``b`` have equal keys, pair
     by pair; a key is computed only where a pair's bytes differ (equal bytes: equal fields)."""
@@ -104,10 +122,18 @@ def _same_io(va_all, vb_all, filled, ga) -> bool:
     ``filled`` (outputs only): names whose undeclared type/shape the rewrite may fill in; an
     output that is also a graph input may be declared as that input."""
     inputs = None
+    undeclared: dict = {}  # a type's bytes -> _undeclared (models repeat a few declarations)
     for va, vb in zip(va_all, vb_all):
-        if va.name == vb.name and (va.type.SerializeToString() == vb.type.SerializeToString()
-                                   or filled is not None and va.name in filled and _undeclared(va)):
-            continue
+        if va.name == vb.name:
+            ta = va.type.SerializeToString()
+            if ta == vb.type.SerializeToString():
+                continue
+            if filled is not None and va.name in filled:
+                known = undeclared.get(ta)
+                if known is None:
+                    known = undeclared[ta] = _undeclared(va)
+                if known:
+                    continue
         a, b = _io_key(va), _io_key(vb)
         if a == b:
             continue
@@ -134,8 +160,8 @@ def structural_diff(before, after, changes, removed_domains=()) -> str | None:
         return f"graphs differ: {sorted(set(a_graphs) ^ set(b_graphs))[:3]}"
     for label, (ga, is_fn) in a_graphs.items():
         gb = b_graphs[label][0]
-        kept_a = [n for n in ga.node if tuple(n.output) not in changes.removed_nodes]
-        kept_b = [n for n in gb.node if tuple(n.output) not in changes.added_nodes]
+        kept_a = _nodes_but(ga.node, changes.removed_nodes)
+        kept_b = _nodes_but(gb.node, changes.added_nodes)
         if not _same_nodes(kept_a, kept_b, changes.renamed):
             nodes_a = [_node_key(n, changes.renamed) for n in kept_a]
             nodes_b = [_node_key(n, {}) for n in kept_b]
