@@ -498,7 +498,8 @@ class Liveness:
         return self._tables
 
     def _sizes(self, shapes: dict) -> dict:
-        """Value name -> bytes, for the values of known shape in ``shapes``."""
+        """Value name -> bytes, for the values of known shape in ``shapes`` (kept for the next
+        call with the same dict: a shapes dict is never changed once made, each inference makes its own)."""
         if self._sized is not None and self._sized[0] is shapes:
             return self._sized[1]
         size: dict = {}
