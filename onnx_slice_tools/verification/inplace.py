@@ -415,7 +415,23 @@ def _declared_sizes_invalid(bad: str) -> str:
     return f"the declared input sizes give invalid shapes ({bad})"
 
 
-def _all_sizes_declared(proto) -> bool:
+def declared_shapes(proto, inferred) -> dict:
+    """What :func:`choose_sizes` gives the skeleton of ``proto`` when all its sizes are declared
+    (:func:`all_sizes_declared`), read from ``inferred``, the strict shape inference of ``proto``
+    itself that passed: the same inference with the declarations checked, plus the shapes of the
+    initializers the skeleton makes typed inputs.  Raises Skip as choose_sizes does."""
+    from ..rewrite.shapes import skeleton_input
+    shapes, bad = inferred_shapes(inferred)
+    if bad is not None:
+        raise Skip(_declared_sizes_invalid(bad))
+    declared = {vi.name for vi in proto.graph.input}
+    for t in proto.graph.initializer:
+        if t.name not in declared and skeleton_input(t):
+            shapes.setdefault(t.name, (t.data_type, tuple(t.dims)))
+    return shapes
+
+
+def all_sizes_declared(proto) -> bool:
     """Whether every graph input of ``proto`` (overridable initializers too) has a shape of
     known dims: a skeleton with no size to choose."""
     for vi in proto.graph.input:
@@ -945,11 +961,8 @@ class _Attempt:
                 if problem is not None:
                     raise Skip(problem)
                 self.pins = vector_pins(self.proto, self.vectors)
-                if self.inferred is not None and not self.pins and _all_sizes_declared(self.proto):
-                    shapes, bad = inferred_shapes(self.inferred)
-                    if bad is not None:
-                        raise Skip(_declared_sizes_invalid(bad))
-                    self.sized = ({}, shapes)
+                if self.inferred is not None and not self.pins and all_sizes_declared(self.proto):
+                    self.sized = ({}, declared_shapes(self.proto, self.inferred))
                 else:
                     self.sized = choose_sizes(self.skeleton(), self.pins)
             except Skip as exc:
