@@ -630,7 +630,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return None
     t4 = time.perf_counter()
-    problem = structural_diff(baseline, proto, result.changes, removed_domains)
+    problem = structural_diff(baseline, proto, result.changes, removed_domains, pending.table)
     report.model_checks["structure"] = PASSED if problem is None else failed(problem)
     report.model_checks.update(statics or {})  # (after the structural proof's: the order reports give)
     report.timings["verify_static"] = report.timings.get("verify_static", 0.0) + time.perf_counter() - t4

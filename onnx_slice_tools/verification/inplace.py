@@ -30,6 +30,7 @@ import numpy as np
 
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from ..errors import StridedSliceError
+from ..graphs.table import NodeTable
 from ..semantics.plan import make_plan
 from ..semantics.reference import apply_plan, plan_index
 from ..errors import first_line as _line
@@ -37,10 +38,11 @@ from ..errors import first_line as _line
 # --------------------------------------------------------------------------- structure
 
 
-def _graphs(proto):
-    """(label, graph-or-function proto, is_function) of every graph, labelled as graphs.walk labels them."""
+def _graphs(proto, holders=None):
+    """(label, graph-or-function proto, is_function) of every graph, labelled as graphs.walk labels them
+    (``holders``: as proto_graphs takes them)."""
     from ..graphs.walk import proto_graphs
-    return [(label, g, is_function) for g, label, is_function in proto_graphs(proto)]
+    return [(label, g, is_function) for g, label, is_function in proto_graphs(proto, holders=holders)]
 
 
 def _attr_key(a):
@@ -151,17 +153,21 @@ def _undeclared(vi) -> bool:
     return not vi.type.HasField("tensor_type") or not tt.elem_type or not tt.HasField("shape")
 
 
-def structural_diff(before, after, changes, removed_domains=()) -> str | None:
+def structural_diff(before, after, changes, removed_domains=(), table: NodeTable | None = None) -> str | None:
     """The first difference between ``before`` and ``after`` (ModelProtos, external data not
-    loaded) outside what ``changes`` (rewrite.RewriteChanges) records; None if there is none."""
+    loaded) outside what ``changes`` (rewrite.RewriteChanges) records; None if there is none.
+    ``table``: ``after``'s main graph's, if read."""
     a_graphs = {label: (g, f) for label, g, f in _graphs(before)}
-    b_graphs = {label: (g, f) for label, g, f in _graphs(after)}
+    b_graphs = {label: (g, f) for label, g, f in _graphs(after, None if table is None else table.holders)}
     if set(a_graphs) != set(b_graphs):
         return f"graphs differ: {sorted(set(a_graphs) ^ set(b_graphs))[:3]}"
     for label, (ga, is_fn) in a_graphs.items():
         gb = b_graphs[label][0]
         kept_a = _nodes_but(ga.node, changes.removed_nodes)
-        kept_b = _nodes_but(gb.node, changes.added_nodes)
+        if label == "main" and table is not None:
+            kept_b = [gb.node[k] for k, outs in enumerate(table.outputs) if outs not in changes.added_nodes]
+        else:
+            kept_b = _nodes_but(gb.node, changes.added_nodes)
         if not _same_nodes(kept_a, kept_b, changes.renamed):
             nodes_a = [_node_key(n, changes.renamed) for n in kept_a]
             nodes_b = [_node_key(n, {}) for n in kept_b]
@@ -494,22 +500,23 @@ class Liveness:
     node), read from ``proto`` once, on the first :meth:`peak`: one model's estimates at several
     sizes or with several kept sets cost one read of its nodes (and one sizing per ``shapes``)."""
 
-    def __init__(self, proto):
-        self.proto = proto
+    def __init__(self, proto, table: NodeTable | None = None):
+        self.proto, self.table = proto, table  # (``table``: proto's main graph's, when the caller has it)
         self._tables: tuple | None = None
         self._sized: tuple | None = None  # (shapes, name -> bytes) of the last peak's shapes
 
     def _read(self) -> tuple:
         if self._tables is None:
+            table = self.table if self.table is not None else NodeTable(self.proto.graph)
             made, at = [], []  # every value a node makes, and that node's index
             last: dict = {}
-            for k, n in enumerate(self.proto.graph.node):
-                for i in n.input:
+            for k, (ins, outs) in enumerate(zip(table.inputs, table.outputs)):
+                for i in ins:
                     last[i] = k
-                for o in n.output:
+                for o in outs:
                     made.append(o)
                     at.append(k)
-            self._tables = (made, np.asarray(at, dtype=np.int64), len(self.proto.graph.node), last,
+            self._tables = (made, np.asarray(at, dtype=np.int64), len(table), last,
                             [o.name for o in self.proto.graph.output], [vi.name for vi in _fed_inputs(self.proto)])
         return self._tables
 
@@ -796,7 +803,8 @@ class InplaceRun:
                  keep_session: bool = False, defer: bool = False, ahead=None, inferred=None):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
-        self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
+        self.table = NodeTable(proto.graph)  # (read once for every pass over the model's nodes below)
+        self.liveness = Liveness(proto, self.table)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
                        inferred=inferred)
@@ -924,6 +932,7 @@ class _Attempt:
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.inferred = inferred  # the strict shape inference of ``proto`` (a ModelProto), if it passed
         self.liveness = liveness or Liveness(proto)
+        self.table = self.liveness.table
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
         self.session: Any = None
@@ -939,7 +948,7 @@ class _Attempt:
         rewritten = [r for r in records if r.lowering is not None]
         self.rewritten = rewritten  # whose runtime index inputs fix input lengths (_sizes)
         deferred = self._deferrable(rewritten) if defer else frozenset()
-        self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
+        self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred, self.table)
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
         for r in rewritten:
             if id(r) not in self.taps.views:
@@ -1214,28 +1223,33 @@ class _Attempt:
     def exact_outputs(self, shapes: dict) -> set:
         """The model's graph outputs that are pure data movement (shipped.exact_outputs): kept as digests."""
         from .shipped import exact_outputs
-        return exact_outputs(self.proto, shapes)
+        return exact_outputs(self.proto, shapes, self.table)
 
     def graph_outputs(self) -> list:
         """The names of the model's own graph outputs (each once)."""
         return list(dict.fromkeys(o.name for o in self.proto.graph.output))
 
 
-def _prune(g) -> None:
+def _prune(g, table: NodeTable | None = None) -> None:
     """Drop the main-graph nodes no graph output of ``g`` depends on (onnxruntime computes
-    every node and holds what nothing consumes to the end of the run)."""
+    every node and holds what nothing consumes to the end of the run).  ``table``: ``g``'s
+    nodes as they are, if read."""
+    if table is None:
+        table = NodeTable(g)
     needed = {o.name for o in g.output}
+    holders = set(table.holders)
     kept = []
-    for n in reversed(g.node):
-        if any(o in needed for o in n.output):
-            kept.append(n)
-            needed.update(n.input)
-            needed.update(_outer_names(n))
-    if len(kept) == len(g.node):
+    for k in range(len(table) - 1, -1, -1):
+        if any(o in needed for o in table.outputs[k]):
+            kept.append(k)
+            needed.update(table.inputs[k])
+            if k in holders:
+                needed.update(_outer_names(g.node[k]))
+    if len(kept) == len(table):
         return
-    kept.reverse()
+    nodes = [g.node[k] for k in reversed(kept)]
     del g.node[:]
-    g.node.extend(kept)
+    g.node.extend(nodes)
 
 
 def _outer_names(node) -> set:
@@ -1343,14 +1357,15 @@ class _Taps:
         return name
 
 
-def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = frozenset()):
+def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = frozenset(),
+               table: NodeTable | None = None):
     """A copy of ``proto`` exposing, as graph outputs, what reaches each rewrite and what it
     gives: main-graph tensors directly; tensors of an ``If`` branch through extra outputs of
     both branches (an empty tensor of the type in the other one) and of the If node; tensors
     of a ``Loop`` body (with ``loops``) as extra scan outputs, stacked per iteration.
     ``deferred``: main-graph rewrite outputs (graph outputs of ``proto``) not fetched -- the
     as-shipped run gives them: the copy neither outputs nor computes them (it keeps only the
-    nodes its outputs need)."""
+    nodes its outputs need).  ``table``: ``proto``'s main graph's, if read."""
     import onnx
     tapped = onnx.ModelProto()
     tapped.CopyFrom(proto)
@@ -1362,17 +1377,20 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
     bodies: dict = {}
     functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
     calls: dict = {}
-    main: set | None = None  # names in the main graph (_names_in)
-    for n in g.node:
-        op = n.op_type
+    main: set | None = None  # names in the main graph
+    if table is None:
+        table = NodeTable(g)
+    for k, op in enumerate(table.ops):
         if functions:
-            label = f"function {n.domain}::{op}"
+            label = f"function {table.domains[k]}::{op}"
             if label in functions:
-                calls.setdefault(label, []).append(n)
+                calls.setdefault(label, []).append(g.node[k])
         if op == "If":
+            n = g.node[k]
             for a in n.attribute:
                 ifs.setdefault(f"main > If {n.name!r}.{a.name}", []).append((n, a))
         elif op == "Loop":
+            n = g.node[k]
             for a in n.attribute:
                 bodies.setdefault(f"main > Loop {n.name!r}.{a.name}", []).append((n, a.g))
     for r in records:
@@ -1380,8 +1398,9 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
         if r.index_names:
             elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
         if r.graph == "main":  # (main-graph tensors are fetched under their own names)
-            if main is None:
-                main = _names_in(g, present)
+            if main is None:  # (what the main graph makes, takes and holds)
+                main = present[id(g)] = {o for outs in table.outputs for o in outs} | \
+                    {i.name for i in g.input} | {t.name for t in g.initializer}
             wanted = [r.data_name, *r.index_names.values()] if r.index_names else [r.data_name]
             if r.output_name in deferred:
                 taps.deferred[id(r)] = r.output_name
@@ -1423,7 +1442,8 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
         kept = [vi for vi in g.output if vi.name not in deferred or vi.name in taps.seen]
         del g.output[:]
         g.output.extend(kept)
-        _prune(g)
+        # (taps through If, Loop or function calls add outputs to main-graph nodes: read them again)
+        _prune(g, None if taps.branch or taps.loop or taps.calls else table)
     return tapped, taps
 
 

@@ -138,26 +138,29 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
                       frozenset(exact_outputs(proto, shapes)))
 
 
-def exact_outputs(proto, shapes: dict) -> set:
+def exact_outputs(proto, shapes: dict, table=None) -> set:
     """Graph outputs of ``proto`` that are pure data movement: every node they depend on (main
     graph) is a :data:`MOVEMENT` op, or gives only non-float values (by ``shapes``' element
     types).  Those are compared bitwise; an unknown type or a subgraph makes an output float
-    arithmetic (compared under the tolerance)."""
+    arithmetic (compared under the tolerance).  ``table``: the main graph's graphs.table.NodeTable, if read."""
+    from ..graphs.table import NodeTable
+    if table is None:
+        table = NodeTable(proto.graph)
     known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
     pure = dict.fromkeys(known, True)  # value -> pure data movement; one pass in node order
     movement, default = MOVEMENT, ("", "ai.onnx")
     get = pure.get
-    for n in proto.graph.node:  # (a value read before it is made counts as arithmetic)
-        outputs = n.output
-        ok = n.domain in default and n.op_type in movement or \
+    holders = set(table.holders)
+    for k, (op, domain, inputs, outputs) in enumerate(zip(table.ops, table.domains, table.inputs, table.outputs)):
+        ok = domain in default and op in movement or \
             all(o and o in shapes and shapes[o][0] not in FLOAT_ELEMS for o in outputs)
-        if ok:
-            for i in n.input:
+        if ok:  # (a value read before it is made counts as arithmetic)
+            for i in inputs:
                 if i and not get(i, False):
                     ok = False
                     break
-        if ok and n.attribute:
-            ok = not any(a.type == 5 or a.type == 10 for a in n.attribute)  # (AttributeProto.GRAPH, GRAPHS)
+        if ok and k in holders:
+            ok = False
         for o in outputs:
             if o:
                 pure[o] = ok
