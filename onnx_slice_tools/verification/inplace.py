@@ -750,8 +750,9 @@ class Reference:
     def __init__(self, plan, index: tuple, x: np.ndarray):
         self.plan, self.index, self.x = plan, index, x
 
-    def value(self) -> np.ndarray:
-        return apply_plan(self.plan, self.x, self.index)
+    def value(self, copy: bool = True) -> np.ndarray:
+        """The reference output (``copy`` False: maybe a view of the tensor, to read only)."""
+        return apply_plan(self.plan, self.x, self.index, copy)
 
 
 @dataclasses.dataclass

@@ -178,7 +178,14 @@ def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes
     """Graph output name -> why it does not agree with the checked run, for each output of
     ``got`` that does not (``first``: only the first one)."""
     problems: dict = {}
+    outputs = checked.outputs
     for name, actual in got.items():
+        expected = outputs.get(name)
+        if expected.__class__ is Reference and name in exact and actual.__class__ is np.ndarray:
+            want = expected.value(copy=False)  # (a deferred slice: equal bytes settle it, as in _problem)
+            if want.shape == actual.shape and want.dtype == actual.dtype and want.dtype.kind not in "OUS" \
+                    and want.tobytes() == actual.tobytes():
+                continue
         problem = _problem(checked, name, actual, exact, computes_in)
         if problem is not None:
             problems[name] = problem
