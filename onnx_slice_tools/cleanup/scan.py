@@ -82,13 +82,20 @@ def may_change(proto, passes=None) -> str | None:
     from .conditions import CONDITIONS
     asked = list(dict.fromkeys(CONDITIONS.values())) if passes is None else \
         [getattr(p, "may_fire", None) or _no_condition(p) for p in passes]
+    with paused_gc():  # ~15 objects a node, no cycles: made and freed while the collector is paused
+        return _first_reason(proto, asked)
+
+
+def _first_reason(proto, asked: list) -> str | None:
+    """The first reason of the conditions ``asked`` on the index of ``proto``, or None.  The index
+    lives only in this call: it is freed before :func:`may_change` resumes the collector (else the
+    collector's next run would scan every object of it first)."""
     try:
-        with paused_gc():  # ~15 objects a node, no cycles
-            index = ProtoIndex(proto)
-            for fires in asked:
-                reason = fires(index)
-                if reason:
-                    return reason
+        index = ProtoIndex(proto)
+        for fires in asked:
+            reason = fires(index)
+            if reason:
+                return reason
     except MayChange as exc:
         return str(exc)
     except RecursionError:

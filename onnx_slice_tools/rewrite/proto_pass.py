@@ -346,45 +346,37 @@ class ProtoStridedSliceRewritePass:
     # ------------------------------------------------------------------ splicing
 
     def _splice(self, proto, g: _Graph, plans: list) -> RewriteResult:
+        """Replace the planned nodes in ``proto``'s main graph.  What dies with them is worked out
+        first (the names the new nodes read are known from their lowerings' steps); then the node
+        list is rebuilt in order, the new nodes made in place (``graph.node.add``: made once, not
+        made and then copied in) -- templates and nodes named in the same order as ever."""
         graph = proto.graph
-        names = model_names(proto, g.holders, g.uses)
-        pool = ProtoConstantPool(f"{self.prefix}0/", names)
-        templates: dict = {}  # id(lowering) -> its steps, constants named
-        memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
-        nodes: list[NodeProto] = []
-        added: list[str] = []  # outputs of the emitted nodes
+        everything = graph.node
+        names = model_names(proto, g.holders, g.uses)  # (before anything changes)
+        segments: list = []  # per replaced node, the nodes kept before it: (index of the first, the nodes)
+        done = 0
+        read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
         renamed: dict[str, str] = {}  # an identity's output -> the data
         emitted: list[str] = []  # names the emitted nodes read
         replaced: list[_Plan] = []
-        origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
-        everything = graph.node
-        done = 0
         for p in plans:
             if p.lowering is None:
                 continue
             replaced.append(p)
-            nodes.extend(everything[done:p.position])
-            origin.extend(range(done, p.position))
+            segments.append((done, everything[done:p.position]))
             done = p.position + 1
             rec = p.record
             if rec.renamed:
                 renamed.update(rec.renamed)
                 continue
-            x, out, runtime = rec.data_name, rec.replaced[0][0], p.runtime
-            template, read = templates.get(id(p.lowering)) or (None, None)
-            if template is None:  # the first node of a lowering names its constants
-                template = _template(steps(p.lowering, self.opset), pool)
-                read = sorted({r[1] for _, _, refs, _, _, _ in template for r in refs if r[0] == "in"})
-                templates[id(p.lowering)] = template, read
-            emitted.append(x)
+            read = read_of.get(id(p.lowering))
+            if read is None:
+                read = read_of[id(p.lowering)] = sorted(
+                    {r[1] for step in steps(p.lowering, self.opset) for r in step.inputs if r[0] == "in"})
+            emitted.append(rec.data_name)
             if read:  # a runtime field not read is freed (e.g. end = begin + 1)
-                emitted.extend(runtime[f] for f in read)
-            new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out, created=added)
-            nodes.extend(new)
-            origin.extend([-1] * len(new))
-            self._declare_output(g, rec, out)
-        nodes.extend(everything[done:])
-        origin.extend(range(done, len(everything)))
+                emitted.extend(p.runtime[f] for f in read)
+            self._declare_output(g, rec, rec.replaced[0][0])
         # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
         uses = g.uses
         uses.subtract(collections.Counter(itertools.chain.from_iterable(p.inputs for p in replaced)))
@@ -401,8 +393,30 @@ class ProtoStridedSliceRewritePass:
         removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
             _rename_uses(graph, renamed)
-        del graph.node[:]
-        graph.node.extend(n for n, k in zip(nodes, origin) if k not in dead_nodes)
+        tail = (done, everything[done:])
+        del graph.node[:]  # (the messages of segments stay readable)
+        pool = ProtoConstantPool(f"{self.prefix}0/", names)
+        templates: dict = {}  # id(lowering) -> its steps, constants named
+        memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
+        added: list[str] = []  # outputs of the emitted nodes
+        append, add = graph.node.append, graph.node.add
+
+        def keep_nodes(segment):
+            first, kept = segment
+            for k, node in enumerate(kept, first):
+                if k not in dead_nodes:
+                    append(node)
+        for p, segment in zip(replaced, segments):
+            keep_nodes(segment)
+            rec = p.record
+            if rec.renamed:
+                continue
+            template = templates.get(id(p.lowering))
+            if template is None:  # the first node of a lowering names its constants
+                template = templates[id(p.lowering)] = _template(steps(p.lowering, self.opset), pool)
+            _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
+                         created=added, make=add)
+        keep_nodes(tail)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
             keep = [t for t in graph.initializer if t.name not in dropped]
@@ -464,11 +478,12 @@ def _filled_type(elem, shape):
 
 
 def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
-                 final: str | None = None, created: list | None = None) -> tuple[list, list]:
+                 final: str | None = None, created: list | None = None, make=NodeProto) -> tuple[list, list]:
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
     ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
-    ``created``: a list the made nodes' output names are appended to.
+    ``created``: a list the made nodes' output names are appended to; ``make``: what makes a node
+    from NodeProto's fields (e.g. a graph's ``node.add``, which makes it in place).
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
     taken, fresh = names.taken, names.fresh
@@ -500,9 +515,8 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
             taken.add(cur)
         if k == last and final is not None:
             cur = final
-        new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
-        if attributes:
-            new.attribute.extend(attributes)
+        new = make(op_type=op_type, name=name, input=inputs, output=[cur], attribute=attributes) if attributes \
+            else make(op_type=op_type, name=name, input=inputs, output=[cur])
         outs.append(cur)
         nodes.append(new)
         if created is not None:
