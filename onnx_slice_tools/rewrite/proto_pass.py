@@ -353,7 +353,7 @@ class ProtoStridedSliceRewritePass:
         graph = proto.graph
         everything = graph.node
         names = model_names(proto, g.holders, g.uses)  # (before anything changes)
-        segments: list = []  # per replaced node, the nodes kept before it: (index of the first, the nodes)
+        segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
         renamed: dict[str, str] = {}  # an identity's output -> the data
@@ -363,7 +363,7 @@ class ProtoStridedSliceRewritePass:
             if p.lowering is None:
                 continue
             replaced.append(p)
-            segments.append((done, everything[done:p.position]))
+            segments.append((done, everything[done:p.position], p))
             done = p.position + 1
             rec = p.record
             if rec.renamed:
@@ -393,7 +393,7 @@ class ProtoStridedSliceRewritePass:
         removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
             _rename_uses(graph, renamed)
-        tail = (done, everything[done:])
+        tail = (done, everything[done:], None)
         del graph.node[:]  # (the messages of segments stay readable)
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
@@ -401,22 +401,18 @@ class ProtoStridedSliceRewritePass:
         added: list[str] = []  # outputs of the emitted nodes
         append, add = graph.node.append, graph.node.add
 
-        def keep_nodes(segment):
-            first, kept = segment
+        for first, kept, p in segments + [tail]:
             for k, node in enumerate(kept, first):
                 if k not in dead_nodes:
                     append(node)
-        for p, segment in zip(replaced, segments):
-            keep_nodes(segment)
-            rec = p.record
-            if rec.renamed:
+            if p is None or p.record.renamed:
                 continue
+            rec = p.record
             template = templates.get(id(p.lowering))
             if template is None:  # the first node of a lowering names its constants
                 template = templates[id(p.lowering)] = _template(steps(p.lowering, self.opset), pool)
             _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
                          created=added, make=add)
-        keep_nodes(tail)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
             keep = [t for t in graph.initializer if t.name not in dropped]
