@@ -103,20 +103,26 @@ def _decl(type_proto):
 
 class _Graph:
     """What the rewrite reads of the main graph, indexed once.  ``holders``: its nodes with
-    subgraphs."""
+    subgraphs.  ``node_inputs``/``node_outputs``: each node's inputs and outputs (tuples, in
+    the order of ``graph.node``), read once for every step that needs them."""
 
     def __init__(self, graph, holders: list):
         self.graph = graph
         self.holders = holders
         self.inputs = {vi.name for vi in graph.input}
-        self.outputs = {vi.name: k for k, vi in enumerate(graph.output)}
+        self.output_list = list(graph.output)
+        self.outputs = {vi.name: k for k, vi in enumerate(self.output_list)}
         self.initializers = {t.name: t for t in graph.initializer}
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
         nodes = graph.node
+        self.node_inputs = [tuple(n.input) for n in nodes]
+        self.node_outputs = [tuple(n.output) for n in nodes]
         inner = [n for holder in holders for g in proto_subgraphs(holder) for n, _ in proto_nodes(g)]
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
-        self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
+        self.uses = collections.Counter(itertools.chain.from_iterable(self.node_inputs))
+        if inner:
+            self.uses.update(itertools.chain.from_iterable(n.input for n in inner))
         self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
         self._producers: dict[str, int] | None = None
         self._declared: dict = {}
@@ -127,7 +133,7 @@ class _Graph:
     def producers(self) -> dict:
         """Output name -> index of the main-graph node producing it (indexed on first use)."""
         if self._producers is None:
-            self._producers = {o: k for k, node in enumerate(self.graph.node) for o in node.output if o}
+            self._producers = {o: k for k, outputs in enumerate(self.node_outputs) for o in outputs if o}
         return self._producers
 
     def declared(self, name: str):
@@ -140,7 +146,7 @@ class _Graph:
 
     def _declaration(self, name: str):
         k = self.outputs.get(name)
-        vi = self.graph.output[k] if k is not None else self.input_decl.get(name) or self.value_info.get(name)
+        vi = self.output_list[k] if k is not None else self.input_decl.get(name) or self.value_info.get(name)
         if vi is not None:  # declarations repeat (e.g. every output a float tensor of unknown shape)
             key = vi.type.SerializeToString()
             hit = self._by_bytes.get(key)
@@ -193,14 +199,15 @@ class ProtoConstantPool(ConstantPool):
         return name
 
 
-def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator:
+def model_names(proto, holders: list | None = None, reads=None, writes=None) -> NameAllocator:
     """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
     onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
     ``holders``: the main graph's nodes holding subgraphs (:func:`scan`), ``reads``:
-    every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), when known."""
+    every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), ``writes``: every
+    output name of its nodes (e.g. of ``_Graph.node_outputs``), when known."""
     taken: set = set()
 
-    def graph_names(g, inner=None, known_reads=None):
+    def graph_names(g, inner=None, known_reads=None, known_writes=None):
         taken.update(vi.name for vi in g.input)
         taken.update(vi.name for vi in g.output)
         taken.update(t.name for t in g.initializer)
@@ -208,12 +215,12 @@ def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator
         nodes = g.node
         taken.update(n.name for n in nodes)
         taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
-        taken.update(itertools.chain.from_iterable(n.output for n in nodes))
+        taken.update(itertools.chain.from_iterable(n.output for n in nodes) if known_writes is None else known_writes)
         for node in nodes if inner is None else inner:
             for sub in proto_subgraphs(node):
                 graph_names(sub)
 
-    graph_names(proto.graph, holders, reads)
+    graph_names(proto.graph, holders, reads, writes)
     for f in proto.functions:
         taken.update(f.input)
         taken.update(f.output)
@@ -291,13 +298,14 @@ class ProtoStridedSliceRewritePass:
         data: dict = {}
         plans = []
         graph_type, graphs_type = _GRAPH_TYPES
+        node_inputs, node_outputs = g.node_inputs, g.node_outputs
         for k, node in enumerate(g.graph.node):
             if node.op_type != "StridedSlice":
                 continue
-            outputs = node.output
+            outputs = node_outputs[k]
             if len(outputs) != 1 or not outputs[0]:
                 raise _Declined("a StridedSlice without exactly one output")
-            inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
+            inputs = tuple(renamed.get(name, name) for name in node_inputs[k]) if renamed else node_inputs[k]
             raw = node.SerializeToString()
             if graph_type in raw or graphs_type in raw:  # maybe a graph attribute (or the bytes by chance)
                 raise _Declined("a StridedSlice that may hold a subgraph")
@@ -352,7 +360,7 @@ class ProtoStridedSliceRewritePass:
         made and then copied in) -- templates and nodes named in the same order as ever."""
         graph = proto.graph
         everything = graph.node
-        names = model_names(proto, g.holders, g.uses)  # (before anything changes)
+        names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs))  # (before any change)
         segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
@@ -442,7 +450,7 @@ class ProtoStridedSliceRewritePass:
             made = g.filled_types[key] = _filled_type(*fill)
         k = g.outputs.get(out)
         if k is not None:
-            vi = g.graph.output[k]
+            vi = g.output_list[k]
         else:
             vi = g.value_info.get(out)
             if vi is None:
@@ -578,17 +586,17 @@ class _ProtoFacts(GraphFacts):
         return self.g.graph.node[node].domain
 
     def outputs(self, node) -> list:
-        return [o for o in self.g.graph.node[node].output if o]
+        return [o for o in self.g.node_outputs[node] if o]
 
     def has_subgraph(self, node) -> bool:
         return any(a.type in (5, 10) for a in self.g.graph.node[node].attribute)  # GRAPH/GRAPHS, even empty
 
     def output_names(self, node) -> tuple:
-        return tuple(self.g.graph.node[node].output)
+        return self.g.node_outputs[node]
 
     def remove_node(self, node) -> list:
         self.dead.add(node)
-        inputs = [i for i in self.g.graph.node[node].input if i]
+        inputs = [i for i in self.g.node_inputs[node] if i]
         for i in inputs:
             self.uses[i] -= 1
         return inputs
