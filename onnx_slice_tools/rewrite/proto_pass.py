@@ -86,6 +86,9 @@ def declines(proto, holders: list | None = None) -> str | None:
     return None
 
 
+_UNSET = object()
+
+
 class _Declined(Exception):
     pass
 
@@ -127,7 +130,9 @@ class _Graph:
         self._producers: dict[str, int] | None = None
         self._declared: dict = {}
         self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
-        self.filled_types: dict = {}  # declared output type filled in -> a TypeProto to merge
+        # (an output's declaration, the data's element type, the plan's shape) -> a TypeProto to
+        # merge into the declaration, or None (nothing to fill in)
+        self.filled_types: dict = {}
 
     @property
     def producers(self) -> dict:
@@ -371,7 +376,7 @@ class ProtoStridedSliceRewritePass:
             if p.lowering is None:
                 continue
             replaced.append(p)
-            segments.append((done, everything[done:p.position], p))
+            segments.append((done, everything[done:p.position] if p.position > done else (), p))
             done = p.position + 1
             rec = p.record
             if rec.renamed:
@@ -440,14 +445,15 @@ class ProtoStridedSliceRewritePass:
 
     def _declare_output(self, g: _Graph, rec, out: str) -> None:
         """What the original output did not declare (:func:`core.output_fill`)."""
-        elem, dims, typed = g.declared(out)
-        fill = output_fill(typed, elem, dims, g.declared(rec.data_name)[0], rec.output_shape)
-        if fill is None:
-            return
-        key = (typed,) + fill
-        made = g.filled_types.get(key)
+        declared = g.declared(out)
+        key = (declared, g.declared(rec.data_name)[0], rec.output_shape)
+        made = g.filled_types.get(key, _UNSET)
+        if made is _UNSET:
+            elem, dims, typed = declared
+            fill = output_fill(typed, elem, dims, key[1], key[2])
+            made = g.filled_types[key] = None if fill is None else _filled_type(*fill)
         if made is None:
-            made = g.filled_types[key] = _filled_type(*fill)
+            return
         k = g.outputs.get(out)
         if k is not None:
             vi = g.output_list[k]
