@@ -625,9 +625,10 @@ def drop_unused_domains(proto, counts: collections.Counter, removed: collections
     ``counts``: nodes per domain in the main graph and its subgraphs before, ``removed``: the
     nodes the rewrite removed, per domain."""
     used = {d for d, n in counts.items() if n > removed.get(d, 0)}
-    used.update(f.domain for f in proto.functions)
-    used.update(n.domain for g, label, _ in proto_graphs(proto) if label.startswith("function ")
-                for n in g.node)
+    if proto.functions:  # (else no walk: only function bodies and their subgraphs are read here)
+        used.update(f.domain for f in proto.functions)
+        used.update(n.domain for g, label, _ in proto_graphs(proto) if label.startswith("function ")
+                    for n in g.node)
     drop = set(unused_domains([o.domain for o in proto.opset_import], used))
     if drop:
         keep = [o for o in proto.opset_import if o.domain not in drop]
