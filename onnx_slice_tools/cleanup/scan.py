@@ -251,9 +251,9 @@ class ProtoIndex:
                 op = node.op_type
                 if op == "Constant":
                     outs[0].key = None  # a constant: compared by value in CSE keys
-                    if len(outs) == 1 and fact(outs[0]):
+                    if len(outs) == 1 and fact(outs[0], op):
                         outs[0].fact = True
-                elif op in _FACT_OPS and len(outs) == 1 and fact(outs[0]):
+                elif op in _FACT_OPS and len(outs) == 1 and fact(outs[0], op):
                     outs[0].fact = True
                     facts.append(entry)
                 group = group_of(op)
@@ -367,11 +367,13 @@ class ProtoIndex:
 
     # ------------------------------------------------------------------ cleanup._Facts, abstractly
 
-    def fact(self, out) -> bool:
+    def fact(self, out, op: str) -> bool:
         """Whether cleanup._Facts may know a fact about ``out``, the only output of a node in the
-        default domain.  Inputs' facts were set when they were defined (the walk is in order)."""
+        default domain whose op type is ``op``.  Inputs' facts were set when they were defined
+        (the walk is in order)."""
         node, ins = out.node, out.ins
-        op = node.op_type
+        if op in _FIRST_INPUT_OPS:  # the most common, first
+            return not ins or self.has_fact(ins[0]) and (op != "Slice" or len(ins) >= 3)
         if op == "Constant":
             return self._small_int_vector(out, self.array(out))
         if op in ("Shape", "Size"):
@@ -379,8 +381,6 @@ class ProtoIndex:
         if op == "Cast":
             to = next((a.i for a in node.attribute if a.name == "to"), None)
             return not ins or self.has_fact(ins[0]) and (to is None or to not in NOT_INT)
-        if op in ("Identity", "Squeeze", "Unsqueeze", "Slice"):
-            return not ins or self.has_fact(ins[0]) and (op != "Slice" or len(ins) >= 3)
         if op == "Gather":
             return len(ins) < 2 or (self.has_fact(ins[0]) and self.maybe_int(ins[1]))
         if op in ("Concat", "Add", "Sub", "Mul", "Neg"):
@@ -416,6 +416,8 @@ class ProtoIndex:
         return any(not dim.HasField("dim_value") for dim in dims)
 
 
+#: Ops whose output's fact is their first input's (:meth:`ProtoIndex.fact`).
+_FIRST_INPUT_OPS = frozenset({"Identity", "Squeeze", "Unsqueeze", "Slice"})
 #: Ops cleanup._Facts reads through (``Constant`` aside).
 _FACT_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
                        "Add", "Sub", "Mul", "Neg"})

@@ -503,12 +503,12 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
     last = len(template) - 1
     for k, (op_type, suffix, refs, tail, attributes, attr_key) in enumerate(template):
         if tail is not None:  # the previous output (or the data) and constants
-            inputs = [cur, *tail]
+            inputs = (cur, *tail)
         else:
-            inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
-                      else runtime[r[1]] for r in refs]
+            inputs = tuple([r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
+                            else runtime[r[1]] for r in refs])
         if memo is not None:
-            key = (op_type, tuple(inputs), attr_key)
+            key = (op_type, inputs, attr_key)
             if k < last and key in memo:
                 cur = memo[key]
                 outs.append(cur)
