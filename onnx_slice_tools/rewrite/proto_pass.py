@@ -128,8 +128,14 @@ class _Graph:
             self.uses.update(itertools.chain.from_iterable(n.input for n in inner))
         self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
         self._producers: dict[str, int] | None = None
-        self._declared: dict = {}
+        self._declared: dict = {}  # name -> declared(name)
         self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
+        for vi in self.output_list:  # read together: most are asked when the slices are graph outputs
+            key = vi.type.SerializeToString()
+            hit = self._by_bytes.get(key)
+            if hit is None:
+                hit = self._by_bytes[key] = _decl(vi.type)
+            self._declared[vi.name] = hit
         # (an output's declaration, the data's element type, the plan's shape) -> a TypeProto to
         # merge into the declaration, or None (nothing to fill in)
         self.filled_types: dict = {}
@@ -150,8 +156,8 @@ class _Graph:
         return hit
 
     def _declaration(self, name: str):
-        k = self.outputs.get(name)
-        vi = self.output_list[k] if k is not None else self.input_decl.get(name) or self.value_info.get(name)
+        """:meth:`declared` of a name that is no graph output (those are read in ``__init__``)."""
+        vi = self.input_decl.get(name) or self.value_info.get(name)
         if vi is not None:  # declarations repeat (e.g. every output a float tensor of unknown shape)
             key = vi.type.SerializeToString()
             hit = self._by_bytes.get(key)
