@@ -600,14 +600,28 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
     nothing was replaced); with ``keep_session`` its session is kept for the cleanup check (``_cleanup``),
     else the rewrites whose output the as-shipped run gives are left to it (inplace.start_inplace, ``defer``).
-    ``ship_ahead``: ``proto`` is the model that ships (see start_inplace)."""
+    The static checks run first: their strict shape inference, when it passed, gives the
+    in-place run its shapes (inplace.start_inplace, ``inferred``).  ``ship_ahead``: ``proto`` is
+    the model that ships (nothing after the checks changes it): once that inference passed, its
+    as-shipped session (shipped.SessionAhead, onnxruntime's default configuration) builds in a
+    thread of its own while the other checks run (the in-place run holds it: ``.ahead``)."""
     from .verification.inplace import start_inplace, structural_diff
+    statics, ahead = None, None
+    inferred: list = []
+    if result.modified:  # first: their strict shape inference gives the in-place run its shapes and
+        # guards the session of the bytes that ship (onnxruntime's inference would abort ours where onnx's aborts)
+        t4 = time.perf_counter()
+        statics = static_checks(proto, baseline, inferred=inferred)
+        report.timings["verify_static"] = time.perf_counter() - t4
+        if ship_ahead and inferred:
+            from .verification.shipped import SessionAhead, serialized
+            ahead = SessionAhead(serialized(proto, load_weights))
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
         pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=weight_bytes,
                                 load_weights=load_weights, keep_session=keep_session, defer=not keep_session,
-                                ship_ahead=ship_ahead)
+                                ahead=ahead, inferred=inferred[0] if inferred else None)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
     report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget,
@@ -616,10 +630,10 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return None
     t4 = time.perf_counter()
-    problem = structural_diff(baseline, proto, result.changes, removed_domains)
+    problem = structural_diff(baseline, proto, result.changes, removed_domains, pending.table)
     report.model_checks["structure"] = PASSED if problem is None else failed(problem)
-    report.model_checks.update(static_checks(proto, baseline))
-    report.timings["verify_static"] = time.perf_counter() - t4
+    report.model_checks.update(statics or {})  # (after the structural proof's: the order reports give)
+    report.timings["verify_static"] = report.timings.get("verify_static", 0.0) + time.perf_counter() - t4
     t5 = time.perf_counter()
     inplace = pending.result()
     report.model_checks["model_run"] = inplace.status

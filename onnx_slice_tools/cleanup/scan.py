@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from ..graphs.allocation import paused_gc
-from ..graphs.walk import proto_subgraphs
+from ..graphs.walk import proto_graphs
 
 #: Constants up to this many elements are read for folding and compared by value in CSE.
 SMALL = 64
@@ -116,9 +116,7 @@ def nothing_to_clean(proto) -> bool:
 
 def node_count(proto) -> int:
     """Nodes of the main graph, every subgraph and every function (``cleanup.op_counts``)."""
-    def count(graph) -> int:
-        return len(graph.node) + sum(count(g) for node in graph.node for g in proto_subgraphs(node))
-    return count(proto.graph) + sum(count(f) for f in proto.functions)
+    return sum(len(g.node) for g, _, _ in proto_graphs(proto))
 
 
 def unchanged_report(proto) -> dict:

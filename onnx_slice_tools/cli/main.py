@@ -82,7 +82,8 @@ def cmd_convert(args) -> int:
             print(json.dumps(data, indent=2))
         else:
             write_text(report_file, json.dumps(data, indent=2), protect=inputs)
-    problems = _convert_problems(rep)
+    v = rep.verdict  # (asked once: it reads a status per rewrite)
+    problems = _convert_problems(rep, v)
     if problems:
         code, first, more = problems
         tail = f" (and {more} more problem(s){'; see --report' if not args.report else ''})" if more else ""
@@ -93,25 +94,27 @@ def cmd_convert(args) -> int:
     if rep.fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
         done.append(f"{rep.fixed}/{rep.fixable} Slice/Gather fixed for target {rep.target}")
     if not args.quiet:  # with the report on stdout, stdout holds only the report
-        print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep)}"),
+        print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep, v)}"),
               file=sys.stderr if args.report == "-" else sys.stdout)
     return EXIT_OK
 
 
-def _convert_problems(rep):
-    """(exit code, the first problem, how many more) of a conversion, or None when it passed."""
+def _convert_problems(rep, v: str | None = None):
+    """(exit code, the first problem, how many more) of a conversion, or None when it passed.
+    ``v``: ``rep.verdict``, when the caller has it."""
     invalid = rep.invalid_records
     if invalid:
         return EXIT_INPUT, f"node {invalid[0].node!r}: {invalid[0].error}", len(invalid) - 1
-    if rep.ok:
+    if (rep.verdict if v is None else v) != "failed":
         return None
     return EXIT_FAILED, verdict_problem(rep), 0
 
 
-def verdict_text(rep) -> str:
-    """The summary words of a conversion that did not fail (one rule: Report.verdict)."""
+def verdict_text(rep, v: str | None = None) -> str:
+    """The summary words of a conversion that did not fail (one rule: Report.verdict; ``v``:
+    it, when the caller has it)."""
     from ..verification.checks import detail
-    v = rep.verdict
+    v = rep.verdict if v is None else v
     if v == "verified":
         inplace = sum(rep.inplace_of(i) == "passed" for i in range(len(rep.records)))
         framework = detail(rep.model_checks.get("framework", ""))

@@ -74,17 +74,19 @@ def proto_subgraphs(node) -> list:
     return out
 
 
-def proto_graphs(model_or_graph, functions: bool = True):
+def proto_graphs(model_or_graph, functions: bool = True, holders=None):
     """(graph_or_function, label, is_function) for a ModelProto (or one GraphProto): the main
     graph, its subgraphs (any depth, depth first, each listed before its own subgraphs) and, for a model, each function
     body with its
-    subgraphs -- the labels of :func:`all_graphs`."""
+    subgraphs -- the labels of :func:`all_graphs`.  ``holders``: the positions of the main
+    graph's nodes that hold subgraphs (graphs.table.NodeTable.holders), when known: only they
+    are looked into."""
     graph = getattr(model_or_graph, "graph", model_or_graph)
     out = []
 
-    def walk(g, label, is_function):
+    def walk(g, label, is_function, positions=None):
         out.append((g, label, is_function))
-        for node in g.node:
+        for node in g.node if positions is None else (g.node[k] for k in positions):
             if not node.attribute:
                 continue
             for a in node.attribute:
@@ -92,7 +94,7 @@ def proto_graphs(model_or_graph, functions: bool = True):
                     for sub in ([a.g] if a.type == 5 else a.graphs):
                         walk(sub, f"{label} > {node.op_type} {node.name!r}.{a.name}", False)
 
-    walk(graph, "main", False)
+    walk(graph, "main", False, holders)
     if functions and graph is not model_or_graph:
         for f in model_or_graph.functions:
             walk(f, f"function {f.domain}::{f.name}", True)

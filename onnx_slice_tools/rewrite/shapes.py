@@ -239,6 +239,13 @@ def _own_skeleton(proto, max_bytes: int, has_subgraphs: bool | None) -> bool:
                    not vi.type.HasField("tensor_type") for vi in g.output)
 
 
+def skeleton_input(t, max_bytes: int = 1024) -> bool:
+    """Whether :func:`skeleton` makes initializer ``t`` (not a graph input) a typed graph input:
+    external data, or above ``max_bytes``."""
+    import onnx
+    return t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > max_bytes
+
+
 def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, keep=None):
     """A copy of ``proto`` for shape inference: graph structure and declared graph inputs only.
 
@@ -260,7 +267,7 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, ke
     for t in src.initializer:
         if t.name in declared:
             continue  # overridable: a runtime value of the declared input's type
-        if t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > max_bytes:
+        if skeleton_input(t, max_bytes):
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
             g.initializer.append(t)

@@ -15,6 +15,7 @@ The lowering, the numpy reference and ``explain`` all read the same plan.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
@@ -97,7 +98,7 @@ class Plan:
     def input_rank(self) -> int | None:
         return None if self.input_shape is None else len(self.input_shape)
 
-    @property
+    @functools.cached_property  # (a plan is immutable; the reference applies one plan to many tensors)
     def output_shape(self) -> tuple[Dim, ...] | None:
         if any(o.kind == REST for o in self.outputs):
             return None

@@ -12,13 +12,14 @@ from .plan import INDEX, RANGE, Plan, make_plan
 from .spec import OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 
-def apply_plan(plan: Plan, x: np.ndarray, index: tuple | None = None) -> np.ndarray:
-    """Run a plan made for ``x.shape`` on ``x``; returns a new, contiguous array.  ``index``:
+def apply_plan(plan: Plan, x: np.ndarray, index: tuple | None = None, copy: bool = True) -> np.ndarray:
+    """Run a plan made for ``x.shape`` on ``x``; returns a new, contiguous array (``copy``
+    False: maybe a view of ``x``, for a caller that only reads it).  ``index``:
     :func:`plan_index` of ``plan``, when the caller applies one plan to many arrays."""
     if plan.input_shape != tuple(x.shape):
         raise ValueError(f"plan was made for shape {plan.input_shape}, array has {x.shape}")
-    out = np.asarray(x[plan_index(plan) if index is None else index])
-    return np.array(out.reshape(plan.output_shape), dtype=x.dtype, copy=True, order="C")
+    out = np.asarray(x[plan_index(plan) if index is None else index]).reshape(plan.output_shape)
+    return np.array(out, dtype=x.dtype, copy=True, order="C") if copy else out
 
 
 def plan_index(plan: Plan) -> tuple:

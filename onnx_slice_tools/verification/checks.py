@@ -105,11 +105,12 @@ def verdict(statuses: Sequence[tuple[str, str | None]], *, strict: bool = False)
     return f"unverified ({'; '.join(reasons)}{more})"
 
 
-def static_checks(proto, original=None) -> dict:
+def static_checks(proto, original=None, *, inferred: list | None = None) -> dict:
     """onnx.checker and strict shape inference of ``proto`` on its weightless skeleton (no
     weight is read).  A failure the ``original`` (ModelProto or path) shares is
     ``skipped: the original fails it too: ...`` -- it does not fail the conversion, and it
-    proves nothing.  Both checks read one serialization of the skeleton."""
+    proves nothing.  Both checks read one serialization of the skeleton.  ``inferred``: a list
+    that gets the strict inference's model (a ModelProto) when it passed."""
     import onnx
     from ..graphs.shape_inference import infer
     loaded: list = []
@@ -125,8 +126,10 @@ def static_checks(proto, original=None) -> dict:
     for name, fn in (("checker", onnx.checker.check_model),
                      ("strict_shape_inference", lambda p: infer(p, strict=True))):
         try:
-            fn(data)
+            got = fn(data)
             checks[name] = PASSED
+            if inferred is not None and got is not None:
+                inferred.append(got)
         except Exception as exc:
             problem = _first_line(exc)
             checks[name] = failed(problem)

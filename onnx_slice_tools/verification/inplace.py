@@ -17,27 +17,32 @@ No float tolerance, no reference evaluator, one session.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, AbstractSet, Any
 
 if TYPE_CHECKING:
     import threading
 
 import dataclasses
 import functools
+import itertools
 
 import numpy as np
 
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from ..errors import StridedSliceError
+from ..graphs.table import NodeTable
+from ..semantics.plan import make_plan
+from ..semantics.reference import apply_plan, plan_index
 from ..errors import first_line as _line
 
 # --------------------------------------------------------------------------- structure
 
 
-def _graphs(proto):
-    """(label, graph-or-function proto, is_function) of every graph, labelled as graphs.walk labels them."""
+def _graphs(proto, holders=None):
+    """(label, graph-or-function proto, is_function) of every graph, labelled as graphs.walk labels them
+    (``holders``: as proto_graphs takes them)."""
     from ..graphs.walk import proto_graphs
-    return [(label, g, is_function) for g, label, is_function in proto_graphs(proto)]
+    return [(label, g, is_function) for g, label, is_function in proto_graphs(proto, holders=holders)]
 
 
 def _attr_key(a):
@@ -68,6 +73,36 @@ def _tensor_key(t):
     return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
 
 
+def _nodes_but(nodes, outputs: AbstractSet) -> list:
+    """``nodes`` less those whose outputs (as a tuple) are in ``outputs``."""
+    if not outputs:
+        return list(nodes)
+    first = {key[0] for key in outputs if key}  # (a cheap test before the tuple)
+    empty = () in outputs
+    kept = []
+    for n in nodes:
+        out = n.output
+        if out:
+            if out[0] in first and tuple(out) in outputs:
+                continue
+        elif empty:
+            continue
+        kept.append(n)
+    return kept
+
+
+def _same_nodes(a: list, b: list, renamed: dict) -> bool:
+    """Whether nodes ``a`` (``renamed`` applied to their inputs) and ``b`` have equal keys, pair
+    by pair; a key is computed only where a pair's bytes differ (equal bytes: equal fields)."""
+    if len(a) != len(b):
+        return False
+    for na, nb in zip(a, b):
+        if renamed and any(i in renamed for i in na.input) or na.SerializeToString() != nb.SerializeToString():
+            if _node_key(na, renamed) != _node_key(nb, {}):
+                return False
+    return True
+
+
 def _node_key(n, renamed):
     return (n.op_type, n.domain or "", n.overload, n.name, tuple(renamed.get(i, i) for i in n.input),
             tuple(n.output), tuple(_attr_key(a) for a in n.attribute))
@@ -89,10 +124,18 @@ def _same_io(va_all, vb_all, filled, ga) -> bool:
     ``filled`` (outputs only): names whose undeclared type/shape the rewrite may fill in; an
     output that is also a graph input may be declared as that input."""
     inputs = None
+    undeclared: dict = {}  # a type's bytes -> _undeclared (models repeat a few declarations)
     for va, vb in zip(va_all, vb_all):
-        if va.name == vb.name and (va.type.SerializeToString() == vb.type.SerializeToString()
-                                   or filled is not None and va.name in filled and _undeclared(va)):
-            continue
+        if va.name == vb.name:
+            ta = va.type.SerializeToString()
+            if ta == vb.type.SerializeToString():
+                continue
+            if filled is not None and va.name in filled:
+                known = undeclared.get(ta)
+                if known is None:
+                    known = undeclared[ta] = _undeclared(va)
+                if known:
+                    continue
         a, b = _io_key(va), _io_key(vb)
         if a == b:
             continue
@@ -110,18 +153,24 @@ def _undeclared(vi) -> bool:
     return not vi.type.HasField("tensor_type") or not tt.elem_type or not tt.HasField("shape")
 
 
-def structural_diff(before, after, changes, removed_domains=()) -> str | None:
+def structural_diff(before, after, changes, removed_domains=(), table: NodeTable | None = None) -> str | None:
     """The first difference between ``before`` and ``after`` (ModelProtos, external data not
-    loaded) outside what ``changes`` (rewrite.RewriteChanges) records; None if there is none."""
+    loaded) outside what ``changes`` (rewrite.RewriteChanges) records; None if there is none.
+    ``table``: ``after``'s main graph's, if read."""
     a_graphs = {label: (g, f) for label, g, f in _graphs(before)}
-    b_graphs = {label: (g, f) for label, g, f in _graphs(after)}
+    b_graphs = {label: (g, f) for label, g, f in _graphs(after, None if table is None else table.holders)}
     if set(a_graphs) != set(b_graphs):
         return f"graphs differ: {sorted(set(a_graphs) ^ set(b_graphs))[:3]}"
     for label, (ga, is_fn) in a_graphs.items():
         gb = b_graphs[label][0]
-        nodes_a = [_node_key(n, changes.renamed) for n in ga.node if tuple(n.output) not in changes.removed_nodes]
-        nodes_b = [_node_key(n, {}) for n in gb.node if tuple(n.output) not in changes.added_nodes]
-        if nodes_a != nodes_b:
+        kept_a = _nodes_but(ga.node, changes.removed_nodes)
+        if label == "main" and table is not None:
+            kept_b = [gb.node[k] for k, outs in enumerate(table.outputs) if outs not in changes.added_nodes]
+        else:
+            kept_b = _nodes_but(gb.node, changes.added_nodes)
+        if not _same_nodes(kept_a, kept_b, changes.renamed):
+            nodes_a = [_node_key(n, changes.renamed) for n in kept_a]
+            nodes_b = [_node_key(n, {}) for n in kept_b]
             return f"{label}: nodes differ: {_first_difference(nodes_a, nodes_b)}"
         if is_fn:
             same = (list(ga.input), list(ga.output), list(ga.attribute), ga.domain, ga.name) == \
@@ -295,16 +344,34 @@ def infer_at_sizes(sk, sizes):
         inferred = infer(_with_sizes(sk, sizes))
     except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
+    return inferred_shapes(inferred)
+
+
+def inferred_shapes(inferred) -> tuple[dict, str | None]:
+    """name -> (elem, dims) of every value shape inference gave ``inferred`` (a ModelProto) a
+    shape, and the first invalid dim or Reshape found (:func:`infer_at_sizes`)."""
     shapes, bad = {}, None
-    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        tt = vi.type.tensor_type
-        if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+    read: dict = {}  # a type's bytes -> (elem, dims) or None: models repeat a few types many times
+    g = inferred.graph
+    for vi in itertools.chain(g.input, g.value_info, g.output):
+        key = vi.type.SerializeToString()
+        known = read.get(key, read)
+        if known is read:
+            known = read[key] = _elem_dims(vi.type)
+        if known is None:
             continue
-        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
-        if bad is None and any(d is not None and d < 0 for d in dims):
-            bad = f"{vi.name} would have shape {list(dims)}"
-        shapes[vi.name] = (tt.elem_type, dims)
+        if bad is None and any(d is not None and d < 0 for d in known[1]):
+            bad = f"{vi.name} would have shape {list(known[1])}"
+        shapes[vi.name] = known
     return shapes, bad or _bad_reshape(inferred.graph, shapes)
+
+
+def _elem_dims(t) -> tuple | None:
+    """(elem type, dims: dim_value or None) of a tensor TypeProto with a shape, else None."""
+    if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+        return None
+    tt = t.tensor_type
+    return tt.elem_type, tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
 
 
 def _bad_reshape(graph, shapes: dict) -> str | None:
@@ -350,6 +417,38 @@ def vector_pins(proto, vectors: dict) -> dict:
     return pins
 
 
+def _declared_sizes_invalid(bad: str) -> str:
+    return f"the declared input sizes give invalid shapes ({bad})"
+
+
+def declared_shapes(proto, inferred) -> dict:
+    """What :func:`choose_sizes` gives the skeleton of ``proto`` when all its sizes are declared
+    (:func:`all_sizes_declared`), read from ``inferred``, the strict shape inference of ``proto``
+    itself that passed: the same inference with the declarations checked, plus the shapes of the
+    initializers the skeleton makes typed inputs.  Raises Skip as choose_sizes does."""
+    from ..rewrite.shapes import skeleton_input
+    shapes, bad = inferred_shapes(inferred)
+    if bad is not None:
+        raise Skip(_declared_sizes_invalid(bad))
+    declared = {vi.name for vi in proto.graph.input}
+    for t in proto.graph.initializer:
+        if t.name not in declared and skeleton_input(t):
+            shapes.setdefault(t.name, (t.data_type, tuple(t.dims)))
+    return shapes
+
+
+def all_sizes_declared(proto) -> bool:
+    """Whether every graph input of ``proto`` (overridable initializers too) has a shape of
+    known dims: a skeleton with no size to choose."""
+    for vi in proto.graph.input:
+        t = vi.type
+        if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+            return False
+        if not all(d.HasField("dim_value") for d in t.tensor_type.shape.dim):
+            return False
+    return True
+
+
 def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     """Sizes for the symbolic dims of the fed inputs: small (3); else 1 (a model whose constant
     Reshape fixes an unknown batch dim to 1); else grown where shape inference at those sizes
@@ -376,7 +475,7 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
     if bad is None:
         return sizes, shapes
     if not keys:
-        raise Skip(f"the declared input sizes give invalid shapes ({bad})")
+        raise Skip(_declared_sizes_invalid(bad))
     ones = {**{k: 1 for k in keys}, **pins}
     shapes, bad = infer_at_sizes(sk, ones)  # a model fixed to batch 1 behind an unknown dim
     if bad is None:
@@ -399,22 +498,45 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
 class Liveness:
     """The main graph's value lifetimes (producer and last consumer of each value, node by
     node), read from ``proto`` once, on the first :meth:`peak`: one model's estimates at several
-    sizes or with several kept sets cost one read of its nodes."""
+    sizes or with several kept sets cost one read of its nodes (and one sizing per ``shapes``)."""
 
-    def __init__(self, proto):
-        self.proto = proto
+    def __init__(self, proto, table: NodeTable | None = None):
+        self.proto, self.table = proto, table  # (``table``: proto's main graph's, when the caller has it)
         self._tables: tuple | None = None
+        self._sized: tuple | None = None  # (shapes, name -> bytes) of the last peak's shapes
 
     def _read(self) -> tuple:
         if self._tables is None:
-            produced = [tuple(n.output) for n in self.proto.graph.node]
+            table = self.table if self.table is not None else NodeTable(self.proto.graph)
+            made, at = [], []  # every value a node makes, and that node's index
             last: dict = {}
-            for k, n in enumerate(self.proto.graph.node):
-                for i in n.input:
+            for k, (ins, outs) in enumerate(zip(table.inputs, table.outputs)):
+                for i in ins:
                     last[i] = k
-            self._tables = (produced, last, [o.name for o in self.proto.graph.output],
-                            [vi.name for vi in _fed_inputs(self.proto)])
+                for o in outs:
+                    made.append(o)
+                    at.append(k)
+            self._tables = (made, np.asarray(at, dtype=np.int64), len(table), last,
+                            [o.name for o in self.proto.graph.output], [vi.name for vi in _fed_inputs(self.proto)])
         return self._tables
+
+    def _sizes(self, shapes: dict) -> dict:
+        """Value name -> bytes, for the values of known shape in ``shapes`` (kept for the next
+        call with the same dict: a shapes dict is never changed once made, each inference makes its own)."""
+        if self._sized is not None and self._sized[0] is shapes:
+            return self._sized[1]
+        size: dict = {}
+        by_type: dict = {}  # (elem, dims) -> bytes or None: models repeat a few shapes many times
+        for name, (elem, dims) in shapes.items():
+            if dims is None or None in dims:
+                continue
+            key = (elem, tuple(dims))
+            b = by_type.get(key)
+            if b is None:
+                b = by_type[key] = _tensor_bytes(key)
+            size[name] = b
+        self._sized = (shapes, size)
+        return size
 
     def peak(self, shapes: dict, keep=(), outputs: bool = True) -> int:
         """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
@@ -422,42 +544,31 @@ class Liveness:
         consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
         ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when
         made (what a run of a pruned copy fetching none of them would hold)."""
-        produced, consumed, graph_outputs, fed = self._read()
-        size, per_elem = {}, {}
-        for name, (elem, dims) in shapes.items():
-            if dims is not None and None not in dims:
-                count = 1
-                for d in dims:
-                    count *= d
-                if elem not in per_elem:
-                    per_elem[elem] = _elem_size(elem)
-                size[name] = count * per_elem[elem]
-        end = len(produced)
+        made, at, end, consumed, graph_outputs, fed = self._read()
+        size = self._sizes(shapes)
         last = dict(consumed)
         for o in graph_outputs if outputs else ():
             last[o] = end
         for name in keep:
             last[name] = end
-        freed = [0] * end  # node index -> the bytes of the values it reads last
-        for name, k in last.items():
-            if k < end and name in size:
-                freed[k] += size[name]
         live = sum(size.get(name, 0) for name in fed)
-        peak = live
-        for k, outs in enumerate(produced):
-            made = transient = 0
-            for o in outs:
-                if o in size:
-                    made += size[o]
-                    if o not in last:  # nothing reads it and nothing holds it
-                        transient += size[o]
-            live += made
-            if live > peak:
-                peak = live
-            live -= freed[k]
-            if not outputs:  # freed when made
-                live -= transient
-        return peak
+        if not end:
+            return live
+        # per node k: what it makes (live += made[k]; the peak is taken), then what it reads last
+        # and, with ``outputs`` False, what nothing reads (live -= freed[k] + transient[k])
+        made_bytes = np.zeros(end, dtype=np.int64)
+        freed = np.zeros(end, dtype=np.int64)
+        sizes = np.fromiter((size.get(o, 0) for o in made), dtype=np.int64, count=len(made))
+        np.add.at(made_bytes, at, sizes)
+        ends = [(k, size[name]) for name, k in last.items() if k < end and name in size]
+        if ends:
+            where, freed_bytes = zip(*ends)
+            np.add.at(freed, np.asarray(where, dtype=np.int64), np.asarray(freed_bytes, dtype=np.int64))
+        if not outputs:
+            transient = np.fromiter((o not in last for o in made), dtype=bool, count=len(made))
+            np.add.at(freed, at[transient], sizes[transient])
+        before = np.concatenate(([0], np.cumsum(made_bytes - freed)[:-1]))  # live before node k, less ``live``
+        return int(max(live, live + int((before + made_bytes).max())))
 
 
 # --------------------------------------------------------------------------- the memory budget
@@ -513,6 +624,8 @@ def _index_bounds(proto, shapes: dict) -> dict:
     return bounds
 
 
+#: ONNX integer element types (int8 .. uint64): what an index input can be
+_INTEGER_ELEMS = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
 #: int4, uint4, float4e2m1: packed two to a byte, not generated
 _SUB_BYTE = (21, 22, 23)
 
@@ -528,11 +641,13 @@ def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator, vec
     from onnx import helper
     from .input_ranges import index_input_ranges, vector_ranges
     from .inputs import SMALL_INTS, random_values
-    bounds = _index_bounds(proto, shapes)
-    index_ranges = index_input_ranges(proto)
+    fed = _fed_inputs(proto)
+    integer = any(vi.type.tensor_type.elem_type in _INTEGER_ELEMS for vi in fed)  # (else no index input)
+    bounds = _index_bounds(proto, shapes) if integer else {}
+    index_ranges = index_input_ranges(proto) if integer else {}
     vectors = vectors or {}
     feeds = {}
-    for vi in _fed_inputs(proto):
+    for vi in fed:
         tt = vi.type.tensor_type
         if _unranked_vector(vi, sizes):
             shape: tuple = (sizes[f"{vi.name}:0"],)
@@ -635,9 +750,9 @@ class Reference:
     def __init__(self, plan, index: tuple, x: np.ndarray):
         self.plan, self.index, self.x = plan, index, x
 
-    def value(self) -> np.ndarray:
-        from ..semantics.reference import apply_plan
-        return apply_plan(self.plan, self.x, self.index)
+    def value(self, copy: bool = True) -> np.ndarray:
+        """The reference output (``copy`` False: maybe a view of the tensor, to read only)."""
+        return apply_plan(self.plan, self.x, self.index, copy)
 
 
 @dataclasses.dataclass
@@ -686,18 +801,16 @@ class InplaceRun:
     :meth:`result` runs and compares."""
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
-                 keep_session: bool = False, defer: bool = False, ship_ahead: bool = False):
+                 keep_session: bool = False, defer: bool = False, ahead=None, inferred=None):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
-        self.liveness = Liveness(proto)  # (the memory estimates of every attempt and of the as-shipped run)
+        self.table = NodeTable(proto.graph)  # (read once for every pass over the model's nodes below)
+        self.liveness = Liveness(proto, self.table)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
-                       keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness)
-        self.ahead = None
-
-        def ship() -> None:  # (called by the attempt once its sizes' inference passed)
-            from .shipped import SessionAhead, serialized
-            self.ahead = SessionAhead(serialized(proto, load_weights))
-        self.attempt = _Attempt(proto, records, loops=True, on_sized=ship if ship_ahead else None, **self.kw)
+                       keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
+                       inferred=inferred)
+        self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
+        self.attempt = _Attempt(proto, records, loops=True, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
@@ -782,8 +895,8 @@ class InplaceRun:
 
 
 def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False, defer: bool = False,
-                  ship_ahead: bool = False) -> InplaceRun:
+                  seed: int = 0, keep_session: bool = False, defer: bool = False, ahead=None,
+                  inferred=None) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
     ``load_weights(proto) -> proto`` reads external weights in (only for a run that fits
     ``memory_budget`` by :func:`run_need`; ``weight_bytes``: :func:`budget_weight_bytes`).
@@ -796,14 +909,13 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     run must equal bitwise.  (Pure data movement upstream: its input is the same in both runs.)
     The tapped copy keeps only the nodes the remaining taps and graph outputs need.
 
-    ``ship_ahead``: ``proto`` is the model that ships (nothing after the checks changes it):
-    once the sizes are chosen -- shape inference at those sizes passed in the helper process, the
-    same guard the tapped session has against onnxruntime's own inference aborting ours -- its as-shipped session
-    (shipped.SessionAhead, onnxruntime's default configuration) starts building too, in a thread
-    of its own, while the other checks run (``.ahead``; the as-shipped run takes it)."""
+    ``ahead``: the as-shipped session of ``proto`` (shipped.SessionAhead), already building when
+    ``proto`` is the model that ships: held as ``.ahead`` for the as-shipped run.
+    ``inferred``: the strict shape inference of ``proto`` (checks.static_checks), if it passed:
+    the shapes of a model whose input sizes are all declared."""
     return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
                       load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer,
-                      ship_ahead=ship_ahead)
+                      ahead=ahead, inferred=inferred)
 
 
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
@@ -817,9 +929,11 @@ class _Attempt:
 
     def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
                  seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None,
-                 on_sized=None):
+                 inferred=None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
+        self.inferred = inferred  # the strict shape inference of ``proto`` (a ModelProto), if it passed
         self.liveness = liveness or Liveness(proto)
+        self.table = self.liveness.table
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
         self.session: Any = None
@@ -834,15 +948,8 @@ class _Attempt:
         self.pins: dict = {}
         rewritten = [r for r in records if r.lowering is not None]
         self.rewritten = rewritten  # whose runtime index inputs fix input lengths (_sizes)
-        if on_sized is not None and rewritten:  # ``on_sized()`` once the sizes are chosen (their inference passed)
-            try:
-                self._sizes()
-            except Skip:
-                pass  # (_prepare skips with the reason)
-            else:
-                on_sized()
         deferred = self._deferrable(rewritten) if defer else frozenset()
-        self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred)
+        self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred, self.table)
         self.checked = [r for r in rewritten if id(r) in self.taps.views]
         for r in rewritten:
             if id(r) not in self.taps.views:
@@ -854,22 +961,32 @@ class _Attempt:
         self._prepare(load_weights)
 
     def _sizes(self) -> tuple[dict, dict]:
-        """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked)."""
-        from ..rewrite.shapes import skeleton
+        """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked).
+        A model whose every input has its sizes declared has nothing to choose: the strict
+        shape inference of its bytes (``inferred``, from the static checks) gives the shapes."""
         if self.sized is None:
             from .input_ranges import index_vectors
-            self.sk = skeleton(self.proto)
             self.vectors, problem = index_vectors(self.proto, self.rewritten)
             try:
                 if problem is not None:
                     raise Skip(problem)
                 self.pins = vector_pins(self.proto, self.vectors)
-                self.sized = choose_sizes(self.sk, self.pins)
+                if self.inferred is not None and not self.pins and all_sizes_declared(self.proto):
+                    self.sized = ({}, declared_shapes(self.proto, self.inferred))
+                else:
+                    self.sized = choose_sizes(self.skeleton(), self.pins)
             except Skip as exc:
                 self.sized = exc
         if isinstance(self.sized, Skip):
             raise self.sized
         return self.sized
+
+    def skeleton(self):
+        """``proto``'s skeleton (rewrite.shapes.skeleton), made once when first asked."""
+        if self.sk is None:
+            from ..rewrite.shapes import skeleton
+            self.sk = skeleton(self.proto)
+        return self.sk
 
     def _deferrable(self, rewritten: list) -> frozenset:
         """Outputs of main-graph rewrites that the as-shipped run can give (see start_inplace)."""
@@ -929,7 +1046,7 @@ class _Attempt:
             for k, v in self.sizes.items():
                 if v == _BASE and k not in self.pins:
                     trial = dict(smaller, **{k: 1})
-                    got, bad = infer_at_sizes(self.sk, trial)
+                    got, bad = infer_at_sizes(self.skeleton(), trial)
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
@@ -1050,8 +1167,7 @@ class _Attempt:
         """Runs on fresh random inputs until every one of ``checked`` was reached (or the runs
         are spent), fetching ``piece`` (None: every tap and graph output)."""
         proto, taps, memory_budget, weight_bytes, seed = self.proto, self.taps, self.budget, self.weight_bytes, self.seed
-        session, sk, sizes, shapes, need, skip_all = (self.session, self.sk, self.sizes,
-                                                      self.shapes, self.need, self._skip_all)
+        session, sizes, shapes, need, skip_all = self.session, self.sizes, self.shapes, self.need, self._skip_all
         rng = np.random.default_rng(seed)
         pending, runs, first = list(checked), 0, None
         if piece is None:  # graph outputs live to the end anyway
@@ -1079,7 +1195,7 @@ class _Attempt:
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-                shapes, bad = infer_at_sizes(sk, sizes)
+                shapes, bad = infer_at_sizes(self.skeleton(), sizes)
                 need = run_need(proto, shapes, taps.names, weight_bytes=weight_bytes, liveness=self.liveness)
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
@@ -1108,28 +1224,33 @@ class _Attempt:
     def exact_outputs(self, shapes: dict) -> set:
         """The model's graph outputs that are pure data movement (shipped.exact_outputs): kept as digests."""
         from .shipped import exact_outputs
-        return exact_outputs(self.proto, shapes)
+        return exact_outputs(self.proto, shapes, self.table)
 
     def graph_outputs(self) -> list:
         """The names of the model's own graph outputs (each once)."""
         return list(dict.fromkeys(o.name for o in self.proto.graph.output))
 
 
-def _prune(g) -> None:
+def _prune(g, table: NodeTable | None = None) -> None:
     """Drop the main-graph nodes no graph output of ``g`` depends on (onnxruntime computes
-    every node and holds what nothing consumes to the end of the run)."""
+    every node and holds what nothing consumes to the end of the run).  ``table``: ``g``'s
+    nodes as they are, if read."""
+    if table is None:
+        table = NodeTable(g)
     needed = {o.name for o in g.output}
+    holders = set(table.holders)
     kept = []
-    for n in reversed(g.node):
-        if any(o in needed for o in n.output):
-            kept.append(n)
-            needed.update(n.input)
-            needed.update(_outer_names(n))
-    if len(kept) == len(g.node):
+    for k in range(len(table) - 1, -1, -1):
+        if any(o in needed for o in table.outputs[k]):
+            kept.append(k)
+            needed.update(table.inputs[k])
+            if k in holders:
+                needed.update(_outer_names(g.node[k]))
+    if len(kept) == len(table):
         return
-    kept.reverse()
+    nodes = [g.node[k] for k in reversed(kept)]
     del g.node[:]
-    g.node.extend(kept)
+    g.node.extend(nodes)
 
 
 def _outer_names(node) -> set:
@@ -1158,7 +1279,12 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     """Check ``r`` on this run's tensors if they reached it (its If branch ran); sets marks[id(r)].
     A deferred rewrite (``taps.deferred``) is not compared here: its reference output goes to
     ``expected`` (output name -> array) and its mark is AWAITING."""
-    from ..semantics.reference import apply_plan
+    if id(r) in taps.deferred:  # a main-graph rewrite: its tensors are fetched under their own names
+        settled, plan, _ = _reference_plan(r, got, taps.plan)
+        if settled is None:
+            expected[r.output_name] = Reference(plan, taps.index(plan), got[r.data_name])
+        marks[id(r)] = AWAITING if settled is None else settled
+        return True
     if id(r) in taps.branch:
         cond, then = taps.branch[id(r)]
         if bool(np.asarray(got[cond]).reshape(-1)[0]) != then:
@@ -1181,12 +1307,6 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
-    if id(r) in taps.deferred:
-        settled, plan, _ = _reference_plan(r, view, taps.plan)
-        if settled is None:
-            expected[r.output_name] = Reference(plan, taps.index(plan), view[r.data_name])
-        marks[id(r)] = AWAITING if settled is None else settled
-        return True
     marks[id(r)] = _check_one(r, view, taps.plan, apply_plan)
     return True
 
@@ -1203,27 +1323,33 @@ class _Taps:
 
     seen: set = dataclasses.field(default_factory=set)
     plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan: models repeat slices
+    by_id: dict = dataclasses.field(default_factory=dict)  # (id(spec), shape) -> (spec, Plan): no hashing
     indexes: dict = dataclasses.field(default_factory=dict)  # id(Plan) -> its numpy index
 
     def plan(self, spec, shape):
-        from ..semantics.plan import make_plan
+        held = self.by_id.get((id(spec), shape))  # (records of one signature share their spec)
+        if held is not None and held[0] is spec:
+            return held[1]
         key = (spec, shape)
-        if key not in self.plans:
+        found = self.plans.get(key)
+        if found is None:
             try:
-                self.plans[key] = make_plan(spec, shape)
+                found = make_plan(spec, shape)
             except StridedSliceError as exc:
-                self.plans[key] = exc
-        if isinstance(self.plans[key], StridedSliceError):
-            raise self.plans[key]
-        return self.plans[key]
+                found = exc
+            self.plans[key] = found
+        if isinstance(found, StridedSliceError):
+            raise found
+        self.by_id[(id(spec), shape)] = (spec, found)
+        return found
 
     def index(self, plan) -> tuple:
         """reference.plan_index of a plan of :meth:`plan` (made once per plan)."""
-        from ..semantics.reference import plan_index
         key = id(plan)  # (plans are kept in ``plans``: the id stays theirs)
-        if key not in self.indexes:
-            self.indexes[key] = plan_index(plan)
-        return self.indexes[key]
+        found = self.indexes.get(key)
+        if found is None:
+            found = self.indexes[key] = plan_index(plan)
+        return found
 
     def fetch(self, name: str) -> str:
         if name not in self.seen:
@@ -1232,14 +1358,15 @@ class _Taps:
         return name
 
 
-def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = frozenset()):
+def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = frozenset(),
+               table: NodeTable | None = None):
     """A copy of ``proto`` exposing, as graph outputs, what reaches each rewrite and what it
     gives: main-graph tensors directly; tensors of an ``If`` branch through extra outputs of
     both branches (an empty tensor of the type in the other one) and of the If node; tensors
     of a ``Loop`` body (with ``loops``) as extra scan outputs, stacked per iteration.
     ``deferred``: main-graph rewrite outputs (graph outputs of ``proto``) not fetched -- the
     as-shipped run gives them: the copy neither outputs nor computes them (it keeps only the
-    nodes its outputs need)."""
+    nodes its outputs need).  ``table``: ``proto``'s main graph's, if read."""
     import onnx
     tapped = onnx.ModelProto()
     tapped.CopyFrom(proto)
@@ -1251,25 +1378,41 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
     bodies: dict = {}
     functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
     calls: dict = {}
-    for n in g.node:
-        label = f"function {n.domain}::{n.op_type}"
-        if label in functions:
-            calls.setdefault(label, []).append(n)
-        if n.op_type == "If":
+    main: set | None = None  # names in the main graph
+    if table is None:
+        table = NodeTable(g)
+    for k, op in enumerate(table.ops):
+        if functions:
+            label = f"function {table.domains[k]}::{op}"
+            if label in functions:
+                calls.setdefault(label, []).append(g.node[k])
+        if op == "If":
+            n = g.node[k]
             for a in n.attribute:
                 ifs.setdefault(f"main > If {n.name!r}.{a.name}", []).append((n, a))
-        if n.op_type == "Loop":
+        elif op == "Loop":
+            n = g.node[k]
             for a in n.attribute:
                 bodies.setdefault(f"main > Loop {n.name!r}.{a.name}", []).append((n, a.g))
     for r in records:
         elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
-        elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
-        if r.graph == "main":
-            own = [] if r.output_name in deferred else [r.output_name]
-            names = _present(g, [r.data_name, *r.index_names.values(), *own], present)
-            taps.views[id(r)] = {name: taps.fetch(name) for name in names}
-            if not own:
+        if r.index_names:
+            elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
+        if r.graph == "main":  # (main-graph tensors are fetched under their own names)
+            if main is None:  # (what the main graph makes, takes and holds)
+                main = present[id(g)] = {o for outs in table.outputs for o in outs} | \
+                    {i.name for i in g.input} | {t.name for t in g.initializer}
+            wanted = [r.data_name, *r.index_names.values()] if r.index_names else [r.data_name]
+            if r.output_name in deferred:
                 taps.deferred[id(r)] = r.output_name
+            else:
+                wanted.append(r.output_name)
+            view = taps.views[id(r)] = {}
+            for name in wanted:
+                if name in main and name not in view:
+                    view[name] = taps.fetch(name)
+                    taps.elems[name] = elem[name]
+            continue
         elif len(ifs.get(r.graph, ())) == 1:
             node, attr = ifs[r.graph][0]
             names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
@@ -1300,24 +1443,27 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
         kept = [vi for vi in g.output if vi.name not in deferred or vi.name in taps.seen]
         del g.output[:]
         g.output.extend(kept)
-        _prune(g)
+        # (taps through If, Loop or function calls add outputs to main-graph nodes: read them again)
+        _prune(g, None if taps.branch or taps.loop or taps.calls else table)
     return tapped, taps
 
 
 def _present(graph, names: list, cache: dict, outer=None) -> list:
     """``names`` that exist in ``graph`` (or its outer graph): a runtime index the lowering
     does not read (e.g. a shrink's end) may have been removed.  ``cache``: id(graph) -> names."""
-    found = []
-    for gr in (graph, outer) if outer is not None else (graph,):
-        if id(gr) not in cache:
-            cache[id(gr)] = {o for n in gr.node for o in n.output} | {getattr(i, "name", i) for i in gr.input} \
-                | {t.name for t in getattr(gr, "initializer", ())}  # functions: inputs are names
-        found.append(cache[id(gr)])
-    out = []
-    for name in names:
-        if any(name in f for f in found) and name not in out:
-            out.append(name)
-    return out
+    found = [_names_in(gr, cache) for gr in ((graph, outer) if outer is not None else (graph,))]
+    if len(found) == 1:
+        return list(dict.fromkeys(name for name in names if name in found[0]))
+    return list(dict.fromkeys(name for name in names if name in found[0] or name in found[1]))
+
+
+def _names_in(graph, cache: dict) -> set:
+    """The value names ``graph`` (a graph or function) makes or takes, read once (``cache``: id(graph) -> names)."""
+    names = cache.get(id(graph))
+    if names is None:
+        names = cache[id(graph)] = {o for n in graph.node for o in n.output} | \
+            {getattr(i, "name", i) for i in graph.input} | {t.name for t in getattr(graph, "initializer", ())}
+    return names  # (function inputs are names)
 
 
 def _tap_through_function(f, name: str) -> str:

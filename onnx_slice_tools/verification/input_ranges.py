@@ -30,6 +30,8 @@ def index_input_ranges(model) -> dict[str, tuple[int, int]]:
     inits = {t.name for t in graph.initializer}
     starts = [i.name for i in graph.input
               if i.name not in inits and i.type.tensor_type.elem_type in integer]
+    if not starts:
+        return {}
     dims = _static_shapes(graph)
     consumers: dict[str, list] = {}
     for node in graph.node:

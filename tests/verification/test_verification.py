@@ -618,3 +618,39 @@ def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
     assert _check_one(r, got, make_plan, apply_plan) == "passed"
     got["y"] = np.arange(0, 3, dtype=np.float32)
     assert _check_one(r, got, make_plan, apply_plan).startswith("failed: ")
+
+
+def test_declared_sizes_take_their_shapes_from_the_strict_inference_as_the_skeleton_would_give_them(monkeypatch):
+    """A model whose every input size is declared has no size to choose: the in-place run takes
+    its shapes from the static checks' strict inference of the same bytes instead of inferring
+    its skeleton again.  On every such model, every shape the skeleton's inference knows is
+    known there too, and the same; a model with a symbolic dim still chooses its sizes."""
+    from pathlib import Path
+
+    from onnx_slice_tools.graphs.shape_inference import infer
+    from onnx_slice_tools.rewrite.shapes import skeleton
+    from onnx_slice_tools.verification import inplace
+    models = Path(__file__).resolve().parents[2] / "models"
+    static = [convert(models / name).model for name in ("tf_bert_cls_pooling.onnx", "openvino_channel_flip.onnx",
+                                                         "tf_channel_flip.onnx", "openvino_bert_cls_pooling.onnx")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 5])
+    declared = _model([helper.make_node("Relu", ["x"], ["r"]), _ss("r", "b", "e", "s", "y", begin_mask=1, end_mask=1)],
+                  [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 2])],
+                  [_ints("b", [0, 1, 1]), _ints("e", [0, 5, 3]), _ints("s", [1, 1, 1])],
+                  value_info=[helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 6, 5])])
+    static.append(convert(declared).model)
+    for proto in static:
+        assert inplace.all_sizes_declared(proto)
+        own = inplace.declared_shapes(proto, infer(proto, strict=True))
+        sizes, sk = inplace.choose_sizes(skeleton(proto))
+        assert sizes == {}
+        known = {k: v for k, v in sk.items() if v[1] is not None and None not in v[1]}
+        assert known and all(own.get(k) == v for k, v in known.items())
+    symbolic = onnx.load(models / "tf_yolo_focus.onnx")
+    assert not inplace.all_sizes_declared(symbolic)
+    asked = []
+    real = inplace.choose_sizes
+    monkeypatch.setattr(inplace, "choose_sizes", lambda *a, **k: asked.append(1) or real(*a, **k))
+    assert convert(symbolic).report.verified and asked
+    asked.clear()
+    assert convert(models / "tf_channel_flip.onnx").report.verified and not asked
