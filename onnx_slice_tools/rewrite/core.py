@@ -126,6 +126,7 @@ class RewriteOutcome(Protocol):
     modified: bool
     records: list
     changes: RewriteChanges
+    table: object
 
 
 _Outcome = TypeVar("_Outcome", bound=RewriteOutcome)
@@ -141,16 +142,20 @@ class RewriteResult:
     modified: bool
     records: list = field(default_factory=list)
     changes: RewriteChanges = field(default_factory=RewriteChanges)
+    #: the protobuf path's ``graphs.table.NodeTable`` of the rewritten main graph (made while the
+    #: node list was rebuilt, so a caller need not read the nodes again); None elsewhere
+    table: object = None
 
     def merged(self: _Outcome, later: RewriteOutcome) -> _Outcome:
         """This result followed by ``later`` (another pass on the same model): records and
-        changes together, for one structural proof.  A result of the same class as this one."""
+        changes together, for one structural proof (no node table: ``later`` may have changed the
+        nodes).  A result of the same class as this one."""
         a, b = self.changes, later.changes
         changes = RewriteChanges(a.removed_nodes | b.removed_nodes, a.removed_initializers | b.removed_initializers,
                                  a.added_nodes | b.added_nodes, a.added_initializers | b.added_initializers,
                                  {**a.renamed, **b.renamed})
         return dataclasses.replace(self, modified=self.modified or later.modified, records=self.records + later.records,
-                                   changes=changes)
+                                   changes=changes, table=None)
 
 
 def changes_of(records: list, removed: dict, added_nodes, added_initializers) -> RewriteChanges:

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from onnx import NodeProto
 
 from ..graphs.names import NameAllocator
+from ..graphs.table import NodeTable, holds_subgraph
 from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
 from ..lowering.lower import ConstantPool, Lowering, steps
 from .core import GraphFacts, RewriteRecord, RewriteResult, Rewriter, changes_of, check_flavor, default_opset_of, index_values
@@ -106,8 +107,9 @@ def _decl(type_proto):
 
 class _Graph:
     """What the rewrite reads of the main graph, indexed once.  ``holders``: its nodes with
-    subgraphs.  ``node_inputs``/``node_outputs``: each node's inputs and outputs (tuples, in
-    the order of ``graph.node``), read once for every step that needs them."""
+    subgraphs.  ``node_ops``/``node_domains``/``node_inputs``/``node_outputs``: each node's op
+    type, domain, inputs and outputs (tuples), in the order of ``graph.node`` (the columns of a
+    ``graphs.table.NodeTable``), read once for every step that needs them."""
 
     def __init__(self, graph, holders: list):
         self.graph = graph
@@ -119,14 +121,17 @@ class _Graph:
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
         nodes = graph.node
+        self.node_ops = [n.op_type for n in nodes]
+        self.node_domains = [n.domain for n in nodes]
         self.node_inputs = [tuple(n.input) for n in nodes]
         self.node_outputs = [tuple(n.output) for n in nodes]
         inner = [n for holder in holders for g in proto_subgraphs(holder) for n, _ in proto_nodes(g)]
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
         self.uses = collections.Counter(itertools.chain.from_iterable(self.node_inputs))
+        self.domains = collections.Counter(self.node_domains)
         if inner:
             self.uses.update(itertools.chain.from_iterable(n.input for n in inner))
-        self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
+            self.domains.update(n.domain for n in inner)
         self._producers: dict[str, int] | None = None
         self._declared: dict = {}  # name -> declared(name)
         self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
@@ -309,9 +314,9 @@ class ProtoStridedSliceRewritePass:
         data: dict = {}
         plans = []
         graph_type, graphs_type = _GRAPH_TYPES
-        node_inputs, node_outputs = g.node_inputs, g.node_outputs
+        node_ops, node_inputs, node_outputs = g.node_ops, g.node_inputs, g.node_outputs
         for k, node in enumerate(g.graph.node):
-            if node.op_type != "StridedSlice":
+            if node_ops[k] != "StridedSlice":
                 continue
             outputs = node_outputs[k]
             if len(outputs) != 1 or not outputs[0]:
@@ -419,11 +424,23 @@ class ProtoStridedSliceRewritePass:
         memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
         added: list[str] = []  # outputs of the emitted nodes
         append, add = graph.node.append, graph.node.add
-
+        # the new node list's table: the kept nodes' rows as read (inputs renamed as above), the
+        # made nodes' as made
+        columns: tuple[list, list, list, list] = ([], [], [], [])
+        ops, domains, inputs, outputs = columns
+        holders: list[int] = []
         for first, kept, p in segments + [tail]:
             for k, node in enumerate(kept, first):
                 if k not in dead_nodes:
                     append(node)
+                    if node.attribute and holds_subgraph(node):
+                        holders.append(len(ops))
+                    ops.append(g.node_ops[k])
+                    domains.append(g.node_domains[k])
+                    ins = g.node_inputs[k]
+                    inputs.append(tuple([renamed.get(i, i) for i in ins]) if renamed and any(i in renamed for i in ins)
+                                  else ins)
+                    outputs.append(g.node_outputs[k])
             if p is None or p.record.renamed:
                 continue
             rec = p.record
@@ -431,7 +448,7 @@ class ProtoStridedSliceRewritePass:
             if template is None:  # the first node of a lowering names its constants
                 template = templates[id(p.lowering)] = _template(steps(p.lowering, self.opset), pool)
             _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
-                         created=added, make=add)
+                         created=added, make=add, columns=columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
             keep = [t for t in graph.initializer if t.name not in dropped]
@@ -446,8 +463,7 @@ class ProtoStridedSliceRewritePass:
         records = [p.record for p in plans]
         changes = changes_of(records, removed, ((o,) for o in added), (t.name for t in pool.tensors))
         changes.renamed = renamed
-        result = RewriteResult(proto, True, records, changes)
-        return result
+        return RewriteResult(proto, True, records, changes, NodeTable.from_columns(ops, domains, inputs, outputs, holders))
 
     def _declare_output(self, g: _Graph, rec, out: str) -> None:
         """What the original output did not declare (:func:`core.output_fill`)."""
@@ -494,12 +510,14 @@ def _filled_type(elem, shape):
 
 
 def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
-                 final: str | None = None, created: list | None = None, make=NodeProto) -> tuple[list, list]:
+                 final: str | None = None, created: list | None = None, make=NodeProto,
+                 columns: tuple | None = None) -> tuple[list, list]:
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
     ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
     ``created``: a list the made nodes' output names are appended to; ``make``: what makes a node
-    from NodeProto's fields (e.g. a graph's ``node.add``, which makes it in place).
+    from NodeProto's fields (e.g. a graph's ``node.add``, which makes it in place); ``columns``:
+    (op types, domains, inputs, outputs) lists each made node's are appended to (a NodeTable's).
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
     taken, fresh = names.taken, names.fresh
@@ -537,6 +555,11 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
         nodes.append(new)
         if created is not None:
             created.append(cur)
+        if columns is not None:
+            columns[0].append(op_type)
+            columns[1].append("")
+            columns[2].append(inputs)
+            columns[3].append((cur,))
         if memo is not None:
             memo.setdefault(key, cur)
     return nodes, outs

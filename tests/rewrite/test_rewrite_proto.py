@@ -31,6 +31,7 @@ from onnx_slice_tools import convert
 from onnx_slice_tools.errors import StridedSliceError
 from onnx_slice_tools.io.files import read_model_proto
 from onnx_slice_tools.rewrite.ir_pass import TF_DOMAIN, StridedSliceRewritePass, default_opset, derive_shapes
+from onnx_slice_tools.graphs.table import NodeTable
 from onnx_slice_tools.graphs.walk import proto_nodes
 from onnx_slice_tools.rewrite.proto_pass import ProtoStridedSliceRewritePass, declines, model_names, scan
 
@@ -88,6 +89,10 @@ def assert_same_rewrite(model: onnx.ModelProto, **options) -> int:
         [(r.data_name, r.output_name, r.index_names, r.renamed, r.replaced) for r in a.records]
     assert b.changes == a.changes
     assert b.modified == a.modified
+    if b.modified:  # the node table the splice made while it rebuilt the node list: a fresh read's
+        read = NodeTable(pb.graph)
+        assert (b.table.ops, b.table.domains, b.table.inputs, b.table.outputs, b.table.holders) == \
+            (read.ops, read.domains, read.inputs, read.outputs, read.holders)
     va, vb = _model_view(pa), _model_view(pb)
     for key in va:
         assert vb[key] == va[key], key
