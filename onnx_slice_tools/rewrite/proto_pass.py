@@ -373,7 +373,7 @@ class ProtoStridedSliceRewritePass:
         """Replace the planned nodes in ``proto``'s main graph.  What dies with them is worked out
         first (the names the new nodes read are known from their lowerings' steps); then the node
         list is rebuilt in order, the new nodes made in place (``graph.node.add``: made once, not
-        made and then copied in) -- templates and nodes named in the same order as ever."""
+        made and then copied in), templates and nodes named in the order of the plans."""
         graph = proto.graph
         everything = graph.node
         names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs))  # (before any change)
