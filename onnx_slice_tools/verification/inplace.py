@@ -124,16 +124,16 @@ def _same_io(va_all, vb_all, filled, ga) -> bool:
     ``filled`` (outputs only): names whose undeclared type/shape the rewrite may fill in; an
     output that is also a graph input may be declared as that input."""
     inputs = None
-    undeclared: dict = {}  # a type's bytes -> _undeclared (models repeat a few declarations)
+    fills: dict = {}  # (type bytes before, after) -> _fills_in (models repeat a few declarations)
     for va, vb in zip(va_all, vb_all):
         if va.name == vb.name:
-            ta = va.type.SerializeToString()
-            if ta == vb.type.SerializeToString():
+            ta, tb = va.type.SerializeToString(), vb.type.SerializeToString()
+            if ta == tb:
                 continue
             if filled is not None and va.name in filled:
-                known = undeclared.get(ta)
+                known = fills.get((ta, tb))
                 if known is None:
-                    known = undeclared[ta] = _undeclared(va)
+                    known = fills[(ta, tb)] = _fills_in(va, vb)
                 if known:
                     continue
         a, b = _io_key(va), _io_key(vb)
@@ -151,6 +151,21 @@ def _same_io(va_all, vb_all, filled, ga) -> bool:
 def _undeclared(vi) -> bool:
     tt = vi.type.tensor_type
     return not vi.type.HasField("tensor_type") or not tt.elem_type or not tt.HasField("shape")
+
+
+def _fills_in(va, vb) -> bool:
+    """Whether declaration ``vb`` only adds to an undeclared ``va`` what it lacked (a rewrite
+    declares a replaced output's missing element type or shape, core.output_fill): what ``va``
+    declares, ``vb`` declares alike."""
+    if not _undeclared(va):
+        return False
+    if not va.type.HasField("tensor_type"):
+        return va.type.ByteSize() == 0 and vb.type.HasField("tensor_type")  # (no type at all: any tensor type)
+    if not vb.type.HasField("tensor_type"):
+        return False
+    _, elem_a, dims_a = _io_key(va)
+    _, elem_b, dims_b = _io_key(vb)
+    return elem_a in (0, elem_b) and (dims_a is None or dims_a == dims_b)
 
 
 def structural_diff(before, after, changes, removed_domains=(), table: NodeTable | None = None) -> str | None:
@@ -192,8 +207,8 @@ def structural_diff(before, after, changes, removed_domains=(), table: NodeTable
             if what == "output":  # the rewrite declares the type/shape a replaced node's output lacked;
                 # an output that is a graph input is declared as that input (files._keep_passthrough_inputs)
                 inputs = {k[0]: k for k in (_io_key(v) for v in ga.input)}
-                ka = [b if a[0] == b[0] in filled and _undeclared(va) or b == inputs.get(a[0], a) else a
-                      for a, b, va in zip(ka, kb, ga.output)] + ka[len(kb):]
+                ka = [b if a[0] == b[0] in filled and _fills_in(va, vb) or b == inputs.get(a[0], a) else a
+                      for a, b, va, vb in zip(ka, kb, ga.output, gb.output)] + ka[len(kb):]
             if ka != kb:
                 return f"{label}: graph {what}s differ: {_first_difference(ka, kb)}"
     opsets_a = {o.domain or "": o.version for o in before.opset_import if o.domain not in removed_domains}

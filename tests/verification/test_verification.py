@@ -290,12 +290,13 @@ def test_structural_proof_catches_any_other_change():
     from onnx_slice_tools.rewrite.ir_pass import StridedSliceRewritePass
     import onnx_ir as ir
     model = _two_slices()
+    model.graph.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))  # (the rewrite fills its shape)
     m = ir.from_proto(model)
     res = StridedSliceRewritePass(opset=17)(m)
     good = ir.to_proto(m)
     assert structural_diff(model, good, res.changes, {TF_DOMAIN}) is None
     tampered = []
-    for edit in ("op", "attr", "init", "output", "opset"):
+    for edit in ("op", "attr", "init", "output", "opset", "filled"):
         bad = onnx.ModelProto()
         bad.CopyFrom(good)
         relu = next(n for n in bad.graph.node if n.name == "relu")
@@ -307,11 +308,14 @@ def test_structural_proof_catches_any_other_change():
             bad.graph.initializer.append(onnx.numpy_helper.from_array(np.zeros(2, np.float32), "extra"))
         elif edit == "output":
             bad.graph.output[0].type.tensor_type.elem_type = TensorProto.DOUBLE
+        elif edit == "filled":  # a replaced output's declaration may gain what it lacked, never change
+            bad.graph.output[1].type.tensor_type.elem_type = TensorProto.DOUBLE
         else:
             bad.opset_import.append(helper.make_opsetid("com.other", 1))
         tampered.append(structural_diff(model, bad, res.changes, {TF_DOMAIN}))
     assert all(t is not None for t in tampered), tampered
     assert "nodes differ" in tampered[0] and "initializers differ" in tampered[2] and "opsets differ" in tampered[4]
+    assert "graph outputs differ" in tampered[5], tampered[5]
 
 
 def test_no_strided_slice_costs_only_the_shipped_run():
