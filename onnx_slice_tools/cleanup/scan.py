@@ -74,21 +74,29 @@ class GraphIndex:
         self.nodes, self.by_op, self.facts, self.bad_io = nodes, by_op, facts, bad_io
 
 
-def may_change(proto, passes=None) -> str | None:
+def may_change(proto, passes=None, table=None) -> str | None:
     """None when no cleanup pass can change ``proto``; else a short reason naming the pass and
     the node.  ``passes``: the classes (or instances) asked, by their ``may_fire`` (one without
     it may always fire); by default the conditions of a default cleanup
-    (``conditions.CONDITIONS``, which needs no onnx-ir)."""
+    (``conditions.CONDITIONS``, which needs no onnx-ir).  ``table``: the main graph's
+    ``graphs.table.NodeTable``, if the caller has one (its nodes' fields are then not read again)."""
     from .conditions import CONDITIONS
     asked = list(dict.fromkeys(CONDITIONS.values())) if passes is None else \
         [getattr(p, "may_fire", None) or _no_condition(p) for p in passes]
+    with paused_gc():  # ~15 objects a node, no cycles: made and freed while the collector is paused
+        return _first_reason(proto, asked, table)
+
+
+def _first_reason(proto, asked: list, table=None) -> str | None:
+    """The first reason of the conditions ``asked`` on the index of ``proto``, or None.  The index
+    lives only in this call: it is freed before :func:`may_change` resumes the collector (else the
+    collector's next run would scan every object of it first)."""
     try:
-        with paused_gc():  # ~15 objects a node, no cycles
-            index = ProtoIndex(proto)
-            for fires in asked:
-                reason = fires(index)
-                if reason:
-                    return reason
+        index = ProtoIndex(proto, table)
+        for fires in asked:
+            reason = fires(index)
+            if reason:
+                return reason
     except MayChange as exc:
         return str(exc)
     except RecursionError:
@@ -100,11 +108,11 @@ def _no_condition(p):
     return lambda index: f"{_name(p)} may change it (it has no pre-check)"
 
 
-def nothing_to_clean(proto) -> bool:
-    """Whether the cleanup can be skipped: :func:`may_change` proves no pass changes ``proto``.
-    Always False when the environment sets ``ONNX_SLICE_TOOLS_FULL_CLEANUP=1`` (tests: the
-    passes run as before)."""
-    return os.environ.get(FULL_CLEANUP_ENV) != "1" and may_change(proto) is None
+def nothing_to_clean(proto, table=None) -> bool:
+    """Whether the cleanup can be skipped: :func:`may_change` proves no pass changes ``proto``
+    (``table``: as may_change takes it).  Always False when the environment sets
+    ``ONNX_SLICE_TOOLS_FULL_CLEANUP=1`` (tests: the passes run as before)."""
+    return os.environ.get(FULL_CLEANUP_ENV) != "1" and may_change(proto, table=table) is None
 
 
 def node_count(proto) -> int:
@@ -155,7 +163,7 @@ class ProtoIndex:
     subgraphs before the graph holding them; the passes' conditions read it through the helpers
     below (constants as cleanup reads them, facts, CSE identities)."""
 
-    def __init__(self, proto):
+    def __init__(self, proto, table=None):
         self.proto = proto
         imports = {o.domain: o.version for o in proto.opset_import}
         self.opset = imports.get("", imports.get("ai.onnx"))
@@ -167,7 +175,7 @@ class ProtoIndex:
         self.declared: dict = {}  # id(scope) -> names its graph's nodes output (forward references)
         if len(proto.functions):
             raise MayChange("may change: the model has functions (not pre-checked)")
-        self.walk(proto.graph, [])
+        self.walk(proto.graph, [], table)
 
     def each(self, op_type: str):
         """Every default-domain node of ``op_type`` in every graph: (its :class:`GraphIndex`, node,
@@ -178,10 +186,11 @@ class ProtoIndex:
 
     # ------------------------------------------------------------------ the walk
 
-    def walk(self, graph, outer: list) -> None:
+    def walk(self, graph, outer: list, table=None) -> None:
         """Definitions and uses of every value of ``graph`` (subgraphs entered at their node,
         seeing what is defined before it, as onnx-ir's deserialisation does), the facts that
-        cleanup._Facts may know, and the nodes by op type."""
+        cleanup._Facts may know, and the nodes by op type.  ``table``: ``graph``'s
+        ``graphs.table.NodeTable``, whose columns are read instead of the nodes' fields."""
         if len(graph.sparse_initializer):
             raise MayChange(f"may change: graph {graph.name!r} has sparse initializers (not pre-checked)")
         scope: dict = {}
@@ -206,9 +215,16 @@ class ProtoIndex:
         facts: list = []
         bad_io: list = []
         add_node, group_of, fact, default = nodes.append, by_op.get, self.fact, DEFAULT_DOMAIN
-        for node in graph.node:
+        columns = None if table is None else (table.inputs, table.outputs, table.domains, table.ops,
+                                              set(table.holders))
+        for k, node in enumerate(graph.node):
+            if columns is None:
+                input_names, outputs, domain, attributes = node.input, node.output, node.domain, node.attribute
+            else:
+                input_names, outputs, domain = columns[0][k], columns[1][k], columns[2][k]
+                attributes = node.attribute if k in columns[4] else None  # (only subgraphs are read of them)
             ins = []
-            for name in node.input:
+            for name in input_names:
                 if name:
                     d = get(name) or self.lookup(chain, name, node)
                     d.uses += 1
@@ -217,7 +233,6 @@ class ProtoIndex:
                     ins.append(None)
             if ins and ins[-1] is None:
                 bad_io.append((node, "trailing empty inputs"))
-            attributes = node.attribute
             if attributes:
                 for a in attributes:
                     if a.type == _GRAPH:
@@ -225,7 +240,6 @@ class ProtoIndex:
                     elif a.type == _GRAPHS:
                         for g in a.graphs:
                             self.walk(g, chain)
-            outputs = node.output
             if len(outputs) == 1:  # the common case, without the loop
                 name = outputs[0]
                 outs = [Def("node", gid, node, ins)]
@@ -238,13 +252,13 @@ class ProtoIndex:
                 self.define(scope, outs, outputs, node, graph, bad_io)
             entry = (node, ins, outs)
             add_node(entry)
-            if node.domain in default and outs:
-                op = node.op_type
+            if domain in default and outs:
+                op = node.op_type if columns is None else columns[3][k]
                 if op == "Constant":
                     outs[0].key = None  # a constant: compared by value in CSE keys
-                    if len(outs) == 1 and fact(outs[0]):
+                    if len(outs) == 1 and fact(outs[0], op):
                         outs[0].fact = True
-                elif op in _FACT_OPS and len(outs) == 1 and fact(outs[0]):
+                elif op in _FACT_OPS and len(outs) == 1 and fact(outs[0], op):
                     outs[0].fact = True
                     facts.append(entry)
                 group = group_of(op)
@@ -358,11 +372,13 @@ class ProtoIndex:
 
     # ------------------------------------------------------------------ cleanup._Facts, abstractly
 
-    def fact(self, out) -> bool:
+    def fact(self, out, op: str) -> bool:
         """Whether cleanup._Facts may know a fact about ``out``, the only output of a node in the
-        default domain.  Inputs' facts were set when they were defined (the walk is in order)."""
+        default domain whose op type is ``op``.  Inputs' facts were set when they were defined
+        (the walk is in order)."""
         node, ins = out.node, out.ins
-        op = node.op_type
+        if op in _FIRST_INPUT_OPS:  # the most common, first
+            return not ins or self.has_fact(ins[0]) and (op != "Slice" or len(ins) >= 3)
         if op == "Constant":
             return self._small_int_vector(out, self.array(out))
         if op in ("Shape", "Size"):
@@ -370,8 +386,6 @@ class ProtoIndex:
         if op == "Cast":
             to = next((a.i for a in node.attribute if a.name == "to"), None)
             return not ins or self.has_fact(ins[0]) and (to is None or to not in NOT_INT)
-        if op in ("Identity", "Squeeze", "Unsqueeze", "Slice"):
-            return not ins or self.has_fact(ins[0]) and (op != "Slice" or len(ins) >= 3)
         if op == "Gather":
             return len(ins) < 2 or (self.has_fact(ins[0]) and self.maybe_int(ins[1]))
         if op in ("Concat", "Add", "Sub", "Mul", "Neg"):
@@ -407,6 +421,8 @@ class ProtoIndex:
         return any(not dim.HasField("dim_value") for dim in dims)
 
 
+#: Ops whose output's fact is their first input's (:meth:`ProtoIndex.fact`).
+_FIRST_INPUT_OPS = frozenset({"Identity", "Squeeze", "Unsqueeze", "Slice"})
 #: Ops cleanup._Facts reads through (``Constant`` aside).
 _FACT_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
                        "Add", "Sub", "Mul", "Neg"})

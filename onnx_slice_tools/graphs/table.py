@@ -29,9 +29,24 @@ class NodeTable:
             domains.append(n.domain)
             inputs.append(tuple(n.input))
             outputs.append(tuple(n.output))
-            if n.attribute and any(a.type == 5 or a.type == 10 for a in n.attribute):  # GRAPH, GRAPHS
+            if n.attribute and holds_subgraph(n):
                 holders.append(k)
         self.ops, self.domains, self.inputs, self.outputs, self.holders = ops, domains, inputs, outputs, holders
 
+    @classmethod
+    def from_columns(cls, ops: list, domains: list, inputs: list, outputs: list, holders: list) -> NodeTable:
+        """The table of a graph from columns its caller already has -- e.g. a pass that rebuilt the
+        node list from nodes it had read and nodes it made: they must be what reading the graph
+        gives (tests/rewrite/test_rewrite_proto.py compares the rewrite's with a fresh read)."""
+        table = cls.__new__(cls)
+        table.ops, table.domains, table.inputs, table.outputs, table.holders = ops, domains, inputs, outputs, holders
+        return table
+
     def __len__(self) -> int:
         return len(self.ops)
+
+
+def holds_subgraph(node) -> bool:
+    """Whether a NodeProto has a GRAPH or GRAPHS attribute (by its declared type, even one
+    holding no graph): the rule of :attr:`NodeTable.holders`."""
+    return any(a.type == 5 or a.type == 10 for a in node.attribute)  # GRAPH, GRAPHS

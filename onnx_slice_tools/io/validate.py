@@ -472,12 +472,13 @@ class _Fast:
         """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
         outer scopes and this graph's inputs and initializers; taken over)."""
         verdicts = self.node_verdicts
-        known, define, verdict_of = defined.issuperset, defined.update, verdicts.get
+        known, define, define_one, verdict_of = defined.issuperset, defined.update, defined.add, verdicts.get
         defined.add("")  # an empty input is no input, an empty output no output
         before, count = len(defined), 0
         subgraphs = []
         for n in nodes:
-            if not known(n.input):
+            ins = n.input
+            if not known(ins):
                 return False
             op = n.op_type
             key = (op, n.domain if op == "Constant" else "", tuple(n.attribute))
@@ -495,10 +496,14 @@ class _Fast:
                     if not known(_needs(real)):
                         return False
                     subgraphs.append(real)
-            if op == "StridedSlice" and (len(n.input) not in (3, 4) or len(outs) != 1 or not outs[0]):
+            if op == "StridedSlice" and (len(ins) not in (3, 4) or len(outs) != 1 or not outs[0]):
                 return False
-            define(outs)
-            count += len(outs)
+            if len(outs) == 1:  # the common case, without the iterator
+                define_one(outs[0])
+                count += 1
+            else:
+                define(outs)
+                count += len(outs)
         # SSA: each (non-empty) output a new name
         if len(defined) - before != count and len(defined) - before != sum(1 for n in nodes for o in n.output if o):
             return False

@@ -126,6 +126,7 @@ class RewriteOutcome(Protocol):
     modified: bool
     records: list
     changes: RewriteChanges
+    table: object
 
 
 _Outcome = TypeVar("_Outcome", bound=RewriteOutcome)
@@ -141,16 +142,20 @@ class RewriteResult:
     modified: bool
     records: list = field(default_factory=list)
     changes: RewriteChanges = field(default_factory=RewriteChanges)
+    #: the protobuf path's ``graphs.table.NodeTable`` of the rewritten main graph (made while the
+    #: node list was rebuilt, so a caller need not read the nodes again); None elsewhere
+    table: object = None
 
     def merged(self: _Outcome, later: RewriteOutcome) -> _Outcome:
         """This result followed by ``later`` (another pass on the same model): records and
-        changes together, for one structural proof.  A result of the same class as this one."""
+        changes together, for one structural proof (no node table: ``later`` may have changed the
+        nodes).  A result of the same class as this one."""
         a, b = self.changes, later.changes
         changes = RewriteChanges(a.removed_nodes | b.removed_nodes, a.removed_initializers | b.removed_initializers,
                                  a.added_nodes | b.added_nodes, a.added_initializers | b.added_initializers,
                                  {**a.renamed, **b.renamed})
         return dataclasses.replace(self, modified=self.modified or later.modified, records=self.records + later.records,
-                                   changes=changes)
+                                   changes=changes, table=None)
 
 
 def changes_of(records: list, removed: dict, added_nodes, added_initializers) -> RewriteChanges:
@@ -399,7 +404,7 @@ class Rewriter:
         self.parse_cache: dict = {}
         # (spec, dims, index types) -> (output shape, lowering) | (error, None)
         self._lowerings: dict[tuple, tuple[tuple | None, Lowering] | tuple[StridedSliceError, None]] = {}
-        self._bases: dict = {}  # (id(signature), dims) -> a record's shared fields
+        self._bases: dict = {}  # (id(signature), dims) -> (signature, a record's shared fields, identity lowering)
 
     def signature(self, attr_types, domain: str, read, elem_of) -> Signature:
         """:class:`Signature` of a node: ``attr_types`` (attribute name -> AttributeProto type)
@@ -416,13 +421,14 @@ class Rewriter:
             return Signature(flavor, error=str(exc), error_kind=error_kind(exc))
         return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()})
 
-    def _base(self, sig: Signature, dims) -> dict:
+    def _base(self, sig: Signature, dims) -> tuple[dict, bool]:
         """A record's fields that the signature and the input's dims decide (every field: a fresh
-        record's defaults, then these), shared by the nodes that have both."""
+        record's defaults, then these), shared by the nodes that have both; and whether the
+        lowering is an identity."""
         key = (id(sig), dims)
         hit = self._bases.get(key)
         if hit is not None and hit[0] is sig:
-            return hit[1]
+            return hit[1], hit[2]
         fields = dict(RewriteRecord(node="", graph="").__dict__, flavor=sig.flavor, spec=sig.spec, error=sig.error,
                       error_kind=sig.error_kind)
         if sig.spec is not None:  # parsed: no error
@@ -440,8 +446,9 @@ class Rewriter:
                 fields.update(error=str(made[0]), error_kind=error_kind(made[0]))
             else:
                 fields.update(output_shape=made[0], lowering=made[1], index_types=index_types)
-        self._bases[key] = (sig, fields)  # the signature kept: its id stays its own
-        return fields
+        identity = fields["lowering"] is not None and fields["lowering"].is_identity
+        self._bases[key] = (sig, fields, identity)  # the signature kept: its id stays its own
+        return fields, identity
 
     def decide(self, sig: Signature, *, node: str, graph: str, dims, warnings: list, data_name, output_name,
                data_elem, output_elem, declared_output, runtime_names: dict, is_graph_output: bool) -> RewriteRecord:
@@ -449,7 +456,7 @@ class Rewriter:
         then where it sits (names).  ``lowering`` None: the node stays (``error`` says why).
         An identity lowering of an output that is not a graph output renames its readers to
         the data (``renamed``); otherwise the node's output keeps its name."""
-        base = self._base(sig, dims)
+        base, identity = self._base(sig, dims)
         rec = RewriteRecord.__new__(RewriteRecord)
         fields = rec.__dict__
         fields.update(base)
@@ -468,7 +475,7 @@ class Rewriter:
         fields["index_names"] = dict(runtime_names)
         fields["index_types"] = dict(base["index_types"])
         fields["replaced"] = [(output_name,)]
-        if base["lowering"].is_identity and not is_graph_output:
+        if identity and not is_graph_output:
             fields["output_name"] = data_name
             fields["renamed"] = {output_name: data_name}
         return rec

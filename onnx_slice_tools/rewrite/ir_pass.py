@@ -49,6 +49,7 @@ class StridedSliceRewriteResult(ir.passes.PassResult):
 
     records: list = field(default_factory=list)
     changes: RewriteChanges = field(default_factory=RewriteChanges)
+    table: object = None  # (as RewriteResult's: only the protobuf path makes one)
 
     merged = RewriteResult.merged
 

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from onnx import NodeProto
 
 from ..graphs.names import NameAllocator
+from ..graphs.table import NodeTable, holds_subgraph
 from ..graphs.walk import proto_graphs, proto_nodes, proto_subgraphs
 from ..lowering.lower import ConstantPool, Lowering, steps
 from .core import GraphFacts, RewriteRecord, RewriteResult, Rewriter, changes_of, check_flavor, default_opset_of, index_values
@@ -86,6 +87,9 @@ def declines(proto, holders: list | None = None) -> str | None:
     return None
 
 
+_UNSET = object()
+
+
 class _Declined(Exception):
     pass
 
@@ -103,31 +107,49 @@ def _decl(type_proto):
 
 class _Graph:
     """What the rewrite reads of the main graph, indexed once.  ``holders``: its nodes with
-    subgraphs."""
+    subgraphs.  ``node_ops``/``node_domains``/``node_inputs``/``node_outputs``: each node's op
+    type, domain, inputs and outputs (tuples), in the order of ``graph.node`` (the columns of a
+    ``graphs.table.NodeTable``), read once for every step that needs them."""
 
     def __init__(self, graph, holders: list):
         self.graph = graph
         self.holders = holders
         self.inputs = {vi.name for vi in graph.input}
-        self.outputs = {vi.name: k for k, vi in enumerate(graph.output)}
+        self.output_list = list(graph.output)
+        self.outputs = {vi.name: k for k, vi in enumerate(self.output_list)}
         self.initializers = {t.name: t for t in graph.initializer}
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
         nodes = graph.node
+        self.node_ops = [n.op_type for n in nodes]
+        self.node_domains = [n.domain for n in nodes]
+        self.node_inputs = [tuple(n.input) for n in nodes]
+        self.node_outputs = [tuple(n.output) for n in nodes]
         inner = [n for holder in holders for g in proto_subgraphs(holder) for n, _ in proto_nodes(g)]
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
-        self.uses = collections.Counter(itertools.chain.from_iterable(n.input for n in itertools.chain(nodes, inner)))
-        self.domains = collections.Counter(n.domain for n in itertools.chain(nodes, inner))
+        self.uses = collections.Counter(itertools.chain.from_iterable(self.node_inputs))
+        self.domains = collections.Counter(self.node_domains)
+        if inner:
+            self.uses.update(itertools.chain.from_iterable(n.input for n in inner))
+            self.domains.update(n.domain for n in inner)
         self._producers: dict[str, int] | None = None
-        self._declared: dict = {}
+        self._declared: dict = {}  # name -> declared(name)
         self._by_bytes: dict = {}  # a serialized TypeProto -> its declaration
-        self.filled_types: dict = {}  # declared output type filled in -> a TypeProto to merge
+        for vi in self.output_list:  # read together: most are asked when the slices are graph outputs
+            key = vi.type.SerializeToString()
+            hit = self._by_bytes.get(key)
+            if hit is None:
+                hit = self._by_bytes[key] = _decl(vi.type)
+            self._declared[vi.name] = hit
+        # (an output's declaration, the data's element type, the plan's shape) -> a TypeProto to
+        # merge into the declaration, or None (nothing to fill in)
+        self.filled_types: dict = {}
 
     @property
     def producers(self) -> dict:
         """Output name -> index of the main-graph node producing it (indexed on first use)."""
         if self._producers is None:
-            self._producers = {o: k for k, node in enumerate(self.graph.node) for o in node.output if o}
+            self._producers = {o: k for k, outputs in enumerate(self.node_outputs) for o in outputs if o}
         return self._producers
 
     def declared(self, name: str):
@@ -139,8 +161,8 @@ class _Graph:
         return hit
 
     def _declaration(self, name: str):
-        k = self.outputs.get(name)
-        vi = self.graph.output[k] if k is not None else self.input_decl.get(name) or self.value_info.get(name)
+        """:meth:`declared` of a name that is no graph output (those are read in ``__init__``)."""
+        vi = self.input_decl.get(name) or self.value_info.get(name)
         if vi is not None:  # declarations repeat (e.g. every output a float tensor of unknown shape)
             key = vi.type.SerializeToString()
             hit = self._by_bytes.get(key)
@@ -193,14 +215,15 @@ class ProtoConstantPool(ConstantPool):
         return name
 
 
-def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator:
+def model_names(proto, holders: list | None = None, reads=None, writes=None) -> NameAllocator:
     """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
     onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
     ``holders``: the main graph's nodes holding subgraphs (:func:`scan`), ``reads``:
-    every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), when known."""
+    every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), ``writes``: every
+    output name of its nodes (e.g. of ``_Graph.node_outputs``), when known."""
     taken: set = set()
 
-    def graph_names(g, inner=None, known_reads=None):
+    def graph_names(g, inner=None, known_reads=None, known_writes=None):
         taken.update(vi.name for vi in g.input)
         taken.update(vi.name for vi in g.output)
         taken.update(t.name for t in g.initializer)
@@ -208,12 +231,12 @@ def model_names(proto, holders: list | None = None, reads=None) -> NameAllocator
         nodes = g.node
         taken.update(n.name for n in nodes)
         taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
-        taken.update(itertools.chain.from_iterable(n.output for n in nodes))
+        taken.update(itertools.chain.from_iterable(n.output for n in nodes) if known_writes is None else known_writes)
         for node in nodes if inner is None else inner:
             for sub in proto_subgraphs(node):
                 graph_names(sub)
 
-    graph_names(proto.graph, holders, reads)
+    graph_names(proto.graph, holders, reads, writes)
     for f in proto.functions:
         taken.update(f.input)
         taken.update(f.output)
@@ -291,13 +314,14 @@ class ProtoStridedSliceRewritePass:
         data: dict = {}
         plans = []
         graph_type, graphs_type = _GRAPH_TYPES
+        node_ops, node_inputs, node_outputs = g.node_ops, g.node_inputs, g.node_outputs
         for k, node in enumerate(g.graph.node):
-            if node.op_type != "StridedSlice":
+            if node_ops[k] != "StridedSlice":
                 continue
-            outputs = node.output
+            outputs = node_outputs[k]
             if len(outputs) != 1 or not outputs[0]:
                 raise _Declined("a StridedSlice without exactly one output")
-            inputs = tuple(renamed.get(name, name) for name in node.input) if renamed else tuple(node.input)
+            inputs = tuple(renamed.get(name, name) for name in node_inputs[k]) if renamed else node_inputs[k]
             raw = node.SerializeToString()
             if graph_type in raw or graphs_type in raw:  # maybe a graph attribute (or the bytes by chance)
                 raise _Declined("a StridedSlice that may hold a subgraph")
@@ -346,45 +370,37 @@ class ProtoStridedSliceRewritePass:
     # ------------------------------------------------------------------ splicing
 
     def _splice(self, proto, g: _Graph, plans: list) -> RewriteResult:
+        """Replace the planned nodes in ``proto``'s main graph.  What dies with them is worked out
+        first (the names the new nodes read are known from their lowerings' steps); then the node
+        list is rebuilt in order, the new nodes made in place (``graph.node.add``: made once, not
+        made and then copied in), templates and nodes named in the order of the plans."""
         graph = proto.graph
-        names = model_names(proto, g.holders, g.uses)
-        pool = ProtoConstantPool(f"{self.prefix}0/", names)
-        templates: dict = {}  # id(lowering) -> its steps, constants named
-        memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
-        nodes: list[NodeProto] = []
-        added: list[str] = []  # outputs of the emitted nodes
+        everything = graph.node
+        names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs))  # (before any change)
+        segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
+        done = 0
+        read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
         renamed: dict[str, str] = {}  # an identity's output -> the data
         emitted: list[str] = []  # names the emitted nodes read
         replaced: list[_Plan] = []
-        origin: list = []  # per entry of nodes: its index in the graph, -1 for a new node
-        everything = graph.node
-        done = 0
         for p in plans:
             if p.lowering is None:
                 continue
             replaced.append(p)
-            nodes.extend(everything[done:p.position])
-            origin.extend(range(done, p.position))
+            segments.append((done, everything[done:p.position] if p.position > done else (), p))
             done = p.position + 1
             rec = p.record
             if rec.renamed:
                 renamed.update(rec.renamed)
                 continue
-            x, out, runtime = rec.data_name, rec.replaced[0][0], p.runtime
-            template, read = templates.get(id(p.lowering)) or (None, None)
-            if template is None:  # the first node of a lowering names its constants
-                template = _template(steps(p.lowering, self.opset), pool)
-                read = sorted({r[1] for _, _, refs, _, _, _ in template for r in refs if r[0] == "in"})
-                templates[id(p.lowering)] = template, read
-            emitted.append(x)
+            read = read_of.get(id(p.lowering))
+            if read is None:
+                read = read_of[id(p.lowering)] = sorted(
+                    {r[1] for step in steps(p.lowering, self.opset) for r in step.inputs if r[0] == "in"})
+            emitted.append(rec.data_name)
             if read:  # a runtime field not read is freed (e.g. end = begin + 1)
-                emitted.extend(runtime[f] for f in read)
-            new, _ = _instantiate(template, x, runtime, rec.node, names, memo, final=out, created=added)
-            nodes.extend(new)
-            origin.extend([-1] * len(new))
-            self._declare_output(g, rec, out)
-        nodes.extend(everything[done:])
-        origin.extend(range(done, len(everything)))
+                emitted.extend(p.runtime[f] for f in read)
+            self._declare_output(g, rec, rec.replaced[0][0])
         # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
         uses = g.uses
         uses.subtract(collections.Counter(itertools.chain.from_iterable(p.inputs for p in replaced)))
@@ -401,8 +417,38 @@ class ProtoStridedSliceRewritePass:
         removed_domains.update(everything[k].domain for k in dead_nodes)
         if renamed:
             _rename_uses(graph, renamed)
-        del graph.node[:]
-        graph.node.extend(n for n, k in zip(nodes, origin) if k not in dead_nodes)
+        tail = (done, everything[done:], None)
+        del graph.node[:]  # (the messages of segments stay readable)
+        pool = ProtoConstantPool(f"{self.prefix}0/", names)
+        templates: dict = {}  # id(lowering) -> its steps, constants named
+        memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
+        added: list[str] = []  # outputs of the emitted nodes
+        append, add = graph.node.append, graph.node.add
+        # the new node list's table: the kept nodes' rows as read (inputs renamed as above), the
+        # made nodes' as made
+        columns: tuple[list, list, list, list] = ([], [], [], [])
+        ops, domains, inputs, outputs = columns
+        holders: list[int] = []
+        for first, kept, p in segments + [tail]:
+            for k, node in enumerate(kept, first):
+                if k not in dead_nodes:
+                    append(node)
+                    if node.attribute and holds_subgraph(node):
+                        holders.append(len(ops))
+                    ops.append(g.node_ops[k])
+                    domains.append(g.node_domains[k])
+                    ins = g.node_inputs[k]
+                    inputs.append(tuple([renamed.get(i, i) for i in ins]) if renamed and any(i in renamed for i in ins)
+                                  else ins)
+                    outputs.append(g.node_outputs[k])
+            if p is None or p.record.renamed:
+                continue
+            rec = p.record
+            template = templates.get(id(p.lowering))
+            if template is None:  # the first node of a lowering names its constants
+                template = templates[id(p.lowering)] = _template(steps(p.lowering, self.opset), pool)
+            _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
+                         created=added, make=add, columns=columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
             keep = [t for t in graph.initializer if t.name not in dropped]
@@ -417,22 +463,22 @@ class ProtoStridedSliceRewritePass:
         records = [p.record for p in plans]
         changes = changes_of(records, removed, ((o,) for o in added), (t.name for t in pool.tensors))
         changes.renamed = renamed
-        result = RewriteResult(proto, True, records, changes)
-        return result
+        return RewriteResult(proto, True, records, changes, NodeTable.from_columns(ops, domains, inputs, outputs, holders))
 
     def _declare_output(self, g: _Graph, rec, out: str) -> None:
         """What the original output did not declare (:func:`core.output_fill`)."""
-        elem, dims, typed = g.declared(out)
-        fill = output_fill(typed, elem, dims, g.declared(rec.data_name)[0], rec.output_shape)
-        if fill is None:
-            return
-        key = (typed,) + fill
-        made = g.filled_types.get(key)
+        declared = g.declared(out)
+        key = (declared, g.declared(rec.data_name)[0], rec.output_shape)
+        made = g.filled_types.get(key, _UNSET)
+        if made is _UNSET:
+            elem, dims, typed = declared
+            fill = output_fill(typed, elem, dims, key[1], key[2])
+            made = g.filled_types[key] = None if fill is None else _filled_type(*fill)
         if made is None:
-            made = g.filled_types[key] = _filled_type(*fill)
+            return
         k = g.outputs.get(out)
         if k is not None:
-            vi = g.graph.output[k]
+            vi = g.output_list[k]
         else:
             vi = g.value_info.get(out)
             if vi is None:
@@ -464,11 +510,14 @@ def _filled_type(elem, shape):
 
 
 def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
-                 final: str | None = None, created: list | None = None) -> tuple[list, list]:
+                 final: str | None = None, created: list | None = None, make=NodeProto,
+                 columns: tuple | None = None) -> tuple[list, list]:
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
     ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
-    ``created``: a list the made nodes' output names are appended to.
+    ``created``: a list the made nodes' output names are appended to; ``make``: what makes a node
+    from NodeProto's fields (e.g. a graph's ``node.add``, which makes it in place); ``columns``:
+    (op types, domains, inputs, outputs) lists each made node's are appended to (a NodeTable's).
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
     taken, fresh = names.taken, names.fresh
@@ -478,12 +527,12 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
     last = len(template) - 1
     for k, (op_type, suffix, refs, tail, attributes, attr_key) in enumerate(template):
         if tail is not None:  # the previous output (or the data) and constants
-            inputs = [cur, *tail]
+            inputs = (cur, *tail)
         else:
-            inputs = [r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
-                      else runtime[r[1]] for r in refs]
+            inputs = tuple([r if r.__class__ is str else x if r[0] == "x" else outs[r[1]] if r[0] == "node"
+                            else runtime[r[1]] for r in refs])
         if memo is not None:
-            key = (op_type, tuple(inputs), attr_key)
+            key = (op_type, inputs, attr_key)
             if k < last and key in memo:
                 cur = memo[key]
                 outs.append(cur)
@@ -500,13 +549,17 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
             taken.add(cur)
         if k == last and final is not None:
             cur = final
-        new = NodeProto(op_type=op_type, name=name, input=inputs, output=[cur])
-        if attributes:
-            new.attribute.extend(attributes)
+        new = make(op_type=op_type, name=name, input=inputs, output=[cur], attribute=attributes) if attributes \
+            else make(op_type=op_type, name=name, input=inputs, output=[cur])
         outs.append(cur)
         nodes.append(new)
         if created is not None:
             created.append(cur)
+        if columns is not None:
+            columns[0].append(op_type)
+            columns[1].append("")
+            columns[2].append(inputs)
+            columns[3].append((cur,))
         if memo is not None:
             memo.setdefault(key, cur)
     return nodes, outs
@@ -568,17 +621,17 @@ class _ProtoFacts(GraphFacts):
         return self.g.graph.node[node].domain
 
     def outputs(self, node) -> list:
-        return [o for o in self.g.graph.node[node].output if o]
+        return [o for o in self.g.node_outputs[node] if o]
 
     def has_subgraph(self, node) -> bool:
         return any(a.type in (5, 10) for a in self.g.graph.node[node].attribute)  # GRAPH/GRAPHS, even empty
 
     def output_names(self, node) -> tuple:
-        return tuple(self.g.graph.node[node].output)
+        return self.g.node_outputs[node]
 
     def remove_node(self, node) -> list:
         self.dead.add(node)
-        inputs = [i for i in self.g.graph.node[node].input if i]
+        inputs = [i for i in self.g.node_inputs[node] if i]
         for i in inputs:
             self.uses[i] -= 1
         return inputs
@@ -601,9 +654,10 @@ def drop_unused_domains(proto, counts: collections.Counter, removed: collections
     ``counts``: nodes per domain in the main graph and its subgraphs before, ``removed``: the
     nodes the rewrite removed, per domain."""
     used = {d for d, n in counts.items() if n > removed.get(d, 0)}
-    used.update(f.domain for f in proto.functions)
-    used.update(n.domain for g, label, _ in proto_graphs(proto) if label.startswith("function ")
-                for n in g.node)
+    if proto.functions:  # (else no walk: only function bodies and their subgraphs are read here)
+        used.update(f.domain for f in proto.functions)
+        used.update(n.domain for g, label, _ in proto_graphs(proto) if label.startswith("function ")
+                    for n in g.node)
     drop = set(unused_domains([o.domain for o in proto.opset_import], used))
     if drop:
         keep = [o for o in proto.opset_import if o.domain not in drop]

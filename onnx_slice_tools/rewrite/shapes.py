@@ -205,8 +205,15 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
 def _ancestors(graph, names) -> list:
     """Indices (in order) of the main-graph nodes that ``names`` depend on: their producers, and
     their inputs' producers, transitively (no subgraphs: their outer reads are not inputs)."""
-    producers = {o: k for k, node in enumerate(graph.node) for o in node.output if o}
     nodes = graph.node
+    producers: dict[str, int] = {}
+    for position, node in enumerate(nodes):
+        outputs = node.output
+        if len(outputs) == 1:  # the common case, without the iterator
+            if outputs[0]:
+                producers[outputs[0]] = position
+        else:
+            producers.update((o, position) for o in outputs if o)
     todo = [producers[n] for n in names if n in producers]
     seen = set(todo)
     while todo:

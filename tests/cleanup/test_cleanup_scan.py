@@ -22,6 +22,7 @@ from onnx_slice_tools.cleanup.passes import (CleanupPass, MergeSlicesPass, Remov
                                              set_inferred_shapes)
 from onnx_slice_tools.cleanup.scan import (FULL_CLEANUP_ENV, PASS_NAMES, MayChange, ProtoIndex, may_change,
                                            unchanged_report)
+from onnx_slice_tools.graphs.table import NodeTable
 from test_cleanup import _if_model, c, model, shape_graphs, shape_scalar_chain, x_input
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +50,10 @@ def round_trip(proto) -> bytes:
 
 def check_sound(proto):
     """may_change(proto), after asserting that when it is None the cleanup changes nothing: the
-    same report as unchanged_report and the same bytes."""
+    same report as unchanged_report and the same bytes; and that the pre-check given the main
+    graph's node table (graphs.table) answers the same."""
     reason = may_change(proto)
+    assert may_change(proto, table=NodeTable(proto.graph)) == reason
     report, after = full_cleanup(proto)
     if reason is None:
         assert report == unchanged_report(proto)

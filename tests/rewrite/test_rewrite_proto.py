@@ -16,6 +16,7 @@ does not read, declarations that disagree with the derived shapes, an unused cus
 
 from __future__ import annotations
 
+import collections
 import importlib.util
 import json
 from pathlib import Path
@@ -30,7 +31,9 @@ from onnx_slice_tools import convert
 from onnx_slice_tools.errors import StridedSliceError
 from onnx_slice_tools.io.files import read_model_proto
 from onnx_slice_tools.rewrite.ir_pass import TF_DOMAIN, StridedSliceRewritePass, default_opset, derive_shapes
-from onnx_slice_tools.rewrite.proto_pass import ProtoStridedSliceRewritePass, declines
+from onnx_slice_tools.graphs.table import NodeTable
+from onnx_slice_tools.graphs.walk import proto_nodes
+from onnx_slice_tools.rewrite.proto_pass import ProtoStridedSliceRewritePass, declines, model_names, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,6 +89,10 @@ def assert_same_rewrite(model: onnx.ModelProto, **options) -> int:
         [(r.data_name, r.output_name, r.index_names, r.renamed, r.replaced) for r in a.records]
     assert b.changes == a.changes
     assert b.modified == a.modified
+    if b.modified:  # the node table the splice made while it rebuilt the node list: a fresh read's
+        read = NodeTable(pb.graph)
+        assert (b.table.ops, b.table.domains, b.table.inputs, b.table.outputs, b.table.holders) == \
+            (read.ops, read.domains, read.inputs, read.outputs, read.holders)
     va, vb = _model_view(pa), _model_view(pb)
     for key in va:
         assert vb[key] == va[key], key
@@ -204,6 +211,21 @@ def test_graph_surgery_corners(opset):
     assert assert_same_rewrite(model) == 7
     a, _, b, _ = _both(model)
     assert sorted(r.error_kind or "" for r in b.records if r.error) == ["invalid", "invalid", "invalid", "unsupported"]
+
+
+def test_model_names_from_names_read_once_are_the_names_of_the_model():
+    """model_names given what the splice read once (every name the nodes and their subgraphs read,
+    the main graph's node outputs) knows exactly the names it finds reading every node itself --
+    among them a subgraph's own outputs, a value_info entry, a Constant's output and an output
+    nothing reads."""
+    model = _corner_model()
+    model.graph.node.append(helper.make_node("Relu", ["x"], ["unread"], name="dead"))
+    holders = scan(model.graph).holders
+    reads = collections.Counter(name for n, _ in proto_nodes(model.graph) for name in n.input)
+    writes = [o for n in model.graph.node for o in n.output]
+    given = model_names(model, holders, reads, iter(writes)).taken
+    assert given == model_names(model).taken
+    assert {"t", "f", "xi", "kb", "ws", "if", "cond", "w", "unread"} <= given
 
 
 def test_corner_model_converts_verified_on_the_protobuf_path():
