@@ -331,7 +331,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     if verify:
         from .verification.inplace import budget_weight_bytes
         weights = budget_weight_bytes(proto, held=True)  # (this path holds every weight inline)
-    clean = _provably_clean(report, proto, cleanup and result.modified and verify)
+    clean = _provably_clean(report, proto, cleanup and result.modified and verify, result.table)
     final = (clean[1] or not cleanup) and weights * _AHEAD_WEIGHTS <= verify_memory  # nothing below changes it
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory, ship_ahead=final,
@@ -500,15 +500,17 @@ def _runnable_ir_version(current: int | None, opset: int) -> int:
 _AHEAD_WEIGHTS = 8
 
 
-def _provably_clean(report: Report, proto, asked: bool) -> tuple:
+def _provably_clean(report: Report, proto, asked: bool, table=None) -> tuple:
     """(``proto``, whether the cleanup's pre-check (cleanup/scan.py) proves no pass can change
     it): asked before the in-place run (``asked``), whose tapped session is kept for the
-    cleanup check only when a pass may change the model; answered again by :func:`_cleanup`."""
+    cleanup check only when a pass may change the model; answered again by :func:`_cleanup`.
+    ``table``: the rewrite's node table of ``proto``'s main graph (RewriteResult.table), if it
+    made one.  (The checks read the converted model themselves: they never take the rewrite's word.)"""
     if not asked:
         return None, False
     from .cleanup.scan import nothing_to_clean
     t = time.perf_counter()
-    clean = nothing_to_clean(proto)
+    clean = nothing_to_clean(proto, table)
     report.timings["cleanup"] = time.perf_counter() - t
     return proto, clean
 
