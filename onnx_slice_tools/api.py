@@ -333,6 +333,7 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
         weights = budget_weight_bytes(proto, held=True)  # (this path holds every weight inline)
     clean = _provably_clean(report, proto, cleanup and result.modified and verify, result.table)
     final = (clean[1] or not cleanup) and weights * _AHEAD_WEIGHTS <= verify_memory  # nothing below changes it
+    final = final and available_cpus() >= _AHEAD_CPUS
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory, ship_ahead=final,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},
@@ -498,6 +499,17 @@ def _runnable_ir_version(current: int | None, opset: int) -> int:
 #: the as-shipped session is built ahead (two sessions with their weights alive at once) only
 #: when this many times the weights fit the budget
 _AHEAD_WEIGHTS = 8
+#: ... and only when the process may use this many CPUs: with fewer, the session's thread takes
+#: a core the other checks need (on two, it saves no wall time and costs CPU: docs/benchmarks.md §8)
+_AHEAD_CPUS = 4
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        return os.cpu_count() or 1
 
 
 def _provably_clean(report: Report, proto, asked: bool, table=None) -> tuple:

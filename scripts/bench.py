@@ -20,7 +20,8 @@
 7. targets (``--targets``): node count and onnxruntime latency per --target on the models/ samples
    and each benchmark pattern (static and symbolic batch).
 8. speed (``--only speed``): the four targets of issue 13 in one command, as whole-process CPU
-   seconds (median of ``--repeat`` runs of fresh processes; wall times too): ``convert
+   seconds (median of ``--repeat`` runs of fresh processes, the commands of one size taken in
+   turn so that a drift of the machine's speed hits them alike; wall times too): ``convert
    --no-verify`` against the I/O floor (a process doing ``onnx.save(onnx.load(...))``),
    ``convert`` against the floor plus one onnxruntime session of the converted model, and
    ``convert``'s CPU per StridedSlice against tf2onnx's (``--slices``), at ``--speed-sizes``
@@ -531,10 +532,15 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only
                     ("convert_no_verify", _tool("convert", "--no-verify", str(path), "-o", str(out)))]
             if not no_verify_only:
                 runs += [("convert", _tool("convert", str(path), "-o", str(out))), ("session", session_cmd + [str(out)])]
-            for name, cmd in runs:
-                cpu: list = []
-                row[f"{name}_s"] = _median_process_s(cmd, repeat, cpu=cpu)
-                row[f"{name}_cpu_s"] = cpu[0]
+            samples: dict = {name: ([], []) for name, _ in runs}
+            for _ in range(repeat):  # interleaved: a drift of the machine's speed hits every command alike
+                for name, cmd in runs:
+                    cpu: list = []
+                    samples[name][0].append(_median_process_s(cmd, 1, cpu=cpu))
+                    samples[name][1].append(cpu[0])
+            for name, (walls, cpus) in samples.items():
+                row[f"{name}_s"] = sorted(walls)[len(walls) // 2]
+                row[f"{name}_cpu_s"] = sorted(cpus)[len(cpus) // 2]
             row["no_verify_vs_floor_cpu"] = row["convert_no_verify_cpu_s"] / row["load_save_cpu_s"]
             row["no_verify_cpu_ms_per_slice"] = 1000 * row["convert_no_verify_cpu_s"] / n
             line = (f"speed {n:>6} nodes, fan-out {fan_out:>6} (load {row['load_average']:.1f}), CPU s: load+save "

@@ -402,9 +402,11 @@ def test_the_session_built_ahead_serves_only_its_own_bytes():
 
 
 def test_the_as_shipped_run_uses_the_session_built_ahead(monkeypatch):
-    """When the cleanup provably changes nothing the default session is built once, ahead; its
-    verdict is the one the as-shipped run gives (the optimiser-bug model still fails there)."""
+    """When the cleanup provably changes nothing and the process has CPUs to spare the default
+    session is built once, ahead; its verdict is the one the as-shipped run gives (the
+    optimiser-bug model still fails there).  With fewer CPUs it is built when the run needs it."""
     from onnx_slice_tools.verification import shipped
+    monkeypatch.setattr(api, "available_cpus", lambda: 8)
     made = []
     real = shipped.SessionAhead.__init__
 
@@ -424,3 +426,6 @@ def test_the_as_shipped_run_uses_the_session_built_ahead(monkeypatch):
     result = api.convert(_optimiser_bug_model())  # (its cleanup may change it: the session is made after it)
     assert made == [] and result.report.verdict == "failed"
     assert "shipped" in result.report.problem(), result.report.problem()
+    monkeypatch.setattr(api, "available_cpus", lambda: 2)
+    result = api.convert(clean)
+    assert made == [] and result.report.verdict == "verified", result.report.verdict
