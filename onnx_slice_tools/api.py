@@ -269,6 +269,9 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if flavor not in (None, "auto", *FLAVORS):
         raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf, openvino or tflite")
     flavor = None if flavor == "auto" else flavor
+    if verify:  # (shape inference runs in a helper process: forked before the model is read)
+        from .graphs.shape_inference import start_helper
+        start_helper()
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,

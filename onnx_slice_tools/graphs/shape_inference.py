@@ -149,6 +149,18 @@ if hasattr(os, "register_at_fork"):
 atexit.register(_stop)
 
 
+def start_helper() -> None:
+    """Fork the helper now, if it is not running: before the caller reads a large model, the fork
+    copies little (its page tables), and the pages parent and helper both hold -- each copied
+    on the first write of either -- are few."""
+    global _helper
+    if not hasattr(os, "fork"):
+        return
+    with _lock:
+        if _helper is None:
+            _helper = _Helper()
+
+
 def infer(model, strict: bool = False):
     """ONNX shape inference of ``model`` (a ModelProto or its bytes): the inferred ModelProto.
     ``strict``: check types and raise on any error; else plain.  Runs in the helper process
