@@ -111,6 +111,22 @@ class Report:
                 out.append((f"node {r.node!r} in place", inplace))
         return out
 
+    def _all_passed(self) -> bool:
+        """Whether every status :meth:`statuses` lists passed, asked of each distinct status once
+        (records share their signature's check and, mostly, one in-place status): the verdict of
+        a verified conversion without a (name, status) per rewrite."""
+        if not self.verify or "shipped" not in self.model_checks or \
+                any(kind(s) != "passed" for s in self.model_checks.values()):
+            return False
+        if any(r.error is not None for r in self.records):
+            return False
+        checks = {id(c): c for i, c in self.record_checks.items()}  # (shared per signature)
+        if any(checks.get(id(self.record_checks.get(i))) is None for i in range(len(self.records))):
+            return False  # a record without a per-rewrite check: "skipped: not checked"
+        if any(kind(_rewrite_status(c)) != "passed" for c in checks.values()):
+            return False
+        return all(kind(s) == "passed" for s in set(self.record_inplace.values()))
+
     def problem(self) -> str:
         """One line: the first failed (or, with ``strict``, skipped) check of a failed conversion."""
         statuses = self.statuses()
@@ -130,7 +146,7 @@ class Report:
         to rewrite": every check passed, but the conversion replaced nothing, converted no
         opset and read no framework file (the output is the input): nothing was verified
         because nothing was done."""
-        v = verdict(self.statuses(), strict=self.strict)
+        v = "verified" if self._all_passed() else verdict(self.statuses(), strict=self.strict)
         changed = self.rewritten or self.fixed or {"opset_conversion", "framework"} & set(self.model_checks)
         if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
             return NOTHING_TO_REWRITE

@@ -658,3 +658,31 @@ def test_declared_sizes_take_their_shapes_from_the_strict_inference_as_the_skele
     assert convert(symbolic).report.verified and asked
     asked.clear()
     assert convert(models / "tf_channel_flip.onnx").report.verified and not asked
+
+
+def test_the_verdicts_shortcut_for_all_passed_agrees_with_every_status():
+    """Report.verdict answers "verified" from the distinct statuses when all passed; on verified,
+    unverified and failed reports alike that is exactly what the (name, status) list gives."""
+    from pathlib import Path
+
+    from onnx_slice_tools.api import Report
+    from onnx_slice_tools.verification.checks import verdict
+    model = Path(__file__).resolve().parents[2] / "models" / "tf_channel_flip.onnx"
+    reports = [convert(model).report, convert(model, verify=False).report, convert(_two_slices()).report,
+               convert(_conv_model(), verify_memory=2 ** 10).report]
+    rep = convert(model).report
+    rep.record_inplace = {i: "failed: tampered" for i in rep.record_inplace}
+    reports.append(rep)
+    rep = convert(model).report
+    rep.record_checks = {}
+    reports.append(rep)
+    rep = convert(model).report
+    del rep.model_checks["shipped"]
+    reports.append(rep)
+    seen = set()
+    for rep in reports:
+        assert isinstance(rep, Report)
+        full = verdict(rep.statuses(), strict=rep.strict)
+        assert rep._all_passed() == (full == "verified"), (full, rep.statuses())
+        seen.add(full.split(" ")[0])
+    assert seen == {"verified", "unverified", "failed"}
