@@ -21,7 +21,8 @@
    and each benchmark pattern (static and symbolic batch).
 8. speed (``--only speed``): the four targets of issue 13 in one command, as whole-process CPU
    seconds (median of ``--repeat`` runs of fresh processes, the commands of one size taken in
-   turn so that a drift of the machine's speed hits them alike; wall times too): ``convert
+   turn so that a drift of the machine's speed hits them alike; a ratio is the median of the
+   turns' own ratios; wall times too): ``convert
    --no-verify`` against the I/O floor (a process doing ``onnx.save(onnx.load(...))``),
    ``convert`` against the floor plus one onnxruntime session of the converted model, and
    ``convert``'s CPU per StridedSlice against tf2onnx's (``--slices``), at ``--speed-sizes``
@@ -530,8 +531,8 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only
             row: dict = {"nodes": n, "fan_out": fan_out, "load_average": os.getloadavg()[0]}
             runs = [("load_save", floor_cmd + [str(path), str(tmp / "ls.onnx")]),
                     ("convert_no_verify", _tool("convert", "--no-verify", str(path), "-o", str(out)))]
-            if not no_verify_only:
-                runs += [("convert", _tool("convert", str(path), "-o", str(out))), ("session", session_cmd + [str(out)])]
+            if not no_verify_only:  # (the session of the output that convert --no-verify wrote: the same bytes)
+                runs += [("session", session_cmd + [str(out)]), ("convert", _tool("convert", str(path), "-o", str(out)))]
             samples: dict = {name: ([], []) for name, _ in runs}
             for _ in range(repeat):  # interleaved: a drift of the machine's speed hits every command alike
                 for name, cmd in runs:
@@ -546,13 +547,18 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only
             line = (f"speed {n:>6} nodes, fan-out {fan_out:>6} (load {row['load_average']:.1f}), CPU s: load+save "
                     f"{row['load_save_cpu_s']:.2f}, convert --no-verify {row['convert_no_verify_cpu_s']:.2f} "
                     f"({row['no_verify_vs_floor_cpu']:.2f}x floor, target <= 2)")
-            if not no_verify_only:
-                floor_session = row["load_save_cpu_s"] + row["session_cpu_s"]
-                row["verify_vs_floor_plus_session_cpu"] = row["convert_cpu_s"] / floor_session
-                row["verify_vs_floor_plus_session_wall"] = row["convert_s"] / (row["load_save_s"] + row["session_s"])
+            if not no_verify_only:  # the ratio of each turn (its floor measured next to it), median and range
+                cpu_ratios = sorted(c / (f + t) for f, t, c in zip(samples["load_save"][1], samples["session"][1],
+                                                                     samples["convert"][1]))
+                wall_ratios = sorted(c / (f + t) for f, t, c in zip(samples["load_save"][0], samples["session"][0],
+                                                                      samples["convert"][0]))
+                row["verify_vs_floor_plus_session_cpu"] = cpu_ratios[len(cpu_ratios) // 2]
+                row["verify_vs_floor_plus_session_wall"] = wall_ratios[len(wall_ratios) // 2]
+                row["cpu_ratio_range"] = (cpu_ratios[0], cpu_ratios[-1])
                 row["convert_cpu_ms_per_slice"] = 1000 * row["convert_cpu_s"] / n
                 line += (f", session {row['session_cpu_s']:.2f}, convert {row['convert_cpu_s']:.2f} "
-                         f"({row['verify_vs_floor_plus_session_cpu']:.2f}x floor + session, target <= 1.5; "
+                         f"({row['verify_vs_floor_plus_session_cpu']:.2f}x floor + session, each turn "
+                         f"{row['cpu_ratio_range'][0]:.2f}-{row['cpu_ratio_range'][1]:.2f}, target <= 1.5; "
                          f"{row['convert_cpu_ms_per_slice']:.3f} ms/slice); wall: load+save {row['load_save_s']:.2f}, "
                          f"session {row['session_s']:.2f}, convert {row['convert_s']:.2f} "
                          f"({row['verify_vs_floor_plus_session_wall']:.2f}x)")
