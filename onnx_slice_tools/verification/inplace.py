@@ -73,10 +73,12 @@ def _tensor_key(t):
     return (t.name, t.data_type, tuple(t.dims), arr.tobytes())
 
 
-def _nodes_but(nodes, outputs: AbstractSet) -> list:
-    """``nodes`` less those whose outputs (as a tuple) are in ``outputs``."""
+def _nodes_but(nodes, outputs: AbstractSet, table: NodeTable | None = None) -> list:
+    """``nodes`` less those whose outputs (as a tuple) are in ``outputs`` (``table``: theirs, if read)."""
     if not outputs:
         return list(nodes)
+    if table is not None:
+        return [nodes[k] for k, outs in enumerate(table.outputs) if outs not in outputs]
     first = {key[0] for key in outputs if key}  # (a cheap test before the tuple)
     empty = () in outputs
     kept = []
@@ -179,10 +181,7 @@ def structural_diff(before, after, changes, removed_domains=(), table: NodeTable
     for label, (ga, is_fn) in a_graphs.items():
         gb = b_graphs[label][0]
         kept_a = _nodes_but(ga.node, changes.removed_nodes)
-        if label == "main" and table is not None:
-            kept_b = [gb.node[k] for k, outs in enumerate(table.outputs) if outs not in changes.added_nodes]
-        else:
-            kept_b = _nodes_but(gb.node, changes.added_nodes)
+        kept_b = _nodes_but(gb.node, changes.added_nodes, table if label == "main" else None)
         if not _same_nodes(kept_a, kept_b, changes.renamed):
             nodes_a = [_node_key(n, changes.renamed) for n in kept_a]
             nodes_b = [_node_key(n, {}) for n in kept_b]
@@ -1414,9 +1413,8 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
         if r.index_names:
             elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
         if r.graph == "main":  # (main-graph tensors are fetched under their own names)
-            if main is None:  # (what the main graph makes, takes and holds)
-                main = present[id(g)] = {o for outs in table.outputs for o in outs} | \
-                    {i.name for i in g.input} | {t.name for t in g.initializer}
+            if main is None:
+                main = _names_in(g, present, table)
             wanted = [r.data_name, *r.index_names.values()] if r.index_names else [r.data_name]
             if r.output_name in deferred:
                 taps.deferred[id(r)] = r.output_name
@@ -1472,12 +1470,15 @@ def _present(graph, names: list, cache: dict, outer=None) -> list:
     return list(dict.fromkeys(name for name in names if name in found[0] or name in found[1]))
 
 
-def _names_in(graph, cache: dict) -> set:
-    """The value names ``graph`` (a graph or function) makes or takes, read once (``cache``: id(graph) -> names)."""
+def _names_in(graph, cache: dict, table: NodeTable | None = None) -> set:
+    """The value names ``graph`` (a graph or function) makes or takes, read once (``cache``: id(graph) -> names;
+    ``table``: the graph's, if read)."""
     names = cache.get(id(graph))
     if names is None:
-        names = cache[id(graph)] = {o for n in graph.node for o in n.output} | \
-            {getattr(i, "name", i) for i in graph.input} | {t.name for t in getattr(graph, "initializer", ())}
+        made = (o for outs in table.outputs for o in outs) if table is not None else \
+            (o for n in graph.node for o in n.output)
+        names = cache[id(graph)] = {*made} | {getattr(i, "name", i) for i in graph.input} | \
+            {t.name for t in getattr(graph, "initializer", ())}
     return names  # (function inputs are names)
 
 
