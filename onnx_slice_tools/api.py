@@ -120,10 +120,11 @@ class Report:
             return False
         if any(r.error is not None for r in self.records):
             return False
-        checks = {id(c): c for i, c in self.record_checks.items()}  # (shared per signature)
-        if any(checks.get(id(self.record_checks.get(i))) is None for i in range(len(self.records))):
+        checks = self.record_checks
+        if any(i not in checks for i in range(len(self.records))):
             return False  # a record without a per-rewrite check: "skipped: not checked"
-        if any(kind(_rewrite_status(c)) != "passed" for c in checks.values()):
+        distinct = {id(c): c for c in checks.values()}.values()  # (shared per signature)
+        if any(kind(_rewrite_status(c)) != "passed" for c in distinct):
             return False
         return all(kind(s) == "passed" for s in set(self.record_inplace.values()))
 
