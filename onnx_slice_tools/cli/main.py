@@ -923,13 +923,22 @@ def _fileno(stream) -> int | None:
 _QUIET = _Quiet()
 
 
-def main(argv=None) -> int:
+#: the commands on one model: in the program (``process_ends``), what they are done with is left
+#: to the end of the process (verification/runtimes.keep_to_exit)
+_ONE_MODEL = frozenset({"convert", "verify"})
+
+
+def main(argv=None, *, process_ends: bool = False) -> int:
     """The command line.  Its own start-up (:mod:`.startup`): sympy imported on first use only,
-    the garbage collector paused while the command runs."""
+    the garbage collector paused while the command runs.  ``process_ends``: the process ends
+    right after, without teardown (:func:`run`)."""
     global _QUIET
     from .startup import gc_paused, install_lazy_sympy
     install_lazy_sympy()
     args = build_parser().parse_args(argv)
+    if process_ends and args.command in _ONE_MODEL:
+        from ..verification.runtimes import keep_to_exit
+        keep_to_exit()
     from .options import contradiction
     problem = contradiction(args)
     if problem:  # before any work: a command line that cannot mean anything
@@ -957,25 +966,22 @@ def run() -> None:
     """The program (``onnx-slice-tools`` and ``python -m onnx_slice_tools``): :func:`main`, then
     the end of the process.  The cyclic collector stays off for the whole process (main
     pauses it for the command; turned back on at its end, it would scan everything the
-    command built -- all of TensorFlow after a framework input) and its last pass skips it
-    all (``gc.freeze``).  When TensorFlow was imported, the exit handlers run (autograph's
-    temporary files, the shape-inference helper, logging) and the process ends without
-    tearing down TensorFlow's modules, which takes seconds; every file of ours is closed by
-    then."""
+    command built -- all of TensorFlow after a framework input).  Then the exit handlers run
+    (autograph's temporary files, the shape-inference helper, logging), the output is
+    flushed and the process ends without tearing down what the command built or imported
+    (TensorFlow's modules take seconds, a large model's onnxruntime session tens of ms): every
+    file of ours is closed by then."""
     import atexit
     import gc
     import signal
     gc.disable()
     try:
-        code = main()
+        code = main(process_ends=True)
     except KeyboardInterrupt:  # outside the command (start-up, the last flush): nothing to clean up
         code = 130
     # the command is over and its files are in place or removed: a Ctrl-C during the teardown
     # would only print "Exception ignored" noise
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    gc.freeze()
-    if "tensorflow" not in sys.modules:
-        sys.exit(code)
     atexit._run_exitfuncs()  # what sys.exit would run first  # no public form
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -42,6 +42,27 @@ def parse_runtimes(text) -> tuple[str, ...]:
 FAST, SHIPPED = "fast", "shipped"
 
 
+#: sessions done with, kept for the end of the process (see :func:`keep_to_exit`)
+_KEPT: list = []
+_keeping = False
+
+
+def keep_to_exit() -> None:
+    """Called by the program (cli.main.run) for a command on one model, never by an import: the
+    process ends right after it without tearing anything down (``os._exit``), so a session done
+    with is kept (:func:`release`) rather than destroyed -- destroying a large model's
+    onnxruntime session takes as long as a fair share of its run."""
+    global _keeping
+    _keeping = True
+
+
+def release(session) -> None:
+    """Done with ``session``: dropped now (its last reference is the caller's), or kept to the end
+    of a process that ends without teardown (:func:`keep_to_exit`)."""
+    if _keeping:
+        _KEPT.append(session)
+
+
 def session_options(config: str = FAST):
     """onnxruntime SessionOptions of a named configuration.
 

@@ -47,6 +47,7 @@ from .runtimes import (
     SHIPPED,
     make_session,
     onnxruntime_session,
+    release,
 )
 from .tolerance import agree, default_rtol
 
@@ -284,6 +285,7 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
     except Exception as exc:
         return failed(f"{where} fails on the checked run's inputs: {_line(exc)}")
     narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
+    release(session)
     problems = output_problems(checked, got, exact, narrow, first=compared is None)
     if compared is not None:
         compared.update(dict.fromkeys(got))
