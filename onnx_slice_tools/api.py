@@ -48,24 +48,37 @@ class Report:
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
     path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
 
+    def tally(self) -> tuple[int, int, int, int]:
+        """(found, rewritten, fixable, fixed): the four counts in one pass over the records."""
+        found = rewritten = fixable = fixed = 0
+        for r in self.records:
+            done = r.lowering is not None
+            if r.op_type == "StridedSlice":
+                found += 1
+                rewritten += done
+            else:
+                fixable += 1
+                fixed += done
+        return found, rewritten, fixable, fixed
+
     @property
     def found(self) -> int:
         """StridedSlice nodes found (the model's own Slice/Gather that ``fix_slices`` rewrote:
         :attr:`fixable`)."""
-        return sum(r.op_type == "StridedSlice" for r in self.records)
+        return self.tally()[0]
 
     @property
     def rewritten(self) -> int:
-        return sum(r.lowering is not None for r in self.records if r.op_type == "StridedSlice")
+        return self.tally()[1]
 
     @property
     def fixable(self) -> int:
         """Slice/Gather nodes that broke the target and that ``fix_slices`` read as slices."""
-        return sum(r.op_type != "StridedSlice" for r in self.records)
+        return self.tally()[2]
 
     @property
     def fixed(self) -> int:
-        return sum(r.lowering is not None for r in self.records if r.op_type != "StridedSlice")
+        return self.tally()[3]
 
     def check_of(self, i: int):
         """The per-rewrite CheckResult of ``records[i]`` (None: not checked)."""
@@ -148,7 +161,8 @@ class Report:
         opset and read no framework file (the output is the input): nothing was verified
         because nothing was done."""
         v = "verified" if self._all_passed() else verdict(self.statuses(), strict=self.strict)
-        changed = self.rewritten or self.fixed or {"opset_conversion", "framework"} & set(self.model_checks)
+        _, rewritten, _, fixed = self.tally()
+        changed = rewritten or fixed or {"opset_conversion", "framework"} & set(self.model_checks)
         if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
             return NOTHING_TO_REWRITE
         return v

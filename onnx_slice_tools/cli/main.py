@@ -90,9 +90,10 @@ def cmd_convert(args) -> int:
         print(one_line(f"{src}: {first}{tail}"), file=sys.stderr)
         return code
     result.save(dst, protect=inputs)
-    done = [f"{rep.rewritten}/{rep.found} StridedSlice rewritten"] if rep.found or not rep.fixable else []
-    if rep.fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
-        done.append(f"{rep.fixed}/{rep.fixable} Slice/Gather fixed for target {rep.target}")
+    found, rewritten, fixable, fixed = rep.tally()
+    done = [f"{rewritten}/{found} StridedSlice rewritten"] if found or not fixable else []
+    if fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
+        done.append(f"{fixed}/{fixable} Slice/Gather fixed for target {rep.target}")
     if not args.quiet:  # with the report on stdout, stdout holds only the report
         print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep, v)}"),
               file=sys.stderr if args.report == "-" else sys.stdout)
@@ -116,7 +117,7 @@ def verdict_text(rep, v: str | None = None) -> str:
     from ..verification.checks import detail
     v = rep.verdict if v is None else v
     if v == "verified":
-        inplace = sum(rep.inplace_of(i) == "passed" for i in range(len(rep.records)))
+        inplace = list(rep.record_inplace.values()).count("passed")  # (keyed by record position)
         framework = detail(rep.model_checks.get("framework", ""))
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
