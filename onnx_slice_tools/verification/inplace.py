@@ -365,16 +365,19 @@ def inferred_shapes(inferred) -> tuple[dict, str | None]:
     """name -> (elem, dims) of every value shape inference gave ``inferred`` (a ModelProto) a
     shape, and the first invalid dim or Reshape found (:func:`infer_at_sizes`)."""
     shapes, bad = {}, None
-    read: dict = {}  # a type's bytes -> (elem, dims) or None: models repeat a few types many times
+    # a type's bytes -> ((elem, dims) or None, a dim is negative): models repeat a few types many times
+    read: dict = {}
     g = inferred.graph
     for vi in itertools.chain(g.input, g.value_info, g.output):
         key = vi.type.SerializeToString()
-        known = read.get(key, read)
-        if known is read:
-            known = read[key] = _elem_dims(vi.type)
+        hit = read.get(key)
+        if hit is None:
+            known = _elem_dims(vi.type)
+            hit = read[key] = (known, known is not None and any(d is not None and d < 0 for d in known[1]))
+        known, negative = hit
         if known is None:
             continue
-        if bad is None and any(d is not None and d < 0 for d in known[1]):
+        if negative and bad is None:
             bad = f"{vi.name} would have shape {list(known[1])}"
         shapes[vi.name] = known
     return shapes, bad or _bad_reshape(inferred.graph, shapes)
@@ -517,7 +520,7 @@ class Liveness:
     def __init__(self, proto, table: NodeTable | None = None):
         self.proto, self.table = proto, table  # (``table``: proto's main graph's, when the caller has it)
         self._tables: tuple | None = None
-        self._sized: tuple | None = None  # (shapes, name -> bytes) of the last peak's shapes
+        self._sized: tuple | None = None  # (shapes, what _sizes made of them) of the last peak's shapes
 
     def _read(self) -> tuple:
         if self._tables is None:
@@ -534,11 +537,13 @@ class Liveness:
                             [o.name for o in self.proto.graph.output], [vi.name for vi in _fed_inputs(self.proto)])
         return self._tables
 
-    def _sizes(self, shapes: dict) -> dict:
-        """Value name -> bytes, for the values of known shape in ``shapes`` (kept for the next
-        call with the same dict: a shapes dict is never changed once made, each inference makes its own)."""
+    def _sizes(self, shapes: dict) -> tuple:
+        """(value name -> bytes for the values of known shape in ``shapes``, the bytes each node
+        makes, the bytes freed after each node's last read), kept for the next call with the same
+        dict: a shapes dict is never changed once made, each inference makes its own."""
         if self._sized is not None and self._sized[0] is shapes:
             return self._sized[1]
+        made, at, end, consumed, _, _ = self._read()
         size: dict = {}
         by_type: dict = {}  # (elem, dims) -> bytes or None: models repeat a few shapes many times
         for name, (elem, dims) in shapes.items():
@@ -549,8 +554,16 @@ class Liveness:
             if b is None:
                 b = by_type[key] = _tensor_bytes(key)
             size[name] = b
-        self._sized = (shapes, size)
-        return size
+        sizes = np.fromiter((size.get(o, 0) for o in made), dtype=np.int64, count=len(made))
+        made_bytes = np.zeros(end, dtype=np.int64)
+        np.add.at(made_bytes, at, sizes)
+        freed = np.zeros(end, dtype=np.int64)  # each value freed after its last reader
+        ends = [(k, size[name]) for name, k in consumed.items() if k < end and name in size]
+        if ends:
+            where, freed_bytes = zip(*ends)
+            np.add.at(freed, np.asarray(where, dtype=np.int64), np.asarray(freed_bytes, dtype=np.int64))
+        self._sized = (shapes, (size, sizes, made_bytes, freed))
+        return self._sized[1]
 
     def peak(self, shapes: dict, keep=(), outputs: bool = True) -> int:
         """Peak bytes of the main graph's tensors at ``shapes``: a liveness scan in node order
@@ -559,27 +572,23 @@ class Liveness:
         ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when
         made (what a run of a pruned copy fetching none of them would hold)."""
         made, at, end, consumed, graph_outputs, fed = self._read()
-        size = self._sizes(shapes)
-        last = dict(consumed)
-        for o in graph_outputs if outputs else ():
-            last[o] = end
-        for name in keep:
-            last[name] = end
+        size, sizes, made_bytes, freed = self._sizes(shapes)
         live = sum(size.get(name, 0) for name in fed)
         if not end:
             return live
         # per node k: what it makes (live += made[k]; the peak is taken), then what it reads last
-        # and, with ``outputs`` False, what nothing reads (live -= freed[k] + transient[k])
-        made_bytes = np.zeros(end, dtype=np.int64)
-        freed = np.zeros(end, dtype=np.int64)
-        sizes = np.fromiter((size.get(o, 0) for o in made), dtype=np.int64, count=len(made))
-        np.add.at(made_bytes, at, sizes)
-        ends = [(k, size[name]) for name, k in last.items() if k < end and name in size]
-        if ends:
-            where, freed_bytes = zip(*ends)
-            np.add.at(freed, np.asarray(where, dtype=np.int64), np.asarray(freed_bytes, dtype=np.int64))
+        # and, with ``outputs`` False, what nothing reads (live -= freed[k] + transient[k]); a
+        # graph output or a kept value read by a node lives to the end instead
+        kept = set(keep)
+        held = {name for name in (*(graph_outputs if outputs else ()), *kept)
+                if name in size and consumed.get(name, end) < end}
+        if held or not outputs:
+            freed = freed.copy()
+        if held:
+            where = np.fromiter((consumed[name] for name in held), dtype=np.int64, count=len(held))
+            np.subtract.at(freed, where, np.fromiter((size[name] for name in held), dtype=np.int64, count=len(held)))
         if not outputs:
-            transient = np.fromiter((o not in last for o in made), dtype=bool, count=len(made))
+            transient = np.fromiter((o not in consumed and o not in kept for o in made), dtype=bool, count=len(made))
             np.add.at(freed, at[transient], sizes[transient])
         before = np.concatenate(([0], np.cumsum(made_bytes - freed)[:-1]))  # live before node k, less ``live``
         return int(max(live, live + int((before + made_bytes).max())))
