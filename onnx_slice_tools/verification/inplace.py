@@ -966,6 +966,7 @@ class _Attempt:
         self.sk: Any = None
         self.sized: tuple[dict, dict] | Skip | None = None  # choose_sizes' answer, once (_sizes)
         self.exact: frozenset | None = None  # outputs of pure data movement (_deferrable)
+        self.outputs: list | None = None  # graph_outputs()
         self.own: int | None = None  # bytes of the model's own run at the chosen sizes
         self.vectors: dict = {}
         self.pins: dict = {}
@@ -1013,7 +1014,7 @@ class _Attempt:
 
     def _deferrable(self, rewritten: list) -> frozenset:
         """Outputs of main-graph rewrites that the as-shipped run can give (see start_inplace)."""
-        outputs = {o.name for o in self.proto.graph.output}
+        outputs = set(self.graph_outputs())
         # (runtime begin/end/strides: random values the original rejects must be seen to fail in
         # the converted model's own run, so those rewrites are checked here)
         candidates = [r for r in rewritten if r.graph == "main" and r.output_name in outputs and not r.index_names]
@@ -1250,8 +1251,10 @@ class _Attempt:
         return exact_outputs(self.proto, shapes, self.table)
 
     def graph_outputs(self) -> list:
-        """The names of the model's own graph outputs (each once)."""
-        return list(dict.fromkeys(o.name for o in self.proto.graph.output))
+        """The names of the model's own graph outputs (each once), read once."""
+        if self.outputs is None:
+            self.outputs = list(dict.fromkeys(o.name for o in self.proto.graph.output))
+        return self.outputs
 
 
 def _prune(g, table: NodeTable | None = None) -> None:

@@ -165,7 +165,7 @@ def exact_outputs(proto, shapes: dict, table=None) -> set:
         for o in outputs:
             if o:
                 pure[o] = ok
-    return {o.name for o in proto.graph.output if pure.get(o.name, False)}
+    return {name for name in [o.name for o in proto.graph.output] if pure.get(name, False)}
 
 
 def compare_outputs(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None) -> str | None:
