@@ -1599,7 +1599,7 @@ def _reference_plan(r, got: dict, make_plan):
     n = r.spec.n
     # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
     values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
-              for f, name in r.index_names.items()}
+              for f, name in r.index_names.items()} if r.index_names else {}
     spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
 
     def where() -> str:  # only a failure or a skip names the input
