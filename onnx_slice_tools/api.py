@@ -371,7 +371,8 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory, ship_ahead=final,
                           removed_domains=domains_before - {o.domain for o in proto.opset_import},
-                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup and not clean[1])
+                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup and not clean[1],
+                          baseline_holders=walked.positions)
     checked = _checked_run(inplace, proto, verify_memory, weights, lambda p: p) if verify else None
     m = None
     if cleanup and result.modified:
@@ -581,7 +582,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
         inplace.release()  # run_before holds the session until the check is done
     t = time.perf_counter() - report.timings.get("cleanup", 0.0)
     if clean[1] and clean[0] is before or clean[0] is not before and nothing_to_clean(before):
-        report.cleanup = unchanged_report(before)
+        report.cleanup = unchanged_report(before, inplace.table.holders if same else None)
         report.timings["cleanup"] = time.perf_counter() - t
         if verify:
             report.model_checks["cleanup"] = passed("nothing to clean")
@@ -642,7 +643,8 @@ def _baseline_proto(model, m, upgraded: bool):
 
 @paused_gc()  # (many small acyclic objects: see graphs/allocation.py)
 def _verify(report: Report, proto, baseline, result, opset: int, budget: int, removed_domains, *,
-            weight_bytes: int, load_weights, keep_session: bool = False, ship_ahead: bool = False):
+            weight_bytes: int, load_weights, keep_session: bool = False, ship_ahead: bool = False,
+            baseline_holders: list | None = None):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
     thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
@@ -652,7 +654,9 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     in-place run its shapes (inplace.start_inplace, ``inferred``).  ``ship_ahead``: ``proto`` is
     the model that ships (nothing after the checks changes it): once that inference passed, its
     as-shipped session (shipped.SessionAhead, onnxruntime's default configuration) builds in a
-    thread of its own while the other checks run (the in-place run holds it: ``.ahead``)."""
+    thread of its own while the other checks run (the in-place run holds it: ``.ahead``).
+    ``baseline_holders``: the positions of ``baseline``'s main-graph nodes that hold subgraphs,
+    when the input's read found them (rewrite.proto_pass.scan of the model ``baseline`` copies)."""
     from .verification.inplace import start_inplace, structural_diff
     statics, ahead = None, None
     inferred: list = []
@@ -678,7 +682,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return None
     t4 = time.perf_counter()
-    problem = structural_diff(baseline, proto, result.changes, removed_domains, pending.table)
+    problem = structural_diff(baseline, proto, result.changes, removed_domains, pending.table, baseline_holders)
     report.model_checks["structure"] = PASSED if problem is None else failed(problem)
     report.model_checks.update(statics or {})  # (after the structural proof's: the order reports give)
     report.timings["verify_static"] = report.timings.get("verify_static", 0.0) + time.perf_counter() - t4

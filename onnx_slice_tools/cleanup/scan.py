@@ -115,14 +115,16 @@ def nothing_to_clean(proto, table=None) -> bool:
     return os.environ.get(FULL_CLEANUP_ENV) != "1" and may_change(proto, table=table) is None
 
 
-def node_count(proto) -> int:
-    """Nodes of the main graph, every subgraph and every function (``cleanup.op_counts``)."""
-    return sum(len(g.node) for g, _, _ in proto_graphs(proto))
+def node_count(proto, holders=None) -> int:
+    """Nodes of the main graph, every subgraph and every function (``cleanup.op_counts``).
+    ``holders``: as graphs.walk.proto_graphs takes them, if known."""
+    return sum(len(g.node) for g, _, _ in proto_graphs(proto, holders=holders))
 
 
-def unchanged_report(proto) -> dict:
-    """The report ``cleanup.cleanup`` returns for a model it does not change."""
-    n = node_count(proto)
+def unchanged_report(proto, holders=None) -> dict:
+    """The report ``cleanup.cleanup`` returns for a model it does not change (``holders``: as
+    :func:`node_count` takes them)."""
+    n = node_count(proto, holders)
     return {"changed": False, "nodes_before": n, "nodes_after": n, "removed": {},
             "passes": {name: {"removed": {}, "added": {}} for name in pass_names()}}
 

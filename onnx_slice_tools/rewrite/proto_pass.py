@@ -49,18 +49,20 @@ class Scan(NamedTuple):
     #                     is read, see _GRAPH_TYPES) holding subgraphs
     inputs: set         # every name a StridedSlice reads (the shapes the rewrite needs)
     found: bool         # a StridedSlice in the main graph
+    positions: list     # the holders' positions in the graph's node list (as graphs.walk.proto_graphs takes them)
 
 
 def scan(graph) -> Scan:
     """:class:`Scan` of ``graph`` in one pass over its nodes."""
-    holders, inputs, found = [], set(), False
-    for n in graph.node:
+    holders, inputs, found, positions = [], set(), False, []
+    for k, n in enumerate(graph.node):
         if n.op_type == "StridedSlice":
             found = True
             inputs.update(n.input)
         elif n.attribute and proto_subgraphs(n):
             holders.append(n)
-    return Scan(holders, inputs, found)
+            positions.append(k)
+    return Scan(holders, inputs, found, positions)
 
 
 def declines(proto, holders: list | None = None) -> str | None:

@@ -318,6 +318,42 @@ def test_structural_proof_catches_any_other_change():
     assert "graph outputs differ" in tampered[5], tampered[5]
 
 
+def test_structural_proof_with_the_inputs_holder_positions_sees_every_subgraph():
+    """The protobuf path hands the proof the positions of the input's nodes with subgraphs
+    (proto_pass.scan): the same answer as walking every node, a tampered branch still caught,
+    and a holder the positions miss is a difference, never a pass."""
+    from onnx_slice_tools.rewrite.proto_pass import ProtoStridedSliceRewritePass, scan
+    from onnx_slice_tools.rewrite.shapes import derive_shapes
+    from onnx_slice_tools.verification.inplace import structural_diff
+    model = _two_slices()
+    branch = helper.make_graph([helper.make_node("Neg", ["z"], ["w_in"])], "then", [],
+                               [helper.make_tensor_value_info("w_in", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Abs", ["z"], ["w_out"])], "else", [],
+                              [helper.make_tensor_value_info("w_out", TensorProto.FLOAT, None)])
+    model.graph.node.insert(0, helper.make_node("Greater", ["c", "c0"], ["cond"]))
+    model.graph.node.append(helper.make_node("If", ["cond"], ["w"], then_branch=branch, else_branch=other))
+    model.graph.input.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, []))
+    model.graph.initializer.append(numpy_helper.from_array(np.array(0, np.float32), "c0"))
+    model.graph.output.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, None))
+    walked = scan(model.graph)
+    assert walked.positions == [3]
+    converted = onnx.ModelProto()
+    converted.CopyFrom(model)
+    res = ProtoStridedSliceRewritePass(opset=17)(converted, derive_shapes(converted), walked.holders)
+    assert structural_diff(model, converted, res.changes, {TF_DOMAIN}, None, walked.positions) is None
+    assert structural_diff(model, converted, res.changes, {TF_DOMAIN}) is None
+    bad = onnx.ModelProto()
+    bad.CopyFrom(converted)
+    next(n for n in bad.graph.node if n.op_type == "If").attribute[0].g.node[0].op_type = "Sigmoid"
+    assert "nodes differ" in structural_diff(model, bad, res.changes, {TF_DOMAIN}, None, walked.positions)
+    missed = structural_diff(model, converted, res.changes, {TF_DOMAIN}, None, [])
+    assert missed is not None and "graphs differ" in missed, missed
+    from onnx_slice_tools.cleanup.scan import node_count  # (the cleanup's report counts through the holders too)
+    from onnx_slice_tools.graphs.table import NodeTable
+    everything = sum(len(g.node) for g in (converted.graph, branch, other))
+    assert node_count(converted, NodeTable(converted.graph).holders) == node_count(converted) == everything
+
+
 def test_no_strided_slice_costs_only_the_shipped_run():
     """Nothing to rewrite: no per-rewrite or in-place check, only the output run as it is shipped."""
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
