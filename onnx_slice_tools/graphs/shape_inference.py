@@ -9,7 +9,8 @@ onnx 1.23 *aborts* the process (a failed C++ assertion) when a negative dim reac
 Slice's inference, so inference never runs in our process.  A fork per call did that, but
 costs a fork, a child's exit and its copy-on-write faults each time: four per ``convert``, 2/3
 of the CPU time of converting a small model (docs/benchmarks.md).
-One helper, forked on first use, serves every call over two pipes; when it dies (an abort)
+One helper, forked on first use (or by :func:`start_helper`; what it runs is imported before
+the fork, so it imports nothing itself), serves every call over two pipes; when it dies (an abort)
 the call reports it and the next call forks a new helper.  The helper exits when our process
 closes its end of the pipe (our exit) and after a large request (its memory is returned); a
 helper forked from a process above 512 MiB resident serves one request only (it would keep
@@ -34,9 +35,25 @@ _ANSWER = struct.Struct("<Q")
 ABORTED = "onnx shape inference aborted (a negative dimension reached an operator's inference)"
 
 
+def _prepared():
+    """What the helper runs, made ready in our process before the fork, so that the helper
+    imports nothing: another thread of ours may be importing at the fork (OpenVINO's import
+    leaves one), and a module lock it held stays held in the child, which would wait on it
+    forever.  What the helper inherits it also does not pay for again: onnx's import and its
+    operator schemas (built on first use; our process builds them anyway for its checks)."""
+    import faulthandler  # noqa: F401 (the helper's)
+    import resource  # noqa: F401 (the helper's)
+
+    import onnx.defs
+    from onnx.onnx_cpp2py_export.shape_inference import infer_shapes
+    onnx.defs.get_schema("Identity")  # (the schema registry is built on the first ask)
+    return infer_shapes
+
+
 class _Helper:
     def __init__(self):
         import warnings
+        infer = _prepared()
         to_child, self.request = os.pipe()
         self.answer, from_child = os.pipe()
         with warnings.catch_warnings():  # Python 3.12+ warns on fork with threads: the child only infers
@@ -45,7 +62,7 @@ class _Helper:
         if pid == 0:  # pragma: no cover - the helper
             code = 0
             try:
-                _serve(to_child, from_child)
+                _serve(to_child, from_child, infer)
             except BaseException:
                 code = 1
             finally:
@@ -75,11 +92,9 @@ def _resident_bytes() -> int:
         return 0
 
 
-def _serve(inp: int, out: int) -> None:  # pragma: no cover - runs in the helper
-    import faulthandler
+def _serve(inp: int, out: int, infer) -> None:  # pragma: no cover - runs in the helper
+    import faulthandler  # (imported before the fork: see _prepared)
     import resource
-
-    from onnx.onnx_cpp2py_export.shape_inference import infer_shapes as infer
     faulthandler.disable()  # an abort prints nothing and dumps no core
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     null = os.open(os.devnull, os.O_RDWR)
