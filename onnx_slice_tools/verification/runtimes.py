@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OnnxSliceToolsError
-from .checks import skipped
+from .status import skipped
 
 ONNXRUNTIME, OPENVINO, REFERENCE = "onnxruntime", "openvino", "reference"
 #: onnxruntime's status when ``--verify-on`` leaves it out (the other runtimes' statuses then count)
