@@ -29,6 +29,7 @@ import itertools
 import numpy as np
 
 from .checks import PASSED, detail, failed, kind, passed, skipped
+from .exact import exact_outputs
 from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
 from ..semantics.plan import make_plan
@@ -929,7 +930,7 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
 
     ``defer``: the caller runs ``proto``'s graph outputs as shipped (verification/shipped.py)
     on this run's inputs and then calls :meth:`InplaceRun.settle`.  A main-graph rewrite whose
-    output is a graph output of pure data movement (``shipped.exact_outputs``) and no other
+    output is a graph output of pure data movement (``exact.exact_outputs``) and no other
     rewrite's input is then not computed here: its reference output, from the tensors that
     reached it here, becomes the checked run's value of that graph output, which the as-shipped
     run must equal bitwise.  (Pure data movement upstream: its input is the same in both runs.)
@@ -1249,8 +1250,7 @@ class _Attempt:
         return InplaceResult(_status(checked, pending, taps, self.marks, runs), sizes, need, first, pending=pending)
 
     def exact_outputs(self, shapes: dict) -> set:
-        """The model's graph outputs that are pure data movement (shipped.exact_outputs): kept as digests."""
-        from .shipped import exact_outputs
+        """The model's graph outputs that are pure data movement (exact.exact_outputs): kept as digests."""
         return exact_outputs(self.proto, shapes, self.table)
 
     def graph_outputs(self) -> list:

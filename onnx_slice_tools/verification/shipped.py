@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import first_line as _line
 from .checks import PASSED, failed, skipped
+from .exact import FLOAT_ELEMS, MOVEMENT, exact_outputs  # noqa: F401 - re-exported
 from .inplace import (
     CheckedRun,
     Digest,
@@ -50,20 +51,6 @@ from .runtimes import (
     release,
 )
 from .tolerance import agree, default_rtol
-
-#: ops that only move, select or reshape data (or make constants and shapes): an output computed
-#: by these alone (arithmetic only on non-float values) is compared bitwise
-MOVEMENT = frozenset({
-    "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather", "GatherElements",
-    "GatherND", "Concat", "Split", "Expand", "Tile", "Constant", "Shape", "Size", "ReverseSequence",
-    "DepthToSpace", "SpaceToDepth", "Where", "Compress", "ConstantOfShape", "Pad", "SplitToSequence",
-    "SequenceAt", "ConcatFromSequence", "Trilu",
-    # exact in every implementation: a selection or sign change, no rounding
-    "Relu", "Neg", "Abs", "Max", "Min", "Clip", "Floor", "Ceil", "Round", "Sign",
-})
-#: ONNX element types holding floats (complex included)
-FLOAT_ELEMS = frozenset({1, 10, 11, 14, 15, 16, 17, 18, 19, 20, 23})
-
 
 def serialized(proto, load_weights) -> bytes:
     """The bytes the shipped run loads: ``proto`` serialized, external weights (in any graph
@@ -137,35 +124,6 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
                        + (f" (custom ops {', '.join(foreign[:3])})" if foreign else ""))
     return CheckedRun(feeds, got, {k: elems.get(k, 0) for k in [*feeds, *outputs]}, shapes,
                       frozenset(exact_outputs(proto, shapes)))
-
-
-def exact_outputs(proto, shapes: dict, table=None) -> set:
-    """Graph outputs of ``proto`` that are pure data movement: every node they depend on (main
-    graph) is a :data:`MOVEMENT` op, or gives only non-float values (by ``shapes``' element
-    types).  Those are compared bitwise; an unknown type or a subgraph makes an output float
-    arithmetic (compared under the tolerance).  ``table``: the main graph's graphs.table.NodeTable, if read."""
-    from ..graphs.table import NodeTable
-    if table is None:
-        table = NodeTable(proto.graph)
-    known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
-    pure = dict.fromkeys(known, True)  # value -> pure data movement; one pass in node order
-    movement, default = MOVEMENT, ("", "ai.onnx")
-    get = pure.get
-    holders = set(table.holders)
-    for k, (op, domain, inputs, outputs) in enumerate(zip(table.ops, table.domains, table.inputs, table.outputs)):
-        ok = domain in default and op in movement or \
-            all(o and o in shapes and shapes[o][0] not in FLOAT_ELEMS for o in outputs)
-        if ok:  # (a value read before it is made counts as arithmetic)
-            for i in inputs:
-                if i and not get(i, False):
-                    ok = False
-                    break
-        if ok and k in holders:
-            ok = False
-        for o in outputs:
-            if o:
-                pure[o] = ok
-    return {name for name in [o.name for o in proto.graph.output] if pure.get(name, False)}
 
 
 def compare_outputs(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None) -> str | None:

@@ -1,0 +1,52 @@
+"""Which graph outputs of a model are pure data movement, hence compared bitwise.
+
+An output computed only by ops that move, select or reshape data (or by arithmetic on
+non-float values) is the same bytes in every runtime; any other float output is compared under
+the tolerance (verification/tolerance.py).  The in-place run keeps such outputs as digests and
+the as-shipped run compares them bitwise; both read this module.
+"""
+
+from __future__ import annotations
+
+from ..graphs.table import NodeTable
+
+#: ops that only move, select or reshape data (or make constants and shapes): an output computed
+#: by these alone (arithmetic only on non-float values) is compared bitwise
+MOVEMENT = frozenset({
+    "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather", "GatherElements",
+    "GatherND", "Concat", "Split", "Expand", "Tile", "Constant", "Shape", "Size", "ReverseSequence",
+    "DepthToSpace", "SpaceToDepth", "Where", "Compress", "ConstantOfShape", "Pad", "SplitToSequence",
+    "SequenceAt", "ConcatFromSequence", "Trilu",
+    # exact in every implementation: a selection or sign change, no rounding
+    "Relu", "Neg", "Abs", "Max", "Min", "Clip", "Floor", "Ceil", "Round", "Sign",
+})
+#: ONNX element types holding floats (complex included)
+FLOAT_ELEMS = frozenset({1, 10, 11, 14, 15, 16, 17, 18, 19, 20, 23})
+
+
+def exact_outputs(proto, shapes: dict, table=None) -> set:
+    """Graph outputs of ``proto`` that are pure data movement: every node they depend on (main
+    graph) is a :data:`MOVEMENT` op, or gives only non-float values (by ``shapes``' element
+    types).  Those are compared bitwise; an unknown type or a subgraph makes an output float
+    arithmetic (compared under the tolerance).  ``table``: the main graph's graphs.table.NodeTable, if read."""
+    if table is None:
+        table = NodeTable(proto.graph)
+    known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
+    pure = dict.fromkeys(known, True)  # value -> pure data movement; one pass in node order
+    movement, default = MOVEMENT, ("", "ai.onnx")
+    get = pure.get
+    holders = set(table.holders)
+    for k, (op, domain, inputs, outputs) in enumerate(zip(table.ops, table.domains, table.inputs, table.outputs)):
+        ok = domain in default and op in movement or \
+            all(o and o in shapes and shapes[o][0] not in FLOAT_ELEMS for o in outputs)
+        if ok:  # (a value read before it is made counts as arithmetic)
+            for i in inputs:
+                if i and not get(i, False):
+                    ok = False
+                    break
+        if ok and k in holders:
+            ok = False
+        for o in outputs:
+            if o:
+                pure[o] = ok
+    return {name for name in [o.name for o in proto.graph.output] if pure.get(name, False)}
