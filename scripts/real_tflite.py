@@ -91,7 +91,7 @@ def _feeds(path: str, model_bytes: bytes) -> dict:
     for inputs of unknown size one LiteRT runs at), by input position."""
     import numpy as np
 
-    from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+    from onnx_slice_tools.verification.runtimes import tflite_interpreter
     from onnx_slice_tools.frontends.sources import tflite_input_shapes
     from onnx_slice_tools.verification.inputs import random_values  # the framework check's generator
     from onnx_slice_tools.verification.lowerings import make_session

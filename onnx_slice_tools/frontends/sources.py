@@ -500,7 +500,7 @@ def tflite_input_shapes(interp) -> list:
 
 
 def _tflite_runner(path):
-    from .interpreters import tflite_interpreter
+    from ..verification.runtimes import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
     shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..frontends.interpreters import tflite_interpreter
+from .runtimes import tflite_interpreter
 from ..semantics.spec import MASK_NAMES, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
 
 

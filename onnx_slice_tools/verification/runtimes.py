@@ -1,4 +1,5 @@
-"""The ONNX runtimes a converted model can be checked on: onnxruntime, OpenVINO, onnx's reference.
+"""The ONNX runtimes a converted model can be checked on: onnxruntime, OpenVINO, onnx's reference;
+and LiteRT's interpreter, which the framework check of a .tflite input and the oracles run.
 
 Each runtime is a factory ``make(model_bytes) -> session`` whose session has
 ``run(output_names, feeds) -> list of arrays`` (onnxruntime's interface), so the
@@ -9,6 +10,7 @@ line naming the ``openvino`` extra.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -215,3 +217,13 @@ def make_session(name: str, model_bytes: bytes, config: str = FAST):
     if name == REFERENCE:
         return _ReferenceSession(model_bytes)
     return _FACTORIES[name](model_bytes, config)
+
+
+def tflite_interpreter(model: bytes):
+    """LiteRT's interpreter (the ``ai-edge-litert`` package, TFLite's maintained runtime;
+    ``tf.lite.Interpreter`` is deprecated and differs from it, e.g. it rejects 6-D input) with
+    the builtin kernels only (no XNNPACK delegate: the reference semantics of each kernel)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType  # optional dependency
+    return Interpreter(model_content=model,
+                       experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)

@@ -154,7 +154,7 @@ def test_a_stateful_tflite_tf2onnx_cannot_read_fails_naming_its_ops(tmp_path, ca
     naming the file, tf2onnx's reason and the ops it has no converter for; nothing written."""
     import tensorflow as tf
 
-    from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+    from onnx_slice_tools.verification.runtimes import tflite_interpreter
 
     class Stream(tf.Module):
         def __init__(self):
@@ -196,7 +196,7 @@ def test_an_unknown_size_input_too_short_at_its_stored_size_is_verified(tmp_path
     with quiet_frameworks():
         src = tmp_path / "audio.tflite"
         src.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()]).convert())
-        from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+        from onnx_slice_tools.verification.runtimes import tflite_interpreter
         interp = tflite_interpreter(src.read_bytes())
         assert list(interp.get_input_details()[0]["shape_signature"]) == [1, -1]
         with pytest.raises(RuntimeError):  # the premise: not at the file's own size
@@ -218,7 +218,7 @@ def test_an_unknown_batch_that_a_reshape_fixes_to_one_is_verified(tmp_path, capf
     with quiet_frameworks():
         src = tmp_path / "fixed.tflite"
         src.write_bytes(tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()]).convert())
-        from onnx_slice_tools.frontends.interpreters import tflite_interpreter
+        from onnx_slice_tools.verification.runtimes import tflite_interpreter
         assert list(tflite_interpreter(src.read_bytes()).get_input_details()[0]["shape_signature"]) == [-1, 16]
     assert cli_main(["convert", str(src), "-o", str(tmp_path / "fixed.onnx")]) == 0
     out, err = capfd.readouterr()
