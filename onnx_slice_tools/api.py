@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from .verification.checks import check_model, kind, static_checks, verdict  # noqa: F401 - check_model: API
 from .verification.checks import NOT_RUN, PASSED, detail, failed, passed, skipped
@@ -252,17 +253,18 @@ class ConvertResult:
         return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
 
 
-#: parameters of :func:`convert` that describe its caller, not a conversion option (a batch
-#: run's recorded options leave them out): the label of a framework input, and that its
-#: caller holds the weights
-CALLER_OPTIONS = frozenset({"source", "weights_held"})
+#: parameters of :func:`convert` that a batch run's recorded options leave out: those that describe
+#: its caller, not a conversion option (the label of a framework input, and that its caller holds
+#: the weights), and a framework input's own options (a batch passes none)
+CALLER_OPTIONS = frozenset({"source", "weights_held", "input_shapes", "output_names", "signature", "input_ranges"})
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,
             target: str | None = None, verify_on=None, fix_slices: bool = False,
-            weights_held: bool = False) -> ConvertResult:
+            weights_held: bool = False, input_shapes: dict | None = None, output_names=None,
+            signature: str | None = None, input_ranges: dict | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
@@ -272,14 +274,16 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
 
     Returns a :class:`ConvertResult` with ``.model`` (a new ModelProto; the input is never
     modified) and ``.report`` (``report.verdict``: verified | unverified (why) | failed).
-    A path to a ``.tflite``, SavedModel folder or Keras file goes through
-    :func:`frontends.sources.convert_source` (tf2onnx, then this, then the framework check).
+    A path to a ``.tflite``, SavedModel folder or Keras file is exported by tf2onnx first
+    (frontends/sources.py), converted by this, then checked against its framework; for those
+    only: ``input_shapes`` ({input: dims}), ``output_names``, ``signature`` (a SavedModel's)
+    and ``input_ranges`` ({input: (lo, hi)}: the integer inputs' values in the checks).
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     add to converting the model (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB: the tensors a run
     holds, one more copy of the weights in memory, two of external ones, see
     inplace.budget_weight_bytes); a check that needs more is skipped with its reason.
     ``weights_held``: the caller holds the model's weights in memory (a framework input:
-    convert_source), so its external ones count as held.  Raises
+    tf2onnx's export), so its external ones count as held.  Raises
     :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
@@ -288,10 +292,15 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     from .verification.runtimes import parse_runtimes, require
     from .lowering.targets import get_target
     if isinstance(model, (str, os.PathLike)) and source_kind(model) is not None and source is None:
-        from .frontends.sources import convert_source  # a .tflite, SavedModel or Keras file: tf2onnx first
-        return convert_source(model, flavor=flavor, opset=opset, verify=verify, strict=strict,
-                              verify_memory=verify_memory, cleanup=cleanup, target=target, verify_on=verify_on,
-                              fix_slices=fix_slices)
+        return _convert_source(model, flavor=flavor, opset=opset, verify=verify, strict=strict,  # tf2onnx first
+                               verify_memory=verify_memory, cleanup=cleanup, target=target, verify_on=verify_on,
+                               fix_slices=fix_slices, input_shapes=input_shapes, output_names=output_names,
+                               signature=signature, input_ranges=input_ranges)
+    given = [k for k, v in dict(input_shapes=input_shapes, output_names=output_names, signature=signature,
+                                input_ranges=input_ranges).items() if v]
+    if given:
+        raise ModelError(f"{', '.join(given)} apply to framework inputs (.tflite, SavedModel, Keras) only",
+                         path=str(model) if isinstance(model, (str, os.PathLike)) else None)
     target_spec = get_target(target)
     runtimes = parse_runtimes(verify_on) if verify_on else target_spec.verify_on
     if verify:
@@ -315,6 +324,32 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         if done is not None:
             return done
     return _convert_ir(model, report, label, fix_slices=fix_slices, read=read, weights_held=weights_held, **options)
+
+
+def _convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
+                    input_ranges: dict | None = None, **options):
+    """:func:`convert` of a framework input: tf2onnx with StridedSlice kept
+    (:func:`frontends.sources.export_source`), the normal ONNX path (lowering, verification,
+    cleanup), then -- with verification, when nothing failed -- the result against the framework
+    itself on random inputs, as ``model_checks["framework"]`` (one check: convert, batch and
+    report.json agree)."""
+    import tempfile
+
+    from .frontends.sources import export_source, framework_status, open_source
+    kind, loaded = open_source(path, input_shapes=input_shapes, signature=signature, input_ranges=input_ranges)
+    folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
+    file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
+                         output_names=output_names, signature=signature, loaded=loaded)
+    try:
+        # (TensorFlow or LiteRT holds the weights for the export and the framework check)
+        result = convert(str(file), source=str(path), weights_held=True, **options)
+    except ModelError as exc:  # name the user's input, not our temporary file
+        raise ModelError(exc.reason, path=str(path), node=exc.node) from None
+    result.source_folder = folder  # the result's external weights are read from here until it is gone
+    rep = result.report
+    rep.model_checks["framework"] = framework_status(path, kind, result, options.get("verify", True),
+                                                     input_shapes, signature, Path(folder.name), loaded, input_ranges)
+    return result
 
 
 def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec):
@@ -788,8 +823,6 @@ def verify_model_file(path) -> dict:
     """Validate an exported model file: the checker (full), strict shape inference, onnxruntime
     loads it, and no StridedSlice is left (any domain, subgraphs and functions included).
     Returns check name -> "passed" | "failed: <why>".  Raises ModelError for an unreadable file."""
-    from pathlib import Path
-
     import onnx
 
     from .graphs.shape_inference import infer

@@ -29,7 +29,7 @@
    StridedSlice nodes with fan-out 8 and fan-out N (all slices read one tensor); start-up of
    ``--help`` and ``explain``; ``batch -j 1`` vs ``-j 2`` over ``--batch-models`` models.
 9. framework-input memory (``--only source-memory``, not in the default set): peak RSS of a
-   child process running ``convert_source`` (export, convert with verification, framework check)
+   child process running ``api.convert`` of the framework input (export, convert with verification, framework check)
    on a SavedModel, a Keras model and a .tflite holding one ``--source-rows`` x 1000 float32
    weight (50,000 rows: 191 MB), next to TensorFlow's import alone and, for the SavedModel,
    tf2onnx's freezing export (``tfexport.export(large_variable_bytes=None)``, the path before).
@@ -454,7 +454,7 @@ def bench_source_memory(rows: int, tmp: Path, before: bool = True,
              "import tensorflow, tf2onnx, onnxruntime; from onnx_slice_tools.frontends import sources; ok = True")]
     for kind, path in paths.items():
         runs.append((f"convert_source {kind}", path,
-                     f"from onnx_slice_tools.frontends.sources import convert_source; r = convert_source({str(path)!r}); "
+                     f"from onnx_slice_tools.api import convert; r = convert({str(path)!r}); "
                      "ok = r.ok and r.report.model_checks['framework'].startswith('passed'); "
                      f"r.save({str(tmp / ('out_' + kind) / 'm.onnx')!r})"))
     if before and "saved_model" in paths:

@@ -12,7 +12,7 @@ run it, both compared with TensorFlow on the same random inputs under the produc
 Per model, in a child process (a crash or a hang costs one row):
 
 * the model is built once and cached in ``--cache`` (``NAME.keras`` and ``NAME_sm/``);
-* ours: ``frontends.sources.convert_source`` (the product path: tf2onnx with StridedSlice kept,
+* ours: ``api.convert`` (the product path: tf2onnx with StridedSlice kept,
   the rewrite, its checks, the framework check): exit status as ``convert`` gives it (0 verified
   or converted, 1 failed, 2 refused), the verdict, main-graph nodes;
 * tf2onnx, SavedModel: ``python -m tf2onnx.convert --saved-model DIR --output X --opset 17`` in a
@@ -198,12 +198,12 @@ def tf2onnx_from_keras(path: Path, loaded) -> dict:
 
 
 def ours(path: Path) -> dict:
-    """``convert_source`` with the exit status ``convert`` gives."""
+    """``api.convert`` with the exit status ``convert`` gives."""
+    from onnx_slice_tools.api import convert
     from onnx_slice_tools.errors import ConversionError, ModelError, StridedSliceError
-    from onnx_slice_tools.frontends.sources import convert_source
     t = time.perf_counter()
     try:
-        result = convert_source(str(path))
+        result = convert(str(path))
         rep = result.report
         side = {"exit": 0 if rep.ok else 1, "verdict": rep.verdict, "nodes": len(result.model.graph.node),
                 "framework": rep.model_checks.get("framework", "")[:300]}

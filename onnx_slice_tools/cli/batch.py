@@ -169,10 +169,9 @@ def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
              "worker_pid": os.getpid()}
     from .capture import collect_warnings
     try:
-        from ..frontends.sources import convert_source, source_kind
         with collect_warnings() as warned:  # into the entry, never stderr
             entry["warnings"] = warned
-            result = convert_source(src, **options) if source_kind(src) else convert(src, **options)
+            result = convert(src, **options)  # (a framework input: tf2onnx first)
         rep = result.report
         entry["verdict"] = rep.verdict
         entry.update(strided_slice_nodes=rep.found, rewritten=rep.rewritten, checks=rep.model_checks,

@@ -55,13 +55,11 @@ def cmd_convert(args) -> int:
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
                    verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
                    verify_on=args.verify_on, fix_slices=args.fix_slices)
-    from ..frontends.sources import (convert_source, parse_input_ranges, parse_input_shapes, source_files,
-                                     source_kind)
+    from ..frontends.sources import parse_input_ranges, parse_input_shapes, source_files, source_kind
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
-        result = convert_source(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
-                                signature=args.signature, input_ranges=parse_input_ranges(args.input_range),
-                                **options)
+        result = convert(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
+                         signature=args.signature, input_ranges=parse_input_ranges(args.input_range), **options)
     else:
         given = [f"--{k.replace('_', '-')}" for k in ("inputs", "outputs", "signature", "input_range")
                  if getattr(args, k)]

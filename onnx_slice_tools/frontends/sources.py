@@ -561,15 +561,11 @@ def source_files(path) -> list[Path]:
     return sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
 
 
-def convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
-                   input_ranges: dict | None = None, **options):
-    """:func:`api.convert` of a framework input: tf2onnx with StridedSlice kept
-    (:func:`load_source`), the normal ONNX path (lowering, verification, cleanup), then -- with
-    verification, when nothing failed -- the result against the framework itself on random
-    inputs, as ``model_checks["framework"]`` (one check: convert, batch and report.json agree)."""
-    import tempfile
-
-    from ..api import convert
+def open_source(path, *, input_shapes: dict | None = None, signature: str | None = None,
+                input_ranges: dict | None = None):
+    """A framework input and its options checked before any work (one-line ModelError), and
+    read: ``(kind, loaded)`` where ``loaded`` is :func:`load_tf` of a SavedModel or Keras input
+    (None for a .tflite), loaded once for the export and the framework check."""
     kind = _checked_kind(path, input_shapes, signature)
     if input_ranges and kind == "tflite":
         raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
@@ -583,22 +579,10 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
                 if name not in names:
                     raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
                                      f"{', '.join(names)})", path=str(path))
-    folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
-    file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
-                         output_names=output_names, signature=signature, loaded=loaded)
-    try:
-        # (TensorFlow or LiteRT holds the weights for the export and the framework check)
-        result = convert(str(file), source=str(path), weights_held=True, **options)
-    except ModelError as exc:  # name the user's input, not our temporary file
-        raise ModelError(exc.reason, path=str(path), node=exc.node) from None
-    result.source_folder = folder  # the result's external weights are read from here until it is gone
-    rep = result.report
-    rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
-                                                      input_shapes, signature, Path(folder.name), loaded, input_ranges)
-    return result
+    return kind, loaded
 
 
-def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
+def framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
                       input_ranges=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
     :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""

@@ -157,7 +157,8 @@ def test_identity_reshapes_left_by_tf2onnx_are_dropped_from_a_keras_model(tmp_pa
     import keras
     import tf2onnx
 
-    from onnx_slice_tools.frontends.sources import convert_source, quiet_frameworks
+    from onnx_slice_tools.api import convert
+    from onnx_slice_tools.frontends.sources import quiet_frameworks
     from onnx_slice_tools.frontends import sources
     # (named layers: tf2onnx's layout optimiser visits nodes in an order that follows their names)
     inp = keras.Input((1, 1, 8), name="x")
@@ -167,7 +168,7 @@ def test_identity_reshapes_left_by_tf2onnx_are_dropped_from_a_keras_model(tmp_pa
     keras.Model(inp, y, name="m").save(tmp_path / "m.keras")
     with quiet_frameworks():
         native, _ = tf2onnx.convert.from_keras(keras.models.load_model(tmp_path / "m.keras"), opset=17)
-    result = convert_source(tmp_path / "m.keras")
+    result = convert(tmp_path / "m.keras")
     assert result.report.verdict == "verified", result.report.model_checks
     assert result.report.model_checks["framework"].startswith("passed")
     ours = collections.Counter(n.op_type for n in result.model.graph.node)

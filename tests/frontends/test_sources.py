@@ -162,12 +162,11 @@ def test_framework_compare_bitwise_close_or_differs():
 
 
 def test_framework_status_says_why_it_did_not_run(tmp_path):
-    from onnx_slice_tools.frontends.sources import convert_source
-    result = convert_source(MODELS / "tflite_offset.tflite", verify=False)
+    result = convert(MODELS / "tflite_offset.tflite", verify=False)
     assert result.report.model_checks["framework"].startswith("skipped: verification off")
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(strided_slice_tflite_model((4,), np.float32, from_tflite([1], [10], [1], offset=True)))
-    result = convert_source(bad)
+    result = convert(bad)
     assert not result.ok and result.report.model_checks["framework"].startswith("skipped: the conversion failed")
 
 
@@ -295,7 +294,7 @@ def test_saved_model_variables_leave_tensorflow_unfrozen_and_bitwise(tmp_path, m
         assert (got.dtype, got.shape) == (want.dtype, want.shape) and got.tobytes() == want.tobytes(), key
     if dtype == "bfloat16":
         return  # onnxruntime's Python API takes no bfloat16 inputs (facts.md)
-    result = sources.convert_source(saved)
+    result = convert(saved)
     assert result.ok and result.report.rewritten >= 2  # a[::2, 1:] and x[None, 1:] (c's slice is folded)
     assert result.report.model_checks["framework"].startswith("passed (bitwise against TensorFlow"), \
         result.report.model_checks["framework"]
@@ -313,11 +312,11 @@ def test_framework_weights_are_held_so_the_budget_counts_them_once(tmp_path, mon
     from onnx_slice_tools.io.files import external_weight_bytes
     monkeypatch.setattr(sources, "LARGE_VARIABLE_BYTES", 1)
     saved = _variables_saved_model(tmp_path / "sm", "float32")
-    result = sources.convert_source(saved, verify_memory=5000)
+    result = convert(saved, verify_memory=5000)
     assert result.report.verdict == "verified", result.report.model_checks
     weights = external_weight_bytes(result.ir_model)
     assert weights > 2000
-    rep = sources.convert_source(saved, verify_memory=3000).report  # below one run's need: bounded
+    rep = convert(saved, verify_memory=3000).report  # below one run's need: bounded
     assert rep.model_checks["model_run"].startswith("skipped: needs ~") and "(--verify-memory)" in rep.verdict
     need = float(re.search(r"needs ~([0-9.e-]+) MiB", rep.model_checks["model_run"]).group(1)) * 2 ** 20
     assert need + weights > 5000  # (the weights counted twice: over the budget that now verifies)
@@ -367,7 +366,7 @@ def test_keras_weights_leave_tensorflow_unfrozen(tmp_path, monkeypatch):
                   if t.name in {e.name for e in head.graph.initializer if e.data_location}), key=np.ndim)
     want = sorted(keras.models.load_model(tmp_path / "m.keras").get_weights(), key=np.ndim)
     assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
-    result = sources.convert_source(tmp_path / "m.keras")
+    result = convert(tmp_path / "m.keras")
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
 
@@ -396,8 +395,7 @@ def test_convert_source_weights_live_in_a_private_folder_until_the_result_is_gon
     src = tmp_path / "sm"
     shutil.copytree(MODELS / "saved_model_slices", src)
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    from onnx_slice_tools.frontends.sources import convert_source
-    result = convert_source(src)
+    result = convert(src)
     folder = Path(result.source_folder.name)
     assert folder.is_dir() and not folder.is_relative_to(tmp_path)
     result.save(tmp_path / "out" / "m.onnx")
@@ -435,7 +433,7 @@ def test_tflite_falls_back_to_the_whole_model_when_tf2onnx_fails_on_the_small_on
     assert (tmp_path / "out" / "model.onnx.data").stat().st_size == 0  # the moved bytes were cut back
     head = onnx.load(str(file), load_external_data=False)
     assert len(head.graph.input) == 1 and not any(t.data_location for t in head.graph.initializer)
-    result = sources.convert_source(path)
+    result = convert(path)
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
 
@@ -460,7 +458,7 @@ def test_tflite_weight_buffer_moves_out_bitwise(tmp_path, monkeypatch):
     (detail,) = [d for d in interp.get_tensor_details() if list(d["shape"]) == [40, 64]]  # FULLY_CONNECTED's [out, in]
     want = interp.get_tensor(detail["index"]).T  # tf2onnx's MatMul takes [in, out]
     assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
-    result = sources.convert_source(path)
+    result = convert(path)
     assert result.ok and result.report.rewritten == 1
     assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
@@ -493,7 +491,6 @@ def test_an_op_tf2onnx_cannot_convert_fails_naming_it_and_writes_nothing(tmp_pat
     import tensorflow as tf
 
     from onnx_slice_tools.errors import ConversionError
-    from onnx_slice_tools.frontends.sources import convert_source
     src = _tflite_of(tmp_path / "fft.tflite", lambda x: tf.math.real(tf.signal.rfft2d(x)) + tf.math.imag(
         tf.signal.rfft2d(x)), tf.TensorSpec([4, 8], tf.float32))
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -502,7 +499,7 @@ def test_an_op_tf2onnx_cannot_convert_fails_naming_it_and_writes_nothing(tmp_pat
     assert out == "" and err.count("\n") == 1 and err.startswith(f"{src}: ") and "RFFT2D (node " in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     with pytest.raises(ConversionError, match="RFFT2D"):
-        convert_source(src)
+        convert(src)
 
 
 def test_a_saved_model_op_tf2onnx_cannot_convert_fails_naming_it_and_writes_nothing(tmp_path, capfd):
@@ -732,8 +729,7 @@ def test_captured_eager_constants_are_constants_not_graph_inputs(tmp_path, form)
     path = _saved_as(model, tmp_path, form)
     onnx_model = load_source(path)
     assert [i.name for i in onnx_model.graph.input] == ["x"]
-    from onnx_slice_tools.frontends import sources
-    result = sources.convert_source(path)
+    result = convert(path)
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
 
@@ -757,8 +753,7 @@ def test_exact_gelu_erfc_is_lowered_and_verified(tmp_path):
     keras.Model(inp, keras.activations.gelu(inp * 3.0, approximate=False)).save(tmp_path / "m.keras")
     ops = {n.op_type for n in load_source(tmp_path / "m.keras").graph.node}
     assert "Erfc" not in ops and "Erf" in ops, ops
-    from onnx_slice_tools.frontends import sources
-    result = sources.convert_source(tmp_path / "m.keras")
+    result = convert(tmp_path / "m.keras")
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
 
@@ -783,7 +778,7 @@ def test_conv_batchnorm_with_large_weights_has_no_more_nodes_than_tf2onnx(tmp_pa
     fn, sig, _ = sources.load_tf(tmp_path / "m.keras")
     with quiet_frameworks():
         native, _ = tf2onnx.convert.from_function(fn, input_signature=sig, opset=17)
-    result = sources.convert_source(tmp_path / "m.keras")
+    result = convert(tmp_path / "m.keras")
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
     ours = result.model
     assert len(ours.graph.node) <= len(native.graph.node), (
@@ -806,8 +801,7 @@ def test_index_inputs_are_drawn_inside_their_tables_and_verify(tmp_path, form):
     keras = _keras()
     model = _text_model(keras)
     path = _saved_as(model, tmp_path, form)
-    from onnx_slice_tools.frontends import sources
-    result = sources.convert_source(path)
+    result = convert(path)
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
     # the ONNX-side runs (in place, as shipped, cleanup) draw the segment ids inside the table too
     assert result.report.verdict == "verified", result.report.verdict
@@ -830,7 +824,7 @@ def test_grouped_conv_compiled_by_xla_is_inlined_and_verified(tmp_path, monkeypa
     ops = {n.op_type for n in graph.node}
     assert not ops & {"StatefulPartitionedCall", "PartitionedCall"}, ops
     assert any(n.op_type == "Conv" and any(a.name == "group" and a.i == 2 for a in n.attribute) for n in graph.node)
-    result = sources.convert_source(path)
+    result = convert(path)
     assert result.report.verdict == "verified", result.report.verdict
     assert result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
 
@@ -854,7 +848,6 @@ def test_keras_dict_outputs_are_named_by_their_keys_and_verify(tmp_path):
     keras = _keras()
     inp = keras.Input((4,), name="x")
     keras.Model(inp, {"tail": inp[:, 1:] * 2.0, "head": inp[:, :2]}).save(tmp_path / "m.keras")
-    from onnx_slice_tools.frontends import sources
-    result = sources.convert_source(tmp_path / "m.keras")
+    result = convert(tmp_path / "m.keras")
     assert [o.name for o in result.model.graph.output] == ["head", "tail"]
     assert result.ok and result.report.model_checks["framework"].startswith("passed"), result.report.model_checks
