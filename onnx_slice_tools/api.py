@@ -583,14 +583,14 @@ def available_cpus() -> int:
 
 
 def _provably_clean(report: Report, proto, asked: bool, table=None) -> tuple:
-    """(``proto``, whether the cleanup's pre-check (cleanup/scan.py) proves no pass can change
+    """(``proto``, whether the cleanup's pre-check (cleanup/precheck.py) proves no pass can change
     it): asked before the in-place run (``asked``), whose tapped session is kept for the
     cleanup check only when a pass may change the model; answered again by :func:`_cleanup`.
     ``table``: the rewrite's node table of ``proto``'s main graph (RewriteResult.table), if it
     made one.  (The checks read the converted model themselves: they never take the rewrite's word.)"""
     if not asked:
         return None, False
-    from .cleanup.scan import nothing_to_clean
+    from .cleanup.precheck import nothing_to_clean
     t = time.perf_counter()
     clean = nothing_to_clean(proto, table)
     report.timings["cleanup"] = time.perf_counter() - t
@@ -608,9 +608,9 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
     it is, with no onnx-ir model, when they change nothing.  ``weight_bytes``: the weights the
     check's runs count against ``budget`` (inplace.budget_weight_bytes).  When the proto-level pre-check
-    (cleanup/scan.py) proves no pass can change ``before``, the passes do not run: the report is
+    (cleanup/precheck.py) proves no pass can change ``before``, the passes do not run: the report is
     the one they would give (``clean``: :func:`_provably_clean`'s answer, used when it is of ``before``)."""
-    from .cleanup.scan import nothing_to_clean, unchanged_report
+    from .cleanup.precheck import nothing_to_clean, unchanged_report
     same = inplace is not None and inplace.proto is before
     run_before, sized = (inplace.run_outputs(), inplace.sized()) if same else (None, None)
     if inplace is not None:

@@ -21,7 +21,7 @@ Each pass here is one transformation, onnx-ir style (``call(model) -> PassResult
 Each pass also has its firing condition on the ModelProto, ``may_fire(index)`` (its function in
 cleanup/conditions.py, over the protobuf index of cleanup/scan.py): a reason whenever the pass
 could change the model (shape-dependent parts taken as "may hold"), else None.
-``scan.may_change`` asks them all before any onnx-ir model exists (or is imported); when none
+``precheck.may_change`` asks them all before any onnx-ir model exists (or is imported); when none
 may fire, ``convert`` does not run the passes.
 
 Nothing changes a value's bits: folding evaluates only integer data movement and integer

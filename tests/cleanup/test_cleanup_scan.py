@@ -1,4 +1,4 @@
-"""The cleanup pre-check (cleanup.scan.may_change): sound -- whenever it says no pass can change
+"""The cleanup pre-check (cleanup.precheck.may_change): sound -- whenever it says no pass can change
 a model, the full cleanup changes nothing at all; each pass's own condition (``may_fire``) is
 sound for that pass alone -- each of its triggers needed, and convert gives the same report
 and bytes with and without it."""
@@ -20,8 +20,8 @@ from onnx_slice_tools.cleanup import passes as cleanup_module
 from onnx_slice_tools import convert
 from onnx_slice_tools.cleanup.passes import (CleanupPass, MergeSlicesPass, RemoveDeadPass, cleanup, default_passes,
                                              set_inferred_shapes)
-from onnx_slice_tools.cleanup.scan import (FULL_CLEANUP_ENV, PASS_NAMES, MayChange, ProtoIndex, may_change,
-                                           unchanged_report)
+from onnx_slice_tools.cleanup.precheck import FULL_CLEANUP_ENV, PASS_NAMES, may_change, unchanged_report
+from onnx_slice_tools.cleanup.scan import MayChange, ProtoIndex
 from onnx_slice_tools.graphs.table import NodeTable
 from test_cleanup import _if_model, c, model, shape_graphs, shape_scalar_chain, x_input
 
@@ -114,7 +114,7 @@ def test_the_pre_check_does_not_import_onnx_ir():
     import subprocess
     import sys
     code = ("import sys, onnx; from onnx import helper, TensorProto as T\n"
-            "from onnx_slice_tools.cleanup.scan import may_change\n"
+            "from onnx_slice_tools.cleanup.precheck import may_change\n"
             "g = helper.make_graph([helper.make_node('Relu', ['x'], ['y'])], 'g',"
             " [helper.make_tensor_value_info('x', T.FLOAT, [2])], [helper.make_tensor_value_info('y', T.FLOAT, [2])])\n"
             "assert may_change(helper.make_model(g)) is None\n"

@@ -348,7 +348,7 @@ def test_structural_proof_with_the_inputs_holder_positions_sees_every_subgraph()
     assert "nodes differ" in structural_diff(model, bad, res.changes, {TF_DOMAIN}, None, walked.positions)
     missed = structural_diff(model, converted, res.changes, {TF_DOMAIN}, None, [])
     assert missed is not None and "graphs differ" in missed, missed
-    from onnx_slice_tools.cleanup.scan import node_count  # (the cleanup's report counts through the holders too)
+    from onnx_slice_tools.cleanup.precheck import node_count  # (the cleanup's report counts through the holders too)
     from onnx_slice_tools.graphs.table import NodeTable
     everything = sum(len(g.node) for g in (converted.graph, branch, other))
     assert node_count(converted, NodeTable(converted.graph).holders) == node_count(converted) == everything
