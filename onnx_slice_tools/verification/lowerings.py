@@ -36,12 +36,14 @@ import numpy as np
 
 from ..errors import StridedSliceError
 from ..errors import first_line
-from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from ..lowering.lower import RESHAPE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.reference import apply_plan
 from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, SHIPPED, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
 from .runtimes import make_session as runtime_session
+from .runtimes import NATIVE_DTYPES, STRING, fetch, np_dtype, ort_value, type_name, unsigned_of  # noqa: F401 - re-exported
+from .probes import (ir_version_for, max_supported_ir_version, max_supported_opset,  # noqa: F401 - re-exported
+                     ort_kernel_missing)
 from ..semantics.spec import SliceSpec
 
 #: Bytes the per-rewrite checks may hold at once (inputs, outputs and intermediates of a run).
@@ -49,165 +51,6 @@ DEFAULT_VERIFY_MEMORY = 256 * 2 ** 20
 
 #: an onnxruntime session of a serialized model with :func:`runtimes.session_options`
 make_session = onnxruntime_session
-
-
-@functools.lru_cache(maxsize=None)
-def max_supported_opset() -> int:
-    """The newest default-domain opset that the installed onnxruntime loads (probed once per
-    installation: verification/probes.py)."""
-    from .probes import cached
-    return cached("max_opset", _probe_opset)
-
-
-def _probe_opset() -> int:
-    import onnx
-    from onnx import TensorProto, helper
-    for opset in range(onnx.defs.onnx_opset_version(), 10, -1):
-        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        model.ir_version = ir_version_for(opset)
-        try:
-            make_session(model.SerializeToString())
-        except Exception:
-            continue
-        return opset
-    return 11
-
-
-@functools.lru_cache(maxsize=None)
-def max_supported_ir_version() -> int:
-    """The newest IR version the installed onnxruntime loads (probed once per installation)."""
-    from .probes import cached
-    return cached("max_ir_version", _probe_ir_version)
-
-
-def _probe_ir_version() -> int:
-    import onnx
-    from onnx import TensorProto, helper
-    for ir in range(onnx.IR_VERSION, 6, -1):
-        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-        model.ir_version = ir
-        try:
-            make_session(model.SerializeToString())
-        except Exception:
-            continue
-        return ir
-    return 7
-
-
-def ir_version_for(opset: int) -> int:
-    from onnx import helper
-    return helper.find_min_ir_version_for([helper.make_opsetid("", opset)], ignore_unknown=True)
-
-
-# --------------------------------------------------------------------------- element types and OrtValues
-
-STRING = 8
-
-
-def np_dtype(elem_type: int) -> np.dtype:
-    """The numpy dtype of an ONNX element type (``ml_dtypes`` types for bfloat16, float8, int4...)."""
-    from onnx import helper
-    return np.dtype(object) if elem_type == STRING else np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
-
-
-def type_name(elem_type: int) -> str:
-    from onnx import TensorProto
-    return TensorProto.DataType.Name(elem_type).lower()
-
-
-def _unsigned(itemsize: int):
-    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.uint64}[itemsize]
-
-
-def ort_value(array: np.ndarray, elem_type: int):
-    """An onnxruntime ``OrtValue`` of ``array`` with ONNX element type ``elem_type`` -- any type
-    but string (which onnxruntime takes only as a numpy array): bfloat16 and float8 as their
-    bytes, 4-bit and 2-bit types packed low bits first, as onnxruntime stores them.  Complex
-    types raise ValueError: onnxruntime 1.31 has no complex tensors at all."""
-    import onnxruntime as ort
-    if elem_type in (14, 15):
-        raise ValueError(f"onnxruntime has no {type_name(elem_type)} tensors")
-    array = np.require(array, requirements="C")  # (ascontiguousarray makes a scalar 1-D)
-    bits = PACKED_BITS.get(elem_type)
-    if bits:
-        per = 8 // bits
-        codes = array.view(np.uint8).ravel() & ((1 << bits) - 1)
-        codes = np.concatenate([codes, np.zeros((-codes.size) % per, np.uint8)]).reshape(-1, per)
-        packed = np.zeros(codes.shape[0], np.uint8)
-        for k in range(per):
-            packed |= codes[:, k] << (bits * k)
-        value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), elem_type)
-        if packed.size:  # (update_inplace wants one numpy element per tensor element)
-            import ctypes
-            assert value.tensor_size_in_bytes() == packed.size
-            ctypes.memmove(value.data_ptr(), packed.ctypes.data, packed.size)
-        return value
-    if array.dtype in _NATIVE:
-        return ort.OrtValue.ortvalue_from_numpy(array)
-    flat = array.view(_unsigned(array.dtype.itemsize))
-    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(flat, elem_type)
-
-
-def fetch(value, elem_type: int) -> np.ndarray:
-    """A numpy array (``ml_dtypes`` types where numpy has none) of an onnxruntime ``OrtValue``."""
-    import ctypes
-    shape = tuple(value.shape())
-    dtype = np_dtype(elem_type)
-    if elem_type == STRING or dtype in _NATIVE:
-        return value.numpy()
-    count = int(np.prod(shape)) if shape else 1
-    nbytes = value.tensor_size_in_bytes()
-    raw = np.frombuffer(ctypes.string_at(value.data_ptr(), nbytes) if nbytes else b"", np.uint8)
-    bits = PACKED_BITS.get(elem_type)
-    if bits:
-        per = 8 // bits
-        codes = np.stack([(raw >> (bits * k)) & ((1 << bits) - 1) for k in range(per)], axis=1).ravel()[:count]
-        return codes.astype(np.uint8).view(dtype).reshape(shape)
-    return raw.view(dtype).reshape(shape)
-
-
-_PROBED = ("Slice", "Squeeze", "Unsqueeze", "Reshape", "Gather", "Identity")
-
-
-def _probe_inputs(op: str, opset: int):
-    """(node inputs, extra initializers) of a one-node probe of ``op``."""
-    from onnx import TensorProto, helper
-    i64 = TensorProto.INT64
-    consts = {"s": [0], "e": [1], "a": [0], "st": [1], "sh": [1, 2]}
-    inits = [helper.make_tensor(k, i64, [len(v)], v) for k, v in consts.items()]
-    inits.append(helper.make_tensor("g", i64, [], [0]))  # Gather's index: a scalar
-    axes_in = opset >= 13
-    inputs = {"Slice": ["x", "s", "e", "a", "st"], "Squeeze": ["x", "a"] if axes_in else ["x"],
-              "Unsqueeze": ["x", "a"] if axes_in else ["x"], "Reshape": ["x", "sh"], "Gather": ["x", "g"],
-              "Identity": ["x"]}[op]
-    attrs = {"axes": [0]} if op in ("Squeeze", "Unsqueeze") and not axes_in else {}
-    return inputs, attrs, inits
-
-
-@functools.lru_cache(maxsize=None)
-def ort_kernel_missing(op: str, elem_type: int, opset: int) -> bool:
-    """True when the installed onnxruntime cannot run ``op`` on ``elem_type`` (probed once; a
-    probe that fails for float32 too proves nothing: not missing)."""
-    from onnx import helper
-    if op not in _PROBED or elem_type != 1 and ort_kernel_missing(op, 1, opset):
-        return False
-    inputs, attrs, inits = _probe_inputs(op, opset)
-    graph = helper.make_graph([helper.make_node(op, inputs, ["y"], **attrs)], "probe",
-                              [helper.make_tensor_value_info("x", elem_type, [1, 2])],
-                              [helper.make_tensor_value_info("y", elem_type, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = max(ir_version_for(opset), 7)
-    try:
-        make_session(model.SerializeToString())
-    except Exception:
-        return True
-    return False
 
 
 def data_ops(lowering: Lowering) -> list[str]:
@@ -321,16 +164,11 @@ _STRIDES_OF_ORDER = (1_000_003, 999_983, 65_537, 7_919, 104_729)
 _CHUNK = 1 << 20
 
 
-_NATIVE = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                  np.uint32, np.uint64, np.float16, np.float32, np.float64,
-                                  np.complex64, np.complex128)}
-
-
 @functools.lru_cache(maxsize=None)
 def _value_table(dtype: np.dtype) -> np.ndarray | None:
     """Every finite value of a narrow type (float16 and the ``ml_dtypes`` types), one zero
     only; None for the others (computed values)."""
-    if dtype in _NATIVE and dtype != np.float16:
+    if dtype in NATIVE_DTYPES and dtype != np.float16:
         return None
     import ml_dtypes
     try:
@@ -339,7 +177,7 @@ def _value_table(dtype: np.dtype) -> np.ndarray | None:
     except (ValueError, TypeError):
         pass
     bits = 4 if dtype.name.startswith("float4") else 8 * dtype.itemsize
-    values = np.arange(1 << bits, dtype=_unsigned(dtype.itemsize)).view(dtype)
+    values = np.arange(1 << bits, dtype=unsigned_of(dtype.itemsize)).view(dtype)
     as_float = values.astype(np.float32)
     keep = np.isfinite(as_float) & ~((as_float == 0) & np.signbit(as_float))
     return values[keep]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OnnxSliceToolsError
+from ..io.files import PACKED_BITS  # the one table of packed sub-byte types
 from .status import skipped
 
 ONNXRUNTIME, OPENVINO, REFERENCE = "onnxruntime", "openvino", "reference"
@@ -227,3 +228,76 @@ def tflite_interpreter(model: bytes):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType  # optional dependency
     return Interpreter(model_content=model,
                        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+
+
+# --------------------------------------------------------------------------- element types and OrtValues
+
+STRING = 8
+
+
+def np_dtype(elem_type: int) -> np.dtype:
+    """The numpy dtype of an ONNX element type (``ml_dtypes`` types for bfloat16, float8, int4...)."""
+    from onnx import helper
+    return np.dtype(object) if elem_type == STRING else np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+
+
+def type_name(elem_type: int) -> str:
+    from onnx import TensorProto
+    return TensorProto.DataType.Name(elem_type).lower()
+
+
+def unsigned_of(itemsize: int):
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.uint64}[itemsize]
+
+
+def ort_value(array: np.ndarray, elem_type: int):
+    """An onnxruntime ``OrtValue`` of ``array`` with ONNX element type ``elem_type`` -- any type
+    but string (which onnxruntime takes only as a numpy array): bfloat16 and float8 as their
+    bytes, 4-bit and 2-bit types packed low bits first, as onnxruntime stores them.  Complex
+    types raise ValueError: onnxruntime 1.31 has no complex tensors at all."""
+    import onnxruntime as ort
+    if elem_type in (14, 15):
+        raise ValueError(f"onnxruntime has no {type_name(elem_type)} tensors")
+    array = np.require(array, requirements="C")  # (ascontiguousarray makes a scalar 1-D)
+    bits = PACKED_BITS.get(elem_type)
+    if bits:
+        per = 8 // bits
+        codes = array.view(np.uint8).ravel() & ((1 << bits) - 1)
+        codes = np.concatenate([codes, np.zeros((-codes.size) % per, np.uint8)]).reshape(-1, per)
+        packed = np.zeros(codes.shape[0], np.uint8)
+        for k in range(per):
+            packed |= codes[:, k] << (bits * k)
+        value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), elem_type)
+        if packed.size:  # (update_inplace wants one numpy element per tensor element)
+            import ctypes
+            assert value.tensor_size_in_bytes() == packed.size
+            ctypes.memmove(value.data_ptr(), packed.ctypes.data, packed.size)
+        return value
+    if array.dtype in NATIVE_DTYPES:
+        return ort.OrtValue.ortvalue_from_numpy(array)
+    flat = array.view(unsigned_of(array.dtype.itemsize))
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(flat, elem_type)
+
+
+def fetch(value, elem_type: int) -> np.ndarray:
+    """A numpy array (``ml_dtypes`` types where numpy has none) of an onnxruntime ``OrtValue``."""
+    import ctypes
+    shape = tuple(value.shape())
+    dtype = np_dtype(elem_type)
+    if elem_type == STRING or dtype in NATIVE_DTYPES:
+        return value.numpy()
+    count = int(np.prod(shape)) if shape else 1
+    nbytes = value.tensor_size_in_bytes()
+    raw = np.frombuffer(ctypes.string_at(value.data_ptr(), nbytes) if nbytes else b"", np.uint8)
+    bits = PACKED_BITS.get(elem_type)
+    if bits:
+        per = 8 // bits
+        codes = np.stack([(raw >> (bits * k)) & ((1 << bits) - 1) for k in range(per)], axis=1).ravel()[:count]
+        return codes.astype(np.uint8).view(dtype).reshape(shape)
+    return raw.view(dtype).reshape(shape)
+
+
+#: dtypes onnxruntime's OrtValue takes as numpy arrays
+NATIVE_DTYPES = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                  np.uint32, np.uint64, np.float16, np.float32, np.float64,
+                                  np.complex64, np.complex128)}
