@@ -1,7 +1,7 @@
 """The cleanup passes' firing conditions on the ModelProto: the pre-check half of each pass.
 
 A cleanup pass is a rewrite rule in two halves: its transformation on onnx-ir
-(cleanup/passes.py) and its condition here, ``condition(index) -> reason | None`` over the
+(a module of cleanup/, one per pass) and its condition here, ``condition(index) -> reason | None`` over the
 protobuf index of cleanup/scan.py: a reason naming the pass and the node whenever the pass
 could change the model (what needs inferred shapes taken as "may hold": it may say yes where
 the pass finds nothing, never no where it fires), else None.  Each pass class points at its
@@ -30,7 +30,7 @@ NONDETERMINISTIC = frozenset({"RandomUniform", "RandomNormal", "RandomUniformLik
 
 def known_integers(index: ProtoIndex) -> str | None:
     """The condition of :class:`FoldShapeArithmeticPass` and :class:`RebuildShapeVectorsPass`
-    (both act on values whose integer elements ``_Facts`` knows): a node output that is not a
+    (both act on values whose integer elements ``base.Facts`` knows): a node output that is not a
     graph output and may have a fact, unless it is a Shape/Size of a graph input whose symbolic
     dims deny one."""
     for gi in index.graphs:
@@ -131,7 +131,7 @@ def merge_slices(index: ProtoIndex) -> str | None:
 
 
 def _proto_slice_params(index: ProtoIndex, ins):
-    """:func:`_slice_params` on the index: a Slice's input defs ``ins``."""
+    """``base.slice_params`` on the index: a Slice's input defs ``ins``."""
     starts, ends = index.ints(ins[1]), index.ints(ins[2])
     if starts is None or ends is None or len(starts) != len(ends):
         return None
@@ -168,7 +168,7 @@ def reshape_copy_dims(index: ProtoIndex) -> str | None:
 
 def common_subexpression(index: ProtoIndex) -> str | None:
     """A node (none of its outputs a graph output) with the key of an earlier node of its
-    graph: :func:`_node_key` on the proto, never finer (equal keys there, equal here)."""
+    graph: ``common_subexpression._node_key`` on the proto, never finer (equal keys there, equal here)."""
     value_key = index.value_key
     for gi in index.graphs:
         keys: dict = {}
@@ -195,7 +195,7 @@ _ATTR_INT, _ATTR_FLOAT, _ATTR_STRING, _ATTR_TENSOR, _ATTR_FLOATS, _ATTR_INTS, _A
 
 
 def _proto_attrs_key(attributes) -> tuple | None:
-    """A node proto's attributes as :func:`_node_key` compares them, never finer; None: never merged."""
+    """A node proto's attributes as ``common_subexpression._node_key`` compares them, never finer; None: never merged."""
     attrs = []
     for a in sorted(attributes, key=lambda a: a.name):
         v = _proto_attr_value(a)
@@ -206,7 +206,7 @@ def _proto_attrs_key(attributes) -> tuple | None:
 
 
 def _proto_attr_value(a):
-    """An attribute's value as :func:`_node_key` compares it (NaN equal to NaN: coarser), or _NOKEY."""
+    """An attribute's value as ``common_subexpression._node_key`` compares it (NaN equal to NaN: coarser), or _NOKEY."""
     t = a.type
     if a.ref_attr_name:  # only functions have them (and functions are not pre-checked)
         raise MayChange(f"may change: attribute {a.name!r} refers to a function attribute outside a function")

@@ -60,13 +60,13 @@ def nothing_to_clean(proto, table=None) -> bool:
 
 
 def node_count(proto, holders=None) -> int:
-    """Nodes of the main graph, every subgraph and every function (``cleanup.op_counts``).
+    """Nodes of the main graph, every subgraph and every function (``base.op_counts``).
     ``holders``: as graphs.walk.proto_graphs takes them, if known."""
     return sum(len(g.node) for g, _, _ in proto_graphs(proto, holders=holders))
 
 
 def unchanged_report(proto, holders=None) -> dict:
-    """The report ``cleanup.cleanup`` returns for a model it does not change (``holders``: as
+    """The report ``passes.cleanup`` returns for a model it does not change (``holders``: as
     :func:`node_count` takes them)."""
     n = node_count(proto, holders)
     return {"changed": False, "nodes_before": n, "nodes_after": n, "removed": {},

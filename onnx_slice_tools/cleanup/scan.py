@@ -2,7 +2,7 @@
 
 :class:`ProtoIndex` walks the proto once (every graph, subgraphs in scope) and records what the
 passes' conditions read: each value's definition and its uses counted as onnx-ir counts them
-(node input slots, at any depth; graph outputs are not uses), which values cleanup's ``_Facts``
+(node input slots, at any depth; graph outputs are not uses), which values ``base.Facts``
 may know integer elements of, small constants (read once), and per graph its nodes in order,
 those of the default domain also by op type.  Each pass has its firing condition in
 cleanup/conditions.py (the pass's ``may_fire``): it returns a reason naming the pass and the node
@@ -17,9 +17,7 @@ exactness here), sparse initializers, names defined twice or read before their d
 
 from __future__ import annotations
 
-
 import numpy as np
-
 
 #: Constants up to this many elements are read for folding and compared by value in CSE.
 SMALL = 64
@@ -48,7 +46,7 @@ class Def:
         self.kind, self.graph, self.node, self.ins, self.tensor = kind, graph, node, ins, tensor
         self.uses = 0
         self.out_any = False  # an output of its graph (onnx-ir: is_graph_output)
-        self.fact = False  # cleanup._Facts may know something about it
+        self.fact = False  # base.Facts may know something about it
         # its identity in CSE keys (ProtoIndex.value_key): node outputs by identity (their ids are
         # unique while the index holds them); constants by value, computed when first read (None)
         self.key = id(self) if kind == "node" else None
@@ -111,7 +109,7 @@ class ProtoIndex:
     def walk(self, graph, outer: list, table=None) -> None:
         """Definitions and uses of every value of ``graph`` (subgraphs entered at their node,
         seeing what is defined before it, as onnx-ir's deserialisation does), the facts that
-        cleanup._Facts may know, and the nodes by op type.  ``table``: ``graph``'s
+        base.Facts may know, and the nodes by op type.  ``table``: ``graph``'s
         ``graphs.table.NodeTable``, whose columns are read instead of the nodes' fields."""
         if len(graph.sparse_initializer):
             raise MayChange(f"may change: graph {graph.name!r} has sparse initializers (not pre-checked)")
@@ -292,10 +290,10 @@ class ProtoIndex:
                 d.key = self.const_keys.setdefault(value, -1 - len(self.const_keys))
         return d.key
 
-    # ------------------------------------------------------------------ cleanup._Facts, abstractly
+    # ------------------------------------------------------------------ base.Facts, abstractly
 
     def fact(self, out, op: str) -> bool:
-        """Whether cleanup._Facts may know a fact about ``out``, the only output of a node in the
+        """Whether base.Facts may know a fact about ``out``, the only output of a node in the
         default domain whose op type is ``op``.  Inputs' facts were set when they were defined
         (the walk is in order)."""
         node, ins = out.node, out.ins
@@ -315,7 +313,7 @@ class ProtoIndex:
         return False
 
     def has_fact(self, d) -> bool:
-        """cleanup._Facts may know integer elements of ``d``."""
+        """base.Facts may know integer elements of ``d``."""
         if d is None:
             return False
         if d.kind == "init":
@@ -345,7 +343,7 @@ class ProtoIndex:
 
 #: Ops whose output's fact is their first input's (:meth:`ProtoIndex.fact`).
 _FIRST_INPUT_OPS = frozenset({"Identity", "Squeeze", "Unsqueeze", "Slice"})
-#: Ops cleanup._Facts reads through (``Constant`` aside).
+#: Ops base.Facts reads through (``Constant`` aside).
 _FACT_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsqueeze", "Concat", "Gather", "Slice",
                        "Add", "Sub", "Mul", "Neg"})
 
