@@ -570,7 +570,7 @@ def _runnable_ir_version(current: int | None, opset: int) -> int:
 #: when this many times the weights fit the budget
 _AHEAD_WEIGHTS = 8
 #: ... and only when the process may use this many CPUs: with fewer, the session's thread takes
-#: a core the other checks need (on two, it saves no wall time and costs CPU: docs/benchmarks.md §8)
+#: a core the other checks need, so building it ahead would cost CPU without saving time
 _AHEAD_CPUS = 4
 
 

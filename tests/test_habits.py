@@ -3,6 +3,9 @@
 first-party modules, hence this walk."""
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import onnx_slice_tools
@@ -113,3 +116,39 @@ def test_the_shape_inference_walk_finds_each_form():
     assert sorted(found) == sorted(["imports onnx.shape_inference", "imports shape_inference from onnx",
                      "imports infer_shapes from onnx.onnx_cpp2py_export.shape_inference",
                      "uses onnx.shape_inference.infer_shapes", "uses onnx.shape_inference", "uses C.infer_shapes"])
+
+
+#: A timing or a benchmark section cited in a comment or docstring: "~3.5 ms", "0.04 s CPU",
+#: "12 µs", "1.4x faster", "§8".  Measurements live in docs/benchmarks.md with their command.
+_TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|µs)\b|~\s?\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?s\b"
+                     r"|\b\d+(?:\.\d+)?\s?s (?:CPU|wall)\b|\b\d+(?:\.\d+)?x (?:faster|slower)\b|§|benchmarks\.md, section")
+
+
+def _timings(path: Path, source: str) -> list[str]:
+    """Comments and docstrings of ``source`` that cite a timing."""
+    found = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT and _TIMING.search(tok.string):
+            found.append(f"{path}:{tok.start[0]}: {tok.string.strip()}")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc and _TIMING.search(doc):
+                found.append(f"{path}:{getattr(node, 'lineno', 1)}: docstring cites {_TIMING.search(doc).group(0)!r}")
+    return found
+
+
+def test_no_comment_or_docstring_cites_a_timing():
+    """Comments say what and why, never how fast."""
+    found = [v for f in sorted(PACKAGE.rglob("*.py")) for v in _timings(f, f.read_text())]
+    assert found == [], "\n".join(found)
+
+
+def test_the_timing_check_finds_comments_and_docstrings():
+    source = ('"""Module: linear, ~0.04 s CPU."""\n'
+              "def f():\n"
+              '    """Reads it once (12 µs a node)."""\n'
+              "    x = 1  # 1.4x faster since docs/benchmarks.md §8\n"
+              '    return "3 ms"  # a string is not a comment\n')
+    assert [v.split(": ", 1)[1] for v in _timings(Path("m.py"), source)] == [
+        "# 1.4x faster since docs/benchmarks.md §8", "docstring cites '~0.04 s'", "docstring cites '12 µs'"]

@@ -45,8 +45,8 @@ def _remove_dead_in_bulk(model) -> None:
     same test, subgraphs entered from their live owner), with one ``remove()`` per graph.
 
     A workaround for onnx-ir 1.1: its pass removes node by node, and each ``Graph.remove``
-    builds a set of all the graph's outputs, so a model with 10,000 outputs and a few thousand
-    dead nodes spent ~10 s there.  The pass still runs afterwards (trailing empty inputs,
+    builds a set of all the graph's outputs: quadratic in a model with many outputs and many
+    dead nodes.  The pass still runs afterwards (trailing empty inputs,
     unused optional outputs, initializers) and then finds no dead node left."""
     dead: set = set()
     plan: list = []  # (graph, its dead nodes), subgraphs before their owner's graph

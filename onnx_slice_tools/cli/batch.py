@@ -595,7 +595,7 @@ def _alive(pid: int) -> bool:
 
 
 #: What every worker imports, loaded once in the fork server: each worker is then a fork of a
-#: process that has them (~0.3 s of CPU saved per worker start-up).  Not onnxruntime (its
+#: process that has them (no worker imports them again).  Not onnxruntime (its
 #: import starts a thread, and a fork copies none of a process's threads) nor TensorFlow.
 _PRELOAD = ("onnx_slice_tools.api", "onnx_slice_tools.verification.lowerings", "onnx_slice_tools.verification.inplace",
             "onnx_slice_tools.cleanup.passes", "onnx_slice_tools.frontends.sources", "onnx_ir")

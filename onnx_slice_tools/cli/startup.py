@@ -4,10 +4,10 @@ alone).
 
 :func:`gc_paused`: Python's cyclic garbage collector paused while a command converts.  onnx-ir
 builds millions of objects for a big model and each full collection rescans them all, which
-makes the cost superlinear (docs/benchmarks.md); the replaced nodes' reference cycles wait for
+makes the cost superlinear; the replaced nodes' reference cycles wait for
 the collection that follows re-enabling.
 
-:func:`install_lazy_sympy`: onnx-ir imports sympy (~0.2-0.5 s) at import time, though it needs
+:func:`install_lazy_sympy`: onnx-ir imports sympy (a large import) at import time, though it needs
 it only for arithmetic on symbolic dims, which the rewrite never does.
 
 In onnx-ir 1.1.0 sympy is touched at import time only by ``onnx_ir/_symbolic_shapes.py``

@@ -247,8 +247,8 @@ def _load_keras(tf, path):
     a private temporary folder and loaded from there: Keras reads an archive's weights file whole
     into memory, an unpacked folder's one variable at a time.  Its config then names Keras's
     ``Zeros`` for each built-in initializer: building the model fills every variable before the
-    weights file overwrites it, and a random initializer holds ~3 copies of a variable meanwhile
-    (docs/benchmarks.md, "Memory notes moved from docstrings")."""
+    weights file overwrites it, and a random initializer holds several copies of a variable
+    meanwhile."""
     import tempfile
     import zipfile
     if Path(path).suffix.lower() != ".keras" or Path(path).is_dir():

@@ -6,7 +6,7 @@ the benchmarks.
 
 Memory: ``tf2onnx.convert.from_function`` freezes every variable into a graph constant
 (TensorFlow's ``convert_variables_to_constants_v2``, then grappler, then tf2onnx's own
-graph each hold copies): about 30x the weights at peak.  :func:`export` keeps every
+graph each hold copies): many times the weights at peak.  :func:`export` keeps every
 variable of at least ``large_variable_bytes`` out of that: TensorFlow freezes the others,
 each large variable's reads become one placeholder of its dtype and shape, tf2onnx
 converts that small graph, and the variable's value (read from TensorFlow, the same
@@ -152,7 +152,7 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
                   large_buffer_bytes: int = LARGE_VARIABLE_BYTES):
     """A ModelProto for the ``.tflite`` at ``path``, StridedSlice kept (with ``offset``).
 
-    tf2onnx's TFLite reader copies every buffer several times (~40x the weights measured).  With
+    tf2onnx's TFLite reader copies every buffer several times.  With
     ``external_data`` (a file path), each large constant buffer (``large_buffer_bytes`` or more,
     one tensor of the main subgraph, not quantized, not sparse, numeric) is first written there
     and its tensor made an input of a copy of the flatbuffer without it; tf2onnx converts that
@@ -574,7 +574,7 @@ def _convert_graph_def(concrete, graph_def, feed_names, opset, kwargs, constants
     with tf.device("/cpu:0"):
         graph_def = tf_loader.fix_freezing_errors_part2(graph_def)
         inline_xla_calls(graph_def)
-        # grappler allocates about the size of a placeholder of fully known shape (docs/benchmarks.md):
+        # grappler allocates about the size of a placeholder of fully known shape:
         # it sees the variables' dims as unknown, tf2onnx the real ones
         shapes = _hide_dims(graph_def, feed_names)
         with tf.Graph().as_default():  # grappler runs on a graph, as in tf2onnx's from_function

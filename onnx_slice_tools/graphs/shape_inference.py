@@ -6,9 +6,8 @@ quietly at what it cannot) and *strict* (check types, raise on any error: the
 no other module calls onnx's shape inference.
 
 onnx 1.23 *aborts* the process (a failed C++ assertion) when a negative dim reaches e.g.
-Slice's inference, so inference never runs in our process.  A fork per call did that, but
-costs a fork, a child's exit and its copy-on-write faults each time: four per ``convert``, 2/3
-of the CPU time of converting a small model (docs/benchmarks.md).
+Slice's inference, so inference never runs in our process.  A fork per call would do that, but
+would pay a fork, a child's exit and its copy-on-write faults each time (four per ``convert``).
 One helper, forked on first use (or by :func:`start_helper`; what it runs is imported before
 the fork, so it imports nothing itself), serves every call over two pipes; when it dies (an abort)
 the call reports it and the next call forks a new helper.  The helper exits when our process

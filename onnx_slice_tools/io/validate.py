@@ -12,7 +12,7 @@ problem found:
 * strings that are not valid UTF-8 (any string field, anywhere);
 * declared dims < 0 (value infos, tensors), declared shapes of more than 2**36 elements, main
   graph inputs without an element type;
-* tensor data inconsistent with dims and dtype (raw_data measured up to 64 MiB per tensor),
+* tensor data inconsistent with dims and dtype (raw_data checked up to 64 MiB per tensor),
   data in another type's field, unknown dtypes, tensors of absurd size;
 * external data records without a location, with a NUL, a negative or non-integer
   offset/length, a length that does not match the dims (the file side is io/files.py's);
@@ -34,8 +34,7 @@ names, SSA and order as set operations over the nodes in their order.  Only when
 fails -- a problem, or something it leaves out (training_info, nodes out of order) -- does :class:`_Validator` walk
 every field except tensor payloads in Python, and it
 alone words the refusal; so verdicts and messages are the walk's (tests/test_validate_fast.py).
-Linear in nodes and tensors: at 10,000 StridedSlice nodes the proof costs ~0.04 s CPU, the
-walk ~0.26 s (docs/benchmarks.md, "Validation").
+Linear in nodes and tensors, the proof much cheaper than the walk.
 """
 
 from __future__ import annotations
@@ -60,8 +59,8 @@ _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_da
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
-#: inline raw_data above this size (64 MiB) is not measured: protobuf's Python API copies it to
-#: take its length (~3.5 ms per MB here); the checker still sees it
+#: inline raw_data above this size (64 MiB) is not checked: protobuf's Python API copies it to
+#: take its length; the checker still sees it
 RAW_CHECK_BYTES = 1 << 26
 #: models up to this size (64 MiB) are parsed a second time for the fast proof (a parse copies
 #: inline weights too); larger ones, mostly weights, get the full walk, whose cost is per node

@@ -3,10 +3,9 @@ of the parsed ``ModelProto``, without building an onnx-ir model.
 
 Why a second representation: onnx-ir reads every node of a model into Python objects and
 writes them all back, where a rewrite touches only the StridedSlice nodes and their constant
-inputs; at 1,000 and 10,000 slices that round trip is most of the rewrite's cost
-(docs/benchmarks.md, section 8).  This module reads only what the rewrite needs (the
-StridedSlice nodes, their constants, the declarations of their inputs and outputs); everything
-decided -- flavour, spec, plan, lowering, records, the memo, dead inputs, domains, output
+inputs; on a model of many slices that round trip is most of the rewrite's cost.  This module
+reads only what the rewrite needs (the StridedSlice nodes, their constants, the declarations of
+their inputs and outputs); everything decided -- flavour, spec, plan, lowering, records, the memo, dead inputs, domains, output
 declarations, the default opset -- is rewrite/core.py's, as for the onnx-ir pass; only reading
 protobuf fields and making NodeProtos (from ``lower.steps``) is done here.
 

@@ -1,8 +1,8 @@
 """What the installed onnxruntime runs, probed once per installation and remembered.
 
 :func:`max_supported_opset` and :func:`max_supported_ir_version` find the newest opset
-and IR version onnxruntime loads by building sessions of tiny models: importing onnxruntime
-and building them costs ~0.05 s, a tenth of converting a 1,000-node model.  The answers are
+and IR version onnxruntime loads by building sessions of tiny models, which needs onnxruntime
+imported: a conversion should not pay for that each time.  The answers are
 kept in ``$XDG_CACHE_HOME/onnx-slice-tools/probes.json`` (``~/.cache`` by default), keyed by the
 installed onnxruntime (its package folder, and the inode, size and modification time of its
 native module and of ``__init__.py``) and by the onnx version that built the probes, so a
