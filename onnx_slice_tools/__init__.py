@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 #: Public name -> the module defining it.  Imported on first use (PEP 562), so that the command
 #: line's ``--help`` and ``explain`` do not pay for numpy, onnx and the converter at start-up.
 _EXPORTS = {
-    "ConvertResult": "api", "Report": "api", "convert": "api",
+    "ConvertResult": "report", "Report": "report", "convert": "api",
     "ModelError": "errors", "OnnxSliceToolsError": "errors", "StridedSliceError": "errors",
     "VerificationError": "errors",
     "ConversionError": "errors",
