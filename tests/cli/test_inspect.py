@@ -68,12 +68,12 @@ def test_report_to_dict_is_a_dict_and_to_json_its_json_text():
 
 
 def test_readme_verify_example_is_what_verify_prints(tmp_path):
-    """The README's ``verify`` example is the tool's output, line for line (trailing blanks aside)."""
+    """The user guide's ``verify`` example is the tool's output, line for line (trailing blanks aside)."""
     import os
     import shutil
     import subprocess
     import sys
-    readme = (MODELS.parent / "README.md").read_text()
+    readme = (MODELS.parent / "docs" / "guide.md").read_text()
     start = readme.index("$ onnx-slice-tools verify converted/tf_yolo_focus.onnx\n")
     block = readme[start:readme.index("```", start)].rstrip("\n").splitlines()
     (tmp_path / "models").mkdir()
