@@ -20,7 +20,7 @@ from .io.files import source_kind
 from .io.files import with_external_data as _with_external_data
 from .report import NOTHING_TO_REWRITE, ConvertResult, Report
 from .rewrite.core import RewriteRecord
-from .semantics.spec import FLAVORS
+from .semantics.spec import check_flavor
 from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
 
 __all__ = [
@@ -82,9 +82,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     if verify:
         for name in runtimes:
             require(name)
-    if flavor not in (None, "auto", *FLAVORS):
-        raise ValueError(f"unknown flavor {flavor!r}; expected auto, tf, openvino or tflite")
-    flavor = None if flavor == "auto" else flavor
+    flavor = check_flavor(flavor, auto=True)
     if verify:  # (shape inference runs in a helper process: forked before the model is read)
         from .graphs.shape_inference import start_helper
         start_helper()

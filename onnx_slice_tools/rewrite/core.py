@@ -25,7 +25,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
 from ..semantics.plan import make_plan, shape_conflict
-from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
+from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, check_flavor, from_openvino, from_tf, from_tflite
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
 OPENVINO_DOMAINS = ("org.openvinotoolkit",)
@@ -169,12 +169,6 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
 
 
 # --------------------------------------------------------------------------- reading nodes
-
-def check_flavor(flavor) -> None:
-    """ValueError unless ``flavor`` is None (per node) or a flavour the passes know."""
-    if flavor not in (None, TF, OPENVINO, TFLITE):
-        raise ValueError(f"unknown flavor {flavor!r}")
-
 
 def flavor_of(attr_types, domain: str) -> str | None:
     """TFLite when an ``offset`` attribute is present; TF when the masks are INT attributes,
@@ -399,7 +393,7 @@ class Rewriter:
     index types)."""
 
     def __init__(self, *, flavor: str | None, opset: int, target: str | None):
-        check_flavor(flavor)
+        flavor = check_flavor(flavor, auto=True)
         self.flavor, self.opset, self.target = flavor, opset, target
         self.parse_cache: dict = {}
         # (spec, dims, index types) -> (output shape, lowering) | (error, None)

@@ -133,7 +133,7 @@ class StridedSliceRewritePass(ir.passes.InPlacePass):
 
     def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None,
                  shapes: dict | None = None):
-        check_flavor(flavor)
+        flavor = check_flavor(flavor, auto=True)
         self.flavor = flavor
         self.opset = opset
         self.target = target

@@ -268,7 +268,7 @@ class ProtoStridedSliceRewritePass:
     prefix = "sst"
 
     def __init__(self, *, flavor: str | None = None, opset: int, target: str | None = None):
-        check_flavor(flavor)
+        flavor = check_flavor(flavor, auto=True)
         self.flavor = flavor
         self.opset = opset
         self.target = target

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import StridedSliceError
 from .plan import INDEX, RANGE, Plan, make_plan
-from .spec import OPENVINO, TF, TFLITE, SliceSpec, from_openvino, from_tf, from_tflite
+from .spec import OPENVINO, TF, TFLITE, SliceSpec, check_flavor, from_openvino, from_tf, from_tflite
 
 
 def apply_plan(plan: Plan, x: np.ndarray, index: tuple | None = None, copy: bool = True) -> np.ndarray:
@@ -68,8 +68,7 @@ def strided_slice(x, begin, end, strides=None, *, begin_mask=0, end_mask=0, elli
                  for k, v in masks.items()}
         spec = from_openvino(begin, end, strides, **masks)
     else:
-        raise StridedSliceError(f"unknown flavor {flavor!r}; expected 'tf', 'openvino' or 'tflite'",
-                                field="flavor")
+        check_flavor(flavor)
     return slice_array(spec, x)
 
 

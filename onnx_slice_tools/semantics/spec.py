@@ -402,11 +402,21 @@ def from_index_items(items: Sequence, flavor: str = TF) -> SliceSpec:
                          **{k: [(v >> i) & 1 for i in range(n)] for k, v in masks.items()})
 
 
+def check_flavor(flavor, *, auto: bool = False) -> str | None:
+    """``flavor`` when it names a flavour; with ``auto`` also None or ``"auto"`` (the flavour read
+    per node), returned as None.  Anything else: a StridedSliceError (a ValueError) naming the
+    choices.  The one check of a flavour argument (convert, the rewrite passes, the reference)."""
+    if flavor in FLAVORS:
+        return flavor
+    if auto and flavor in (None, "auto"):
+        return None
+    raise StridedSliceError(f"unknown flavor {flavor!r}; expected {'auto, ' if auto else ''}tf, openvino or tflite",
+                            field="flavor")
+
+
 def from_index_expr(expr: str, flavor: str = TF) -> SliceSpec:
     """Parse ``"x[1, 2:4, None, ..., :-3:-1, :]"`` into a spec of the given flavour."""
-    if flavor not in FLAVORS:
-        raise StridedSliceError(f"unknown flavor {flavor!r}; expected one of {', '.join(FLAVORS)}",
-                                field="flavor")
+    check_flavor(flavor)
     return from_index_items(parse_index_items(expr), flavor)
 
 
