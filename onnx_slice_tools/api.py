@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .verification.checks import check_model, static_checks
@@ -22,6 +24,9 @@ from .report import NOTHING_TO_REWRITE, ConvertResult, Report
 from .rewrite.core import RewriteRecord
 from .semantics.spec import check_flavor
 from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
+
+if TYPE_CHECKING:
+    from .lowering.targets import Target
 
 __all__ = [
     "CALLER_OPTIONS", "NOTHING_TO_REWRITE", "ConvertResult", "Report", "check_model", "compare_model_files", "convert",
@@ -90,14 +95,17 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,
                     verify_on=tuple(runtimes) if verify else ())
-    options = dict(flavor=flavor, opset=opset, verify=verify, verify_memory=verify_memory, cleanup=cleanup,
-                   target_spec=target_spec)
+    ctx = Context(label, flavor, opset, verify, cleanup, target_spec, verify_memory, fix_slices, weights_held)
     read = None
     if not fix_slices:  # the protobuf path (rewrite/proto_pass.py) when it applies, else onnx-ir
-        done, read = _convert_proto(model, report, label, **options)
+        holder = _ProtoHolder(model, ctx)
+        done = _pipeline(model, report, ctx, holder)
         if done is not None:
             return done
-    return _convert_ir(model, report, label, fix_slices=fix_slices, read=read, weights_held=weights_held, **options)
+        read = holder.read
+    done = _pipeline(model, report, ctx, _IrHolder(model, ctx, read))
+    assert done is not None  # (onnx-ir takes every model)
+    return done
 
 
 def _convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
@@ -126,141 +134,286 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
     return result
 
 
-def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec):
-    """:func:`convert` on the ModelProto (rewrite/proto_pass.py): the same rewrite, checks, cleanup
-    and report without onnx-ir's round trip, for models it applies to.  Returns (result or None,
-    the proto read and validated from a path, for the onnx-ir path)."""
-    from .io.files import load_plain_proto
-    from .rewrite.shapes import derive_shapes
-    from .rewrite.proto_pass import ProtoStridedSliceRewritePass, declines, proto_default_opset, scan
-    from .rewrite.proto_pass import set_proto_opset
-    t0 = time.perf_counter()
-    proto, inputs, external = load_plain_proto(model, path_hint=label)
-    read = (proto, external) if isinstance(model, (str, os.PathLike)) else None
-    if external:  # onnx-ir reads external data lazily
-        return None, read
-    report.timings["load"] = time.perf_counter() - t0
-    current = proto_default_opset(proto)
-    if current is None or current < 11 or opset not in (None, current):
-        return None, read
-    walked = scan(proto.graph)
-    if declines(proto, walked.holders):
-        return None, read
-    target, lower_opset = opsets(current, opset, label)
-    report.opset = target
-    t1 = time.perf_counter()
-    found = walked.found  # (one in a subgraph or function: declined above)
-    baseline = None
-    if found and verify:  # the model before the rewrite: the structural proof's baseline
+@dataclass(frozen=True)
+class Context:
+    """What every stage of one conversion reads, resolved once by :func:`convert`: the input's
+    label, the flavour (None: per node), the opset asked, whether to verify and clean up, the
+    target (lowering/targets.py), the checks' memory budget in bytes (``--verify-memory``),
+    ``fix_slices``, and whether the caller holds the weights (a framework input)."""
+
+    label: str | None
+    flavor: str | None
+    opset: int | None
+    verify: bool
+    cleanup: bool
+    target: Target
+    memory: int
+    fix_slices: bool = False
+    weights_held: bool = False
+
+
+def _same(proto):
+    return proto
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the whole-model checks count against the memory budget: ``weight_bytes`` of the
+    model's weights (inplace.budget_weight_bytes) and how to read them in (``load_weights``: a
+    proto -> the proto with its external weights inline)."""
+
+    memory: int
+    weight_bytes: int = 0
+    load_weights: Callable = _same
+
+
+class _ProtoHolder:
+    """The model as a ``ModelProto`` (rewrite/proto_pass.py): no onnx-ir round trip.  Declines
+    (``load``/``rewrite`` return False/None) a model with external data, below opset 11, asked
+    for another opset, or holding what the protobuf pass does not rewrite; ``read`` then hands
+    what it read of a path to the onnx-ir holder."""
+
+    path = "protobuf"
+    ships_ahead = True  # nothing after the checks changes the proto: its as-shipped session may start early
+
+    def __init__(self, model, ctx: Context):
+        self.source, self.ctx = model, ctx
+        self.read: tuple | None = None
+        self.model = None  # (no onnx-ir model unless the cleanup makes one)
+        self.walked: Any = None  # rewrite.proto_pass.scan of the main graph
+        self.baseline_holders: list | None = None
+
+    def load(self) -> bool:
+        from .io.files import load_plain_proto
+        proto, self.inputs, external = load_plain_proto(self.source, path_hint=self.ctx.label)
+        self.read = (proto, external) if isinstance(self.source, (str, os.PathLike)) else None
+        self.proto = proto
+        return not external  # onnx-ir reads external data lazily
+
+    def current_opset(self):
+        from .rewrite.proto_pass import proto_default_opset
+        return proto_default_opset(self.proto)
+
+    def accepts(self, current) -> bool:
+        from .rewrite.proto_pass import declines, scan
+        if current is None or current < 11 or self.ctx.opset not in (None, current):
+            return False
+        self.walked = scan(self.proto.graph)
+        self.baseline_holders = self.walked.positions
+        return not declines(self.proto, self.walked.holders)
+
+    def prepare(self, target: int) -> None:
+        pass
+
+    def found(self) -> bool:
+        return bool(self.walked.found)  # (one in a subgraph or function: declined above)
+
+    def baseline(self, found: bool):
+        if not (found and self.ctx.verify):
+            return None
         import onnx
-        baseline = onnx.ModelProto()
-        baseline.CopyFrom(proto)
-    # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
-    shapes = derive_shapes(proto, names=walked.inputs, has_subgraphs=bool(walked.holders), flavor=flavor) if found else {}
-    domains_before = {o.domain for o in proto.opset_import}
-    try:
-        with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
-            result = ProtoStridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name)(
-                proto, shapes, walked.holders)
-    except ValueError:  # declined after all: nothing was changed
-        return None, read
-    report.records = result.records
-    report.path = "protobuf"
-    set_proto_opset(proto, lower_opset)
-    proto.ir_version = _runnable_ir_version(proto.ir_version, lower_opset)
-    report.timings["rewrite"] = time.perf_counter() - t1
-    inplace = None
-    weights = 0
-    if verify:
+        baseline = onnx.ModelProto()  # the model before the rewrite: the structural proof's baseline
+        baseline.CopyFrom(self.proto)
+        return baseline
+
+    def shapes(self, found: bool, baseline) -> dict:
+        from .rewrite.shapes import derive_shapes
+        # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
+        return derive_shapes(self.proto, names=self.walked.inputs, has_subgraphs=bool(self.walked.holders),
+                             flavor=self.ctx.flavor) if found else {}
+
+    def domains(self) -> set:
+        return {o.domain for o in self.proto.opset_import}
+
+    def rewrite(self, opset: int, shapes: dict):
+        from .rewrite.proto_pass import ProtoStridedSliceRewritePass
+        try:
+            with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
+                return ProtoStridedSliceRewritePass(flavor=self.ctx.flavor, opset=opset, target=self.ctx.target.name)(
+                    self.proto, shapes, self.walked.holders)
+        except ValueError:  # declined after all: nothing was changed
+            return None
+
+    def set_opset(self, opset: int) -> None:
+        from .rewrite.proto_pass import set_proto_opset
+        set_proto_opset(self.proto, opset)
+        self.proto.ir_version = _runnable_ir_version(self.proto.ir_version, opset)
+
+    def to_proto(self, report: Report):
+        return self.proto
+
+    def budget(self) -> Budget:
         from .verification.inplace import budget_weight_bytes
-        weights = budget_weight_bytes(proto, held=True)  # (this path holds every weight inline)
-    clean = _provably_clean(report, proto, cleanup and result.modified and verify, result.table)
-    final = (clean[1] or not cleanup) and weights * _AHEAD_WEIGHTS <= verify_memory  # nothing below changes it
-    final = final and available_cpus() >= _AHEAD_CPUS
-    if verify:
-        inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory, ship_ahead=final,
-                          removed_domains=domains_before - {o.domain for o in proto.opset_import},
-                          weight_bytes=weights, load_weights=lambda p: p, keep_session=cleanup and not clean[1],
-                          baseline_holders=walked.positions)
-    checked = _checked_run(inplace, proto, verify_memory, weights, lambda p: p) if verify else None
-    m = None
-    if cleanup and result.modified:
-        m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace, clean)
-    if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p, inplace)
-    return ConvertResult(proto, report, m, inputs=inputs), None
+        weights = budget_weight_bytes(self.proto, held=True) if self.ctx.verify else 0  # (every weight inline)
+        return Budget(self.ctx.memory, weights)
+
+    def needs_checked_run(self, result, converting: bool) -> bool:
+        return True
+
+    def ship_at(self, target: int, converting: bool, proto):
+        return proto  # (the protobuf path declines another opset: nothing to convert)
+
+    def cleanup_weight_bytes(self, budget: Budget) -> int:
+        return 0
+
+    def result(self, proto, report: Report, m) -> ConvertResult:
+        return ConvertResult(proto, report, m, inputs=self.inputs)
 
 
-def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
-                fix_slices, read=None, weights_held: bool = False) -> ConvertResult:
-    """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: what
-    files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
-    import onnx_ir as ir
+class _IrHolder:
+    """The model as an ``onnx_ir.Model`` (rewrite/ir_pass.py): every model, subgraphs, functions,
+    external data, ``--opset`` and ``--fix-slices``.  ``read``: what files.load_plain_proto
+    read of the path (see files.load_ir)."""
 
-    from .rewrite.ir_pass import StridedSliceRewritePass, has_strided_slice, default_opset, derive_shapes
-    from .rewrite.ir_pass import set_default_opset
+    path = "onnx-ir"
+    ships_ahead = False
+    baseline_holders = None
+
+    def __init__(self, model, ctx: Context, read=None):
+        self.source, self.ctx, self.read = model, ctx, read
+        self.upgraded = False
+
+    def load(self) -> bool:
+        self.model = load_ir(self.source, path_hint=self.ctx.label, read=self.read)
+        return True
+
+    def current_opset(self):
+        from .rewrite.ir_pass import default_opset
+        return default_opset(self.model)
+
+    def accepts(self, current) -> bool:
+        self.upgraded = current is not None and current < 11
+        return True
+
+    def prepare(self, target: int) -> None:
+        if self.upgraded:
+            self.model = _upgrade_opset(self.model, target, self.ctx.label)
+
+    def found(self) -> bool:
+        from .rewrite.ir_pass import has_strided_slice
+        return has_strided_slice(self.model) or self.ctx.fix_slices
+
+    def baseline(self, found: bool):
+        # The model before the rewrite, as a proto without external data: the baseline of the
+        # structural proof and the input of shape derivation (declared shapes are not trusted).
+        return _baseline_proto(self.source, self.model, self.upgraded) if found else None
+
+    def shapes(self, found: bool, baseline) -> dict:
+        from .rewrite.ir_pass import derive_shapes
+        return derive_shapes(baseline, flavor=self.ctx.flavor) if found else {}
+
+    def domains(self) -> set:
+        return set(self.model.opset_imports)
+
+    def rewrite(self, opset: int, shapes: dict):
+        from .rewrite.ir_pass import StridedSliceRewritePass
+        m, target = self.model, self.ctx.target
+        result = StridedSliceRewritePass(flavor=self.ctx.flavor, opset=opset, target=target.name, shapes=shapes)(m)
+        if self.ctx.fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
+            from .rewrite.fixslices import FixSlicesPass
+            result = result.merged(FixSlicesPass(target, opset=opset)(m, shapes=shapes))
+        return result
+
+    def set_opset(self, opset: int) -> None:
+        from .rewrite.ir_pass import set_default_opset
+        set_default_opset(self.model, opset)
+        # the IR version onnxruntime runs (a model saved by a newer onnx says 14): the checks run
+        # the model as it is saved
+        self.model.ir_version = _runnable_ir_version(self.model.ir_version, opset)
+
+    def to_proto(self, report: Report):
+        import onnx_ir as ir
+        t3 = time.perf_counter()
+        proto = ir.to_proto(self.model)
+        report.timings["serialize"] = time.perf_counter() - t3
+        return proto
+
+    def budget(self) -> Budget:
+        from .verification.inplace import budget_weight_bytes
+        m, source = self.model, self.source
+        weights = budget_weight_bytes(m, held=self.ctx.weights_held) if self.ctx.verify else 0
+        if not _external_tensors(m):
+            return Budget(self.ctx.memory, weights)
+        return Budget(self.ctx.memory, weights, lambda p: _with_external_data(p, source))
+
+    def needs_checked_run(self, result, converting: bool) -> bool:
+        return converting or result.modified or not result.records
+
+    def ship_at(self, target: int, converting: bool, proto):
+        """The proto that ships: the model moved to the ``target`` opset when ``converting``,
+        at the IR version onnxruntime runs; ``proto`` itself when that changes nothing."""
+        import onnx_ir as ir
+        from .rewrite.ir_pass import set_default_opset
+        if converting:
+            self.model = _upgrade_opset(self.model, target, self.ctx.label)
+            set_default_opset(self.model, target)
+        self.model.ir_version = _runnable_ir_version(self.model.ir_version, target)
+        if converting or self.model.ir_version != proto.ir_version:
+            return ir.to_proto(self.model)
+        return proto
+
+    def cleanup_weight_bytes(self, budget: Budget) -> int:
+        return budget.weight_bytes
+
+    def result(self, proto, report: Report, m) -> ConvertResult:
+        return ConvertResult(proto, report, m)
+
+
+def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | None:
+    """One conversion: load -> rewrite -> verify -> opset -> cleanup -> ship, over ``holder``
+    (:class:`_ProtoHolder` or :class:`_IrHolder`: what the two representations differ in).
+    None when the holder declines the model (before anything of ``source`` changed)."""
     t0 = time.perf_counter()
-    m = load_ir(model, path_hint=label, read=read)
+    if not holder.load():
+        return None
     report.timings["load"] = time.perf_counter() - t0
-
-    current = default_opset(m)
-    target, lower_opset = opsets(current, opset, label)
-    upgraded = current is not None and current < 11
-    if upgraded:
-        m = _upgrade_opset(m, target, label)
+    current = holder.current_opset()
+    if not holder.accepts(current):
+        return None
+    target, lower_opset = opsets(current, ctx.opset, ctx.label)
+    holder.prepare(target)
     report.opset = target
 
     t1 = time.perf_counter()
-    found = has_strided_slice(m) or fix_slices
-    # The model before the rewrite, as a proto without external data: the baseline of the
-    # structural proof and the input of shape derivation (declared shapes are not trusted).
-    baseline = _baseline_proto(model, m, upgraded) if found else None
-    shapes = derive_shapes(baseline, flavor=flavor) if found else {}
-    domains_before = set(m.opset_imports)
-    result = StridedSliceRewritePass(flavor=flavor, opset=lower_opset, target=target_spec.name, shapes=shapes)(m)
-    if fix_slices:  # the model's own Slice/Gather that break the target, rewritten (and proven) alike
-        from .rewrite.fixslices import FixSlicesPass
-        result = result.merged(FixSlicesPass(target_spec, opset=lower_opset)(m, shapes=shapes))
+    found = holder.found()
+    baseline = holder.baseline(found)
+    shapes = holder.shapes(found, baseline)
+    domains_before = holder.domains()
+    result = holder.rewrite(lower_opset, shapes)
+    if result is None:
+        return None
     report.records = result.records
-    report.path = "onnx-ir"
-    set_default_opset(m, lower_opset)
+    report.path = holder.path
+    holder.set_opset(lower_opset)
     report.timings["rewrite"] = time.perf_counter() - t1
+    proto = holder.to_proto(report)
 
-    # the IR version onnxruntime runs (a model saved by a newer onnx says 14): the checks run
-    # the model as it is saved
-    m.ir_version = _runnable_ir_version(m.ir_version, lower_opset)
-    t3 = time.perf_counter()
-    proto = ir.to_proto(m)
-    report.timings["serialize"] = time.perf_counter() - t3
-    inplace = None  # the in-place run, its session kept for the cleanup check
-    from .verification.inplace import budget_weight_bytes
-    weights = budget_weight_bytes(m, held=weights_held) if verify else 0
-    external = _external_tensors(m)
-
-    def load_weights(p):
-        return _with_external_data(p, model) if external else p
+    verify, cleanup = ctx.verify, ctx.cleanup
+    budget = holder.budget()
     converting = lower_opset != target and all(r.lowering is not None for r in result.records)
-    clean = _provably_clean(report, proto, cleanup and result.modified and verify and not converting)
+    clean = _provably_clean(report, proto, cleanup and result.modified and verify and not converting, result.table)
+    ahead = holder.ships_ahead and (clean[1] or not cleanup) and budget.weight_bytes * _AHEAD_WEIGHTS <= ctx.memory
+    ahead = ahead and available_cpus() >= _AHEAD_CPUS  # (nothing below changes the proto)
+    inplace = None  # the in-place run, its session kept for the cleanup check
     if verify:
-        inplace = _verify(report, proto, baseline, result, lower_opset, verify_memory,
-                          removed_domains=domains_before - set(m.opset_imports), weight_bytes=weights,
-                          load_weights=load_weights, keep_session=cleanup and not converting and not clean[1])
+        inplace = _verify(report, proto, baseline, result, lower_opset, ctx.memory, ship_ahead=ahead,
+                          removed_domains=domains_before - holder.domains(), weight_bytes=budget.weight_bytes,
+                          load_weights=budget.load_weights, keep_session=cleanup and not converting and not clean[1],
+                          baseline_holders=holder.baseline_holders)
     checked = None
-    if verify and (converting or result.modified or not result.records):
-        checked = _checked_run(inplace, proto, verify_memory, weights, load_weights)
-    if converting:
-        m = _upgrade_opset(m, target, label)
-        set_default_opset(m, target)
-    m.ir_version = _runnable_ir_version(m.ir_version, target)
-    if converting or m.ir_version != proto.ir_version:
-        proto = ir.to_proto(m)
-        if verify and converting:
-            _check_conversion(report, proto, baseline, checked, load_weights)
+    if verify and holder.needs_checked_run(result, converting):
+        checked = _checked_run(inplace, proto, ctx.memory, budget.weight_bytes, budget.load_weights)
+    shipped = holder.ship_at(target, converting, proto)
+    if verify and converting and shipped is not proto:
+        _check_conversion(report, shipped, baseline, checked, budget.load_weights)
+    proto = shipped
+    m = holder.model
     if cleanup and result.modified:  # what is saved is what the cleanup check ran
-        m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace, clean, weights)
+        m, proto = _cleanup(report, m, proto, source, verify, ctx.memory, inplace, clean,
+                            holder.cleanup_weight_bytes(budget))
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, verify_memory, weights, load_weights, inplace)
-    return ConvertResult(proto, report, m)
+        _check_shipped(report, proto, checked, ctx.memory, budget.weight_bytes, budget.load_weights, inplace)
+    return holder.result(proto, report, m)
 
 
 # --------------------------------------------------------------------------- the checked run, as shipped
