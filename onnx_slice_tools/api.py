@@ -396,13 +396,13 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     ahead = ahead and available_cpus() >= _AHEAD_CPUS  # (nothing below changes the proto)
     inplace = None  # the in-place run, its session kept for the cleanup check
     if verify:
-        inplace = _verify(report, proto, baseline, result, lower_opset, ctx.memory, ship_ahead=ahead,
-                          removed_domains=domains_before - holder.domains(), weight_bytes=budget.weight_bytes,
-                          load_weights=budget.load_weights, keep_session=cleanup and not converting and not clean[1],
+        inplace = _verify(report, proto, baseline, result, lower_opset, budget, ship_ahead=ahead,
+                          removed_domains=domains_before - holder.domains(),
+                          keep_session=cleanup and not converting and not clean[1],
                           baseline_holders=holder.baseline_holders)
     checked = None
     if verify and holder.needs_checked_run(result, converting):
-        checked = _checked_run(inplace, proto, ctx.memory, budget.weight_bytes, budget.load_weights)
+        checked = _checked_run(inplace, proto, budget)
     shipped = holder.ship_at(target, converting, proto)
     if verify and converting and shipped is not proto:
         _check_conversion(report, shipped, baseline, checked, budget.load_weights)
@@ -412,14 +412,14 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         m, proto = _cleanup(report, m, proto, source, verify, ctx.memory, inplace, clean,
                             holder.cleanup_weight_bytes(budget))
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, ctx.memory, budget.weight_bytes, budget.load_weights, inplace)
+        _check_shipped(report, proto, checked, budget, inplace)
     return holder.result(proto, report, m)
 
 
 # --------------------------------------------------------------------------- the checked run, as shipped
 
 
-def _checked_run(inplace, proto, budget: int, weight_bytes: int, load_weights):
+def _checked_run(inplace, proto, budget: Budget):
     """The run the later whole-model checks agree with: the in-place run's first run (its
     inputs and graph outputs), else -- nothing was rewritten in place -- ``proto`` run untapped
     in a fast session (shipped.baseline_run).  Returns a CheckedRun or a ``skipped: ...`` status."""
@@ -428,7 +428,8 @@ def _checked_run(inplace, proto, budget: int, weight_bytes: int, load_weights):
         if inplace.checked is not None:
             return inplace.checked
         return skipped(f"no checked run to compare with (model_run {inplace.last.status})")
-    return baseline_run(proto, memory_budget=budget, weight_bytes=weight_bytes, load_weights=load_weights)
+    return baseline_run(proto, memory_budget=budget.memory, weight_bytes=budget.weight_bytes,
+                        load_weights=budget.load_weights)
 
 
 def _check_conversion(report: Report, proto, baseline, checked, load_weights) -> None:
@@ -443,8 +444,7 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
 
 
 @paused_gc()
-def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights,
-                   inplace=None) -> None:
+def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
     (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``;
     then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status.
@@ -456,8 +456,9 @@ def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: in
     liveness = inplace.liveness if inplace is not None and inplace.proto is proto else None  # (cleanup: a new proto)
     ahead = getattr(inplace, "ahead", None)
     try:
-        report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
-                                                  weight_bytes=weight_bytes, load_weights=load_weights, why_none=why,
+        report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget.memory,
+                                                  weight_bytes=budget.weight_bytes,
+                                                  load_weights=budget.load_weights, why_none=why,
                                                   compared=compared, liveness=liveness, ahead=ahead))
     finally:
         if ahead is not None:
@@ -604,8 +605,8 @@ def _baseline_proto(model, m, upgraded: bool):
 
 
 @paused_gc()  # (many small acyclic objects: see graphs/allocation.py)
-def _verify(report: Report, proto, baseline, result, opset: int, budget: int, removed_domains, *,
-            weight_bytes: int, load_weights, keep_session: bool = False, ship_ahead: bool = False,
+def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget, removed_domains, *,
+            keep_session: bool = False, ship_ahead: bool = False,
             baseline_holders: list | None = None):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
@@ -629,16 +630,16 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: int, re
         report.timings["verify_static"] = time.perf_counter() - t4
         if ship_ahead and inferred:
             from .verification.shipped import SessionAhead, serialized
-            ahead = SessionAhead(serialized(proto, load_weights))
+            ahead = SessionAhead(serialized(proto, budget.load_weights))
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
-        pending = start_inplace(proto, report.records, memory_budget=budget, weight_bytes=weight_bytes,
-                                load_weights=load_weights, keep_session=keep_session, defer=not keep_session,
+        pending = start_inplace(proto, report.records, memory_budget=budget.memory, weight_bytes=budget.weight_bytes,
+                                load_weights=budget.load_weights, keep_session=keep_session, defer=not keep_session,
                                 ahead=ahead, inferred=inferred[0] if inferred else None)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
-    report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget,
+    report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget.memory,
                                                runtimes=report.verify_on or ("onnxruntime",))
     report.timings["verify_rewrites"] = time.perf_counter() - t2
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
