@@ -100,6 +100,63 @@ def synthetic_model(n: int, symbolic: bool, opset: int = 17, fan_out: int = len(
     return model
 
 
+def chain_model(n: int, slices: int, shape=(4, 16, 16, 8), opset: int = 17):
+    """A TF-flavour chain of ``n`` nodes: ``Neg`` nodes with a StridedSlice ``h[:, ::-1]`` every
+    ``n // slices`` nodes, each slice reading the previous node's output, so the slices are in
+    series (slice k's input depends on slice k-1); the last node's output is the one graph output.
+    The shape of every value after slice k is known only once slice k is planned: the model that
+    the depth of a chain of slices costs on."""
+    from onnx import TensorProto, helper
+    every = max(1, n // max(1, slices))
+    inits = [helper.make_tensor(nm, TensorProto.INT32, [2], vals)
+             for nm, vals in (("cb", [0, 0]), ("ce", [0, 0]), ("cs", [1, -1]))]
+    nodes, h, made = [], "x", 0
+    for i in range(n):
+        out = f"h{i}"
+        if (i + 1) % every == 0 and made < slices:
+            nodes.append(helper.make_node("StridedSlice", [h, "cb", "ce", "cs"], [out], name=f"ss{i}",
+                                          domain=TF_DOMAIN, begin_mask=3, end_mask=3))
+            made += 1
+        else:
+            nodes.append(helper.make_node("Neg", [h], [out], name=f"neg{i}"))
+        h = out
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    return model
+
+
+def distinct_spec_model(n: int, opset: int = 17, seed: int = 0):
+    """``n`` TF StridedSlice nodes over x: [B, 64, 64, 8] (B symbolic), each with its own
+    begin/end (constants of its own), each a graph output: a model closer to users' than the
+    shared-pattern ones (every slice a distinct spec, so no plan or check is shared)."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(seed)
+    nodes, inits, outputs = [], [], []
+    seen: set = set()
+    while len(nodes) < n:
+        b1, b2 = (int(v) for v in rng.integers(0, 32, 2))
+        e1, e2 = b1 + int(rng.integers(1, 33)), b2 + int(rng.integers(1, 33))
+        s1, s2 = (int(v) for v in rng.integers(1, 3, 2))
+        key = (b1, b2, e1, e2, s1, s2)
+        if key in seen:
+            continue
+        seen.add(key)
+        k = len(nodes)
+        for nm, vals in (("b", [0, b1, b2]), ("e", [0, e1, e2]), ("s", [1, s1, s2])):
+            inits.append(helper.make_tensor(f"{nm}{k}", TensorProto.INT32, [3], vals))
+        nodes.append(helper.make_node("StridedSlice", ["x", f"b{k}", f"e{k}", f"s{k}"], [f"y{k}"], name=f"ss{k}",
+                                      domain=TF_DOMAIN, begin_mask=1, end_mask=1))
+        outputs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "distinct", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                ["B", 64, 64, 8])],
+                              outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    return model
+
+
 def _best(fn, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
