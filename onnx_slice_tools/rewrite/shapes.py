@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 from ..errors import StridedSliceError
+from ..graphs.table import NodeTable
 from ..graphs.walk import proto_subgraphs
 from ..semantics.plan import make_plan
 from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_value
@@ -100,14 +101,16 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
     order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
     graph.  ``copy``: ``sk`` is the caller's model (not modified)."""
-    slices = [n for n in sk.graph.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
-    if not slices:
+    table = NodeTable(sk.graph)
+    positions = [k for k, op in enumerate(table.ops)
+                 if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
+    if not positions:
         return inferred
     planner = _SlicePlanner(sk, flavor)
-    part = _rounds_in_part(sk, inferred, planner)
+    part = _rounds_in_part(sk, inferred, planner, table)
     if part is not None:
         return part
-    return _rounds_whole(sk, inferred, slices, planner, copy)
+    return _rounds_whole(sk, inferred, [sk.graph.node[k] for k in positions], planner, copy)
 
 
 class _SlicePlanner:
@@ -218,7 +221,7 @@ def _rounds_whole(sk, inferred, slices, planner: _SlicePlanner, copy: bool):
         inferred = infer(sk)
 
 
-def _rounds_in_part(sk, inferred, planner: _SlicePlanner):
+def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None):
     """The rounds of :func:`_past_strided_slices`, each inferring only the nodes whose inputs'
     types the previous round changed: the nodes downstream of the slices it planned, up to the
     next StridedSlice (its output changes only by declaration).  Each round's model holds those
@@ -231,24 +234,22 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner):
     Returns a ModelProto holding what the whole-graph rounds return (graph inputs, value_info,
     outputs, initializers; no nodes), or None when the model cannot be cut that way: functions,
     a node holding a subgraph (its body reads outer values no input names), nodes out of order,
-    a value produced twice."""
+    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read."""
     import onnx
 
     from ..graphs.shape_inference import infer
     g = sk.graph
-    if sk.functions:
+    table = table or NodeTable(g)
+    if sk.functions or table.holders:
         return None
     nodes = g.node
     producer: dict[str, int] = {}
     consumers: dict[str, list[int]] = {}
-    for position, node in enumerate(nodes):
-        for a in node.attribute:
-            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-                return None
-        for name in node.input:
+    for position, (ins, outs) in enumerate(zip(table.inputs, table.outputs)):
+        for name in ins:
             if name:
                 consumers.setdefault(name, []).append(position)
-        for name in node.output:
+        for name in outs:
             if name:
                 if name in producer or name in consumers:  # produced twice, or read before it is produced
                     return None
@@ -269,21 +270,21 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner):
         return inputs.get(name) if t is None else t
 
     tried: set = set()
-    is_slice = [n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3 for n in nodes]
+    is_slice = [op == "StridedSlice" and len(outs) == 1 and len(ins) >= 3
+                for op, ins, outs in zip(table.ops, table.inputs, table.outputs)]
     candidates = [k for k, flag in enumerate(is_slice) if flag]
     while True:
         planned = []
         for k in candidates:
-            node = nodes[k]
-            out = node.output[0]
+            out = table.outputs[k][0]
             if out in tried:
                 continue
             known_out = types.get(out)
-            x = type_of(node.input[0])
+            x = type_of(table.inputs[k][0])
             if known_out is not None and _shaped(known_out) or x is None or not _shaped(x):
                 continue
             tried.add(out)
-            vi = planner.declared(node, x)
+            vi = planner.declared(nodes[k], x)
             if vi is not None:
                 planned.append(vi)
         if not planned:
@@ -295,14 +296,14 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner):
         affected: set = set()
         while todo:
             for k in consumers.get(todo.pop(), ()):
-                if k in affected or nodes[k].op_type == "StridedSlice":
+                if k in affected or table.ops[k] == "StridedSlice":
                     continue
                 affected.add(k)
-                todo.extend(o for o in nodes[k].output if o)
+                todo.extend(o for o in table.outputs[k] if o)
         changed = set()
         if affected:
-            changed = _infer_part(sk, sorted(affected), producer, initializers, outputs, types, inputs, used,
-                                  fresh, infer)
+            changed = _infer_part(sk, table, sorted(affected), producer, initializers, outputs, types, inputs,
+                                  used, fresh, infer)
         candidates = sorted({k for name in itertools.chain(changed, (vi.name for vi in planned))
                              for k in consumers.get(name, ()) if is_slice[k]})
     out = onnx.ModelProto()
@@ -322,7 +323,8 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner):
     return out
 
 
-def _infer_part(sk, part, producer, initializers, outputs, types, inputs, used, fresh, infer) -> set:
+def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
+                infer) -> set:
     """Infer the main-graph nodes of ``sk`` at positions ``part`` (in order) in a model of their
     own; update ``types`` with what it derives for their outputs (renaming made-up symbols that
     meet one in ``used``).  Returns the names of their outputs."""
@@ -335,16 +337,16 @@ def _infer_part(sk, part, producer, initializers, outputs, types, inputs, used, 
     g.name = sk.graph.name
     own: dict = {}  # (ordered)
     for k in part:
-        own.update((o, None) for o in nodes[k].output if o)
+        own.update((o, None) for o in table.outputs[k] if o)
     constants, seen = [], set()
     existing: set = set()
     for k in part:
-        for name in nodes[k].input:
+        for name in table.inputs[k]:
             if not name or name in own or name in seen:
                 continue
             seen.add(name)
             p = producer.get(name)
-            if p is not None and nodes[p].op_type == "Constant" and nodes[p].domain == "":
+            if p is not None and table.ops[p] == "Constant" and table.domains[p] == "":
                 constants.append(p)  # its value, as the whole graph gives it to inference
                 continue
             if name in initializers:
