@@ -700,17 +700,20 @@ def _floor_rows(label: str, rows: list, models, repeat: int, tmp: Path, verify: 
         print(line, flush=True)
 
 
-def bench_chains(sizes, repeat: int, tmp: Path, every=(100, 10), verify: bool = True) -> list[dict]:
+def bench_chains(sizes, repeat: int, tmp: Path, every=(100, 10), verify: bool = True,
+                 fan_out_max: int = 10000) -> list[dict]:
     """Slices in series (:func:`chain_model`: a StridedSlice every ``every`` nodes, each reading
     the previous one's output) beside fan-out rows (:func:`synthetic_model`, groups of 8 slices
     reading one tensor), at ``sizes`` nodes: whole-process CPU against the floors
-    (:func:`_floor_rows`)."""
+    (:func:`_floor_rows`); fan-out rows up to ``fan_out_max`` nodes (section 8 has larger ones)."""
     rows: list[dict] = []
     for n in sizes:
         for k in every:
             row: dict = {"model": "chain", "nodes": n, "slices_in_series": n // k}
             rows.append(row)
             _floor_rows(f"chain_{n}_{n // k}", rows[-1:], [(row, chain_model(n, n // k))], repeat, tmp, verify)
+        if n > fan_out_max:
+            continue
         row = {"model": "fan-out 8", "nodes": n, "slices": n}
         rows.append(row)
         _floor_rows(f"fanout_{n}", rows[-1:], [(row, synthetic_model(n, False))], repeat, tmp, verify)
