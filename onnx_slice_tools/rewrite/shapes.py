@@ -40,15 +40,19 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
             return declared
-    keep = None
+    keep, table = None, None
     if names is not None and has_subgraphs is False and not proto.functions:
-        keep = _ancestors(proto.graph, names)  # inference of a node reads only its inputs' types
-        if len(keep) == len(proto.graph.node):
+        table = NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
+        keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
+        if len(keep) == len(table):
             keep = None
+        else:
+            table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
+                                           [table.inputs[k] for k in keep], [table.outputs[k] for k in keep], [])
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -82,7 +86,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     return out
 
 
-def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
+def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None):
     """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
 
     A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
@@ -100,8 +104,9 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     slices in series costs one inference of each node, not one inference of the whole graph per
     link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
     order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
-    graph.  ``copy``: ``sk`` is the caller's model (not modified)."""
-    table = NodeTable(sk.graph)
+    graph.  ``copy``: ``sk`` is the caller's model (not modified).  ``table``: the NodeTable of
+    ``sk``'s main graph, if read."""
+    table = table or NodeTable(sk.graph)
     positions = [k for k, op in enumerate(table.ops)
                  if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
     if not positions:
@@ -412,13 +417,13 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
     return out
 
 
-def _ancestors(graph, names) -> list:
-    """Indices (in order) of the main-graph nodes that ``names`` depend on: their producers, and
-    their inputs' producers, transitively (no subgraphs: their outer reads are not inputs)."""
-    nodes = graph.node
+def _ancestors(table: NodeTable, names) -> list:
+    """Indices (in order) of the main-graph nodes (``table``: the graph's) that ``names`` depend
+    on: their producers, and their inputs' producers, transitively (no subgraphs: their outer
+    reads are not inputs)."""
+    inputs = table.inputs
     producers: dict[str, int] = {}
-    for position, node in enumerate(nodes):
-        outputs = node.output
+    for position, outputs in enumerate(table.outputs):
         if len(outputs) == 1:  # the common case, without the iterator
             if outputs[0]:
                 producers[outputs[0]] = position
@@ -427,7 +432,7 @@ def _ancestors(graph, names) -> list:
     todo = [producers[n] for n in names if n in producers]
     seen = set(todo)
     while todo:
-        for name in nodes[todo.pop()].input:
+        for name in inputs[todo.pop()]:
             k = producers.get(name)
             if k is not None and k not in seen:
                 seen.add(k)
