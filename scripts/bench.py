@@ -36,6 +36,13 @@
 10. inspect (``--only inspect``): whole-process wall and CPU seconds of ``inspect``, ``inspect
    --json`` and ``convert`` (verification on) of the same ``--speed-sizes`` models (fan-out 8),
    and start-up (``--help``, ``explain``, Python alone); median of ``--repeat`` fresh processes.
+11. chains (``--only chains``, not in the default set): slices in series (``chain_model``: ``Neg``
+   nodes with a TF ``x[:, ::-1]`` every ``--chain-every`` nodes, each reading the previous slice's
+   output) beside fan-out-8 rows, at ``--chain-sizes`` nodes: ``convert --no-verify`` against
+   load + save and ``convert`` against load + save + one default onnxruntime session of the
+   output + one run of it (whole-process CPU seconds, medians of ``--repeat`` turns).
+12. distinct specs (``--only distinct``, not in the default set): ``--distinct-sizes`` StridedSlices
+   with their own begin/end over x: [B, 64, 64, 8], each a graph output; the same floors.
 """
 
 from __future__ import annotations
@@ -96,6 +103,63 @@ def synthetic_model(n: int, symbolic: bool, opset: int = 17, fan_out: int = len(
                               outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
                                                     helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    return model
+
+
+def chain_model(n: int, slices: int, shape=(4, 16, 16, 8), opset: int = 17):
+    """A TF-flavour chain of ``n`` nodes: ``Neg`` nodes with a StridedSlice ``h[:, ::-1]`` every
+    ``n // slices`` nodes, each slice reading the previous node's output, so the slices are in
+    series (slice k's input depends on slice k-1); the last node's output is the one graph output.
+    The shape of every value after slice k is known only once slice k is planned: the model that
+    the depth of a chain of slices costs on."""
+    from onnx import TensorProto, helper
+    every = max(1, n // max(1, slices))
+    inits = [helper.make_tensor(nm, TensorProto.INT32, [2], vals)
+             for nm, vals in (("cb", [0, 0]), ("ce", [0, 0]), ("cs", [1, -1]))]
+    nodes, h, made = [], "x", 0
+    for i in range(n):
+        out = f"h{i}"
+        if (i + 1) % every == 0 and made < slices:
+            nodes.append(helper.make_node("StridedSlice", [h, "cb", "ce", "cs"], [out], name=f"ss{i}",
+                                          domain=TF_DOMAIN, begin_mask=3, end_mask=3))
+            made += 1
+        else:
+            nodes.append(helper.make_node("Neg", [h], [out], name=f"neg{i}"))
+        h = out
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(TF_DOMAIN, 1)])
+    model.ir_version = 8
+    return model
+
+
+def distinct_spec_model(n: int, opset: int = 17, seed: int = 0):
+    """``n`` TF StridedSlice nodes over x: [B, 64, 64, 8] (B symbolic), each with its own
+    begin/end (constants of its own), each a graph output: a model closer to users' than the
+    shared-pattern ones (every slice a distinct spec, so no plan or check is shared)."""
+    from onnx import TensorProto, helper
+    rng = np.random.default_rng(seed)
+    nodes, inits, outputs = [], [], []
+    seen: set = set()
+    while len(nodes) < n:
+        b1, b2 = (int(v) for v in rng.integers(0, 32, 2))
+        e1, e2 = b1 + int(rng.integers(1, 33)), b2 + int(rng.integers(1, 33))
+        s1, s2 = (int(v) for v in rng.integers(1, 3, 2))
+        key = (b1, b2, e1, e2, s1, s2)
+        if key in seen:
+            continue
+        seen.add(key)
+        k = len(nodes)
+        for nm, vals in (("b", [0, b1, b2]), ("e", [0, e1, e2]), ("s", [1, s1, s2])):
+            inits.append(helper.make_tensor(f"{nm}{k}", TensorProto.INT32, [3], vals))
+        nodes.append(helper.make_node("StridedSlice", ["x", f"b{k}", f"e{k}", f"s{k}"], [f"y{k}"], name=f"ss{k}",
+                                      domain=TF_DOMAIN, begin_mask=1, end_mask=1))
+        outputs.append(helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "distinct", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                ["B", 64, 64, 8])],
+                              outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(TF_DOMAIN, 1)])
     model.ir_version = 8
     return model
 
@@ -579,6 +643,95 @@ def bench_speed(sizes, repeat: int, tmp: Path, batch_models: int, no_verify_only
     return result
 
 
+#: one default onnxruntime session of a model and one run of it, symbolic dims at 1: the part of a
+#: verified conversion's floor that a user pays to load and run the output once
+_SESSION_AND_RUN = """
+import sys, numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1])
+types = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+s.run(None, {i.name: np.ones([d if isinstance(d, int) else 1 for d in i.shape], types[i.type]) for i in s.get_inputs()})
+"""
+
+
+def _floor_rows(label: str, rows: list, models, repeat: int, tmp: Path, verify: bool = True) -> None:
+    """Per (row, model): whole-process CPU and wall seconds of load + save, ``convert --no-verify``,
+    and (``verify``) one default session of the output plus one run of it and ``convert``
+    (verification on), each command of a model taken in turn ``repeat`` times (medians); the
+    ratios against the floors: ``convert --no-verify`` / load+save and ``convert`` / (load+save +
+    session + run), the median of each turn's own ratio."""
+    import onnx
+    py = sys.executable
+    floor_cmd = [py, "-c", "import sys, onnx; onnx.save(onnx.load(sys.argv[1]), sys.argv[2])"]
+    for row, model in models:
+        path = tmp / f"{label}.onnx"
+        onnx.save(model, path)
+        del model
+        out = tmp / f"{label}_out.onnx"
+        runs = [("load_save", floor_cmd + [str(path), str(tmp / "ls.onnx")]),
+                ("convert_no_verify", _tool("convert", "--no-verify", str(path), "-o", str(out)))]
+        if verify:  # (the session and run of what convert --no-verify wrote: the bytes convert writes)
+            runs += [("session_run", [py, "-c", _SESSION_AND_RUN, str(out)]),
+                     ("convert", _tool("convert", str(path), "-o", str(out)))]
+        samples: dict = {name: ([], []) for name, _ in runs}
+        row["load_average"] = os.getloadavg()[0]
+        for _ in range(repeat):
+            for name, cmd in runs:
+                cpu: list = []
+                samples[name][0].append(_median_process_s(cmd, 1, cpu=cpu))
+                samples[name][1].append(cpu[0])
+        for name, (walls, cpus) in samples.items():
+            row[f"{name}_s"] = sorted(walls)[len(walls) // 2]
+            row[f"{name}_cpu_s"] = sorted(cpus)[len(cpus) // 2]
+
+        def ratio(num, dens, k):
+            values = sorted(n / sum(d) for n, *d in zip(samples[num][k], *(samples[d][k] for d in dens)))
+            return values[len(values) // 2]
+        row["no_verify_vs_floor_cpu"] = ratio("convert_no_verify", ["load_save"], 1)
+        row["no_verify_vs_floor_wall"] = ratio("convert_no_verify", ["load_save"], 0)
+        line = (f"{label}: {json.dumps({k: v for k, v in row.items() if not k.endswith('_s')})}: load+save "
+                f"{row['load_save_cpu_s']:.2f} s CPU, convert --no-verify {row['convert_no_verify_cpu_s']:.2f} "
+                f"({row['no_verify_vs_floor_cpu']:.2f}x; wall {row['no_verify_vs_floor_wall']:.2f}x)")
+        if verify:
+            row["verify_vs_floor_cpu"] = ratio("convert", ["load_save", "session_run"], 1)
+            row["verify_vs_floor_wall"] = ratio("convert", ["load_save", "session_run"], 0)
+            line += (f", session+run {row['session_run_cpu_s']:.2f}, convert {row['convert_cpu_s']:.2f} "
+                     f"({row['verify_vs_floor_cpu']:.2f}x floor; wall {row['convert_s']:.2f} s, "
+                     f"{row['verify_vs_floor_wall']:.2f}x)")
+        print(line, flush=True)
+
+
+def bench_chains(sizes, repeat: int, tmp: Path, every=(100, 10), verify: bool = True,
+                 fan_out_max: int = 10000) -> list[dict]:
+    """Slices in series (:func:`chain_model`: a StridedSlice every ``every`` nodes, each reading
+    the previous one's output) beside fan-out rows (:func:`synthetic_model`, groups of 8 slices
+    reading one tensor), at ``sizes`` nodes: whole-process CPU against the floors
+    (:func:`_floor_rows`); fan-out rows up to ``fan_out_max`` nodes (section 8 has larger ones)."""
+    rows: list[dict] = []
+    for n in sizes:
+        for k in every:
+            row: dict = {"model": "chain", "nodes": n, "slices_in_series": n // k}
+            rows.append(row)
+            _floor_rows(f"chain_{n}_{n // k}", rows[-1:], [(row, chain_model(n, n // k))], repeat, tmp, verify)
+        if n > fan_out_max:
+            continue
+        row = {"model": "fan-out 8", "nodes": n, "slices": n}
+        rows.append(row)
+        _floor_rows(f"fanout_{n}", rows[-1:], [(row, synthetic_model(n, False))], repeat, tmp, verify)
+    return rows
+
+
+def bench_distinct(sizes, repeat: int, tmp: Path) -> list[dict]:
+    """:func:`distinct_spec_model` (every slice its own begin/end over [B, 64, 64, 8], each a
+    graph output) at ``sizes`` slices, fully verified ``convert`` against load + save + one
+    default session of the output + one run of it at B = 1 (:func:`_floor_rows`)."""
+    rows: list[dict] = []
+    for n in sizes:
+        row: dict = {"model": "distinct specs [B, 64, 64, 8]", "slices": n}
+        rows.append(row)
+        _floor_rows(f"distinct_{n}", rows[-1:], [(row, distinct_spec_model(n))], repeat, tmp)
+    return rows
+
+
 def bench_inspect(sizes, repeat: int, tmp: Path) -> dict:
     """``inspect`` against ``convert`` (see the module doc, 10.): inspect needs no verification,
     so it must take no longer than convert on the same model."""
@@ -843,7 +996,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-models", type=int, default=200, help="models for the batch crash benchmark")
     ap.add_argument("--jobs", type=int, default=2, help="workers for the batch benchmark")
     ap.add_argument("--only", choices=["throughput", "tf2onnx", "memory", "batch", "checks", "verify-memory",
-                                       "targets", "speed", "source-memory", "validation", "inspect"],
+                                       "targets", "speed", "source-memory", "validation", "inspect", "chains",
+                                       "distinct"],
                     action="append")
     ap.add_argument("--source-rows", type=int, default=50000,
                     help="--only source-memory: rows of the [rows, 1000] float32 weight (50000: 191 MB)")
@@ -855,6 +1009,12 @@ def main(argv=None) -> int:
                     help="StridedSlice nodes for the whole-process speed ratios (--only speed)")
     ap.add_argument("--speed-no-verify", action="store_true",
                     help="--only speed: the rewrite path (convert --no-verify vs load+save) alone")
+    ap.add_argument("--chain-sizes", default="1000,10000,100000",
+                    help="--only chains: nodes of the chain (slices in series) and fan-out models")
+    ap.add_argument("--chain-every", default="100,10",
+                    help="--only chains: a StridedSlice every this many nodes (one chain row per value)")
+    ap.add_argument("--distinct-sizes", default="1000,10000",
+                    help="--only distinct: StridedSlice nodes of the distinct-spec [B, 64, 64, 8] model")
     ap.add_argument("--memory", action="store_true", help="only the memory benchmarks (memory, checks, verify-memory)")
     ap.add_argument("--targets", action="store_true", help="only the per-target section (same as --only targets)")
     args = ap.parse_args(argv)
@@ -888,6 +1048,14 @@ def main(argv=None) -> int:
             results["speed"] = bench_speed([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp),
                                            args.batch_models, no_verify_only=args.speed_no_verify,
                                            tf2onnx_slices=args.slices)
+        if "chains" in only:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "onnx_slice_tools")], check=True)
+            results["chains"] = bench_chains([int(v) for v in args.chain_sizes.split(",")], args.repeat, Path(tmp),
+                                             tuple(int(v) for v in args.chain_every.split(",")))
+        if "distinct" in only:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "onnx_slice_tools")], check=True)
+            results["distinct"] = bench_distinct([int(v) for v in args.distinct_sizes.split(",")], args.repeat,
+                                                 Path(tmp))
         if "inspect" in only:
             results["inspect"] = bench_inspect([int(s) for s in args.speed_sizes.split(",")], args.repeat, Path(tmp))
         if "validation" in only:

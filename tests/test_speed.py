@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _SYMBOLIC = """
@@ -179,3 +181,47 @@ def test_converting_a_plain_onnx_model_imports_no_onnx_ir(tmp_path):
                          capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout
+
+
+def _python_calls(model) -> tuple[int, int]:
+    """(Python function calls counted by cProfile in this thread, nodes shape inference was asked
+    to infer) while ``convert`` (verification on) converts ``model``: deterministic measures of
+    the work, unlike a clock, on a busy machine too."""
+    import cProfile
+    import pstats
+
+    import onnx
+
+    import onnx_slice_tools.graphs.shape_inference as shape_inference
+    from onnx_slice_tools import convert
+    inferred = [0]
+    real = shape_inference.infer
+
+    def counting(m, strict=False):
+        inferred[0] += len((onnx.load_from_string(m) if isinstance(m, bytes) else m).graph.node)
+        return real(m, strict)
+    shape_inference.infer = counting
+    profile = cProfile.Profile()
+    try:
+        profile.enable()
+        result = convert(model)
+        profile.disable()
+    finally:
+        shape_inference.infer = real
+    assert result.ok and result.report.verdict == "verified", result.report.to_dict()["model_checks"]
+    return sum(v[0] for v in pstats.Stats(profile).stats.values()), inferred[0]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("every", [10, 100])
+def test_convert_grows_linearly_with_slices_in_series(every):
+    """``convert`` with verification of a chain (slices in series, a StridedSlice every ``every``
+    nodes) of twice the nodes and twice the slices does at most about twice the work, counted
+    (never timed) in the two places super-linear work showed: the Python calls of the whole
+    conversion and the nodes handed to ONNX shape inference (each derivation round, each check)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import chain_model
+    _python_calls(chain_model(200, 200 // every))  # (first-use costs: imports, schemas, probes)
+    calls_1, inferred_1 = _python_calls(chain_model(1500, 1500 // every))
+    calls_2, inferred_2 = _python_calls(chain_model(3000, 3000 // every))
+    assert calls_2 <= 2.2 * calls_1, (calls_1, calls_2)
+    assert inferred_2 <= 2.2 * inferred_1, (inferred_1, inferred_2)

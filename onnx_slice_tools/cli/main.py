@@ -113,15 +113,18 @@ def verdict_text(rep, v: str | None = None) -> str:
     """The summary words of a conversion that did not fail (one rule: Report.verdict; ``v``:
     it, when the caller has it)."""
     from ..verification.checks import detail
+    from ..verification.inplace import AS_SHIPPED
     v = rep.verdict if v is None else v
     if v == "verified":
         inplace = list(rep.record_inplace.values()).count("passed")  # (keyed by record position)
+        shipped_too = list(rep.record_inplace.values()).count(AS_SHIPPED)  # (settled by the as-shipped run)
         framework = detail(rep.model_checks.get("framework", ""))
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
         return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
                 + (f", {inplace} checked in place in the whole model" if inplace else "")
+                + (f", {shipped_too} by their output in the as-shipped run" if shipped_too else "")
                 + (f"; {framework}" if framework else "") + ")"
                 + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
     if v == "nothing to rewrite":

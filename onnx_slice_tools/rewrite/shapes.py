@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 from ..errors import StridedSliceError
+from ..graphs.table import NodeTable
 from ..graphs.walk import proto_subgraphs
 from ..semantics.plan import make_plan
 from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_value
@@ -39,15 +40,19 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
             return declared
-    keep = None
+    keep, table = None, None
     if names is not None and has_subgraphs is False and not proto.functions:
-        keep = _ancestors(proto.graph, names)  # inference of a node reads only its inputs' types
-        if len(keep) == len(proto.graph.node):
+        table = NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
+        keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
+        if len(keep) == len(table):
             keep = None
+        else:
+            table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
+                                           [table.inputs[k] for k in keep], [table.outputs[k] for k in keep], [])
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -81,7 +86,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     return out
 
 
-def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
+def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None):
     """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
 
     A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
@@ -89,36 +94,62 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
     main-graph StridedSlice whose output is unknown, whose input's shape is derived and whose
     begin/end/strides are constants (initializers or ``Constant`` nodes of ``sk``) gets the
     output shape of its plan (``make_plan(spec, dims).output_shape``, what its lowering
-    computes) declared in ``sk``, and inference runs again; once per link of the longest chain.
-    ``copy``: ``sk`` is the caller's model (copied before the first declaration)."""
-    import onnx
-    from onnx import numpy_helper
+    computes) declared, and inference goes on from there, in rounds: round r plans the slices
+    whose input got its shape in round r - 1.
 
-    from ..graphs.shape_inference import infer
-    g = sk.graph
-    slices = [n for n in g.node if n.op_type == "StridedSlice" and len(n.output) == 1 and len(n.input) >= 3]
-    if not slices:
+    :func:`_rounds_in_part` runs the rounds linearly in the model: a node's inferred type depends
+    only on its inputs' types and constants, so a round infers only the nodes downstream of the
+    slices the previous round planned (up to the next StridedSlice, whose output inference never
+    changes), each in a model of its own with the values it reads as typed inputs.  A chain of
+    slices in series costs one inference of each node, not one inference of the whole graph per
+    link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
+    order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
+    graph.  ``copy``: ``sk`` is the caller's model (not modified).  ``table``: the NodeTable of
+    ``sk``'s main graph, if read."""
+    table = table or NodeTable(sk.graph)
+    positions = [k for k, op in enumerate(table.ops)
+                 if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
+    if not positions:
         return inferred
-    overridable = {vi.name for vi in g.input}
-    inits = {t.name: t for t in g.initializer if t.name not in overridable}
-    constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1
-                 and len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
+    planner = _SlicePlanner(sk, flavor)
+    part = _rounds_in_part(sk, inferred, planner, table)
+    if part is not None:
+        return part
+    return _rounds_whole(sk, inferred, [sk.graph.node[k] for k in positions], planner, copy)
 
-    read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
-    parsed: dict = {}  # (index inputs, attributes, domain) -> (spec, runtime) or None: models repeat patterns
-    planned_shapes: dict = {}  # (spec, dims) -> output shape or None
-    parse_cache: dict = {}
 
-    def const_of(name, field_name):
+class _SlicePlanner:
+    """The declared output type of a main-graph StridedSlice of ``sk`` given its input's type:
+    its plan's output shape, or None (no flavour, runtime index inputs, a spec or plan error).
+    Caches per distinct pattern: models repeat them."""
+
+    def __init__(self, sk, flavor: str | None):
+        import onnx
+        g = sk.graph
+        overridable = {vi.name for vi in g.input}
+        self.inits = {t.name: t for t in g.initializer if t.name not in overridable}
+        self.constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == ""
+                          and len(n.output) == 1 and len(n.attribute) == 1
+                          and n.attribute[0].name in ("value", "value_int", "value_ints")}
+        self.flavor = flavor
+        self.read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
+        self.parsed: dict = {}  # (index inputs, attributes, domain) -> spec or None
+        self.planned_shapes: dict = {}  # (spec, dims) -> output shape or None
+        self.parse_cache: dict = {}
+        self.onnx = onnx
+
+    def const_of(self, name, field_name):
         key = (name, field_name)
-        if key not in read:
-            read[key] = _const_of(name, field_name)
-        return read[key]
+        if key not in self.read:
+            self.read[key] = self._const_of(name, field_name)
+        return self.read[key]
 
-    def _const_of(name, field_name):
-        t = inits.get(name)
-        if t is None and name in constants:
-            a = constants[name].attribute[0]
+    def _const_of(self, name, field_name):
+        from onnx import numpy_helper
+        onnx = self.onnx
+        t = self.inits.get(name)
+        if t is None and name in self.constants:
+            a = self.constants[name].attribute[0]
             t = a.t if a.name == "value" else onnx.helper.make_tensor(
                 name, onnx.TensorProto.INT64, [] if a.name == "value_int" else [len(a.ints)],
                 [a.i] if a.name == "value_int" else list(a.ints))
@@ -126,44 +157,62 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             return None
         return index_values(numpy_helper.to_array(t), field_name)
 
+    def declared(self, node, x_type):
+        """The value_info of ``node``'s output (``x_type``: its input's TypeProto, with a shape), or None."""
+        dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                     for d in x_type.tensor_type.shape.dim)
+        key = (tuple(node.input[1:]), node.domain,
+               tuple((a.name, a.type, a.i, tuple(a.ints), a.s) for a in node.attribute))
+        if key not in self.parsed:
+            attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
+            node_flavor = self.flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
+            if node_flavor is None:  # no flavour, no spec to plan
+                self.parsed[key] = None
+            else:
+                try:
+                    spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, self.const_of,
+                                               lambda v: None, self.parse_cache)
+                    self.parsed[key] = None if runtime else spec
+                except (StridedSliceError, ValueError):
+                    self.parsed[key] = None
+        spec = self.parsed[key]
+        if spec is None:
+            return None
+        if (spec, dims) not in self.planned_shapes:
+            try:
+                self.planned_shapes[(spec, dims)] = make_plan(spec, dims).output_shape
+            except (StridedSliceError, ValueError):
+                self.planned_shapes[(spec, dims)] = None
+        shape = self.planned_shapes[(spec, dims)]
+        if shape is None:
+            return None
+        return self.onnx.helper.make_tensor_value_info(node.output[0], x_type.tensor_type.elem_type, list(shape))
+
+
+def _shaped(t) -> bool:
+    return t.HasField("tensor_type") and t.tensor_type.HasField("shape")
+
+
+def _rounds_whole(sk, inferred, slices, planner: _SlicePlanner, copy: bool):
+    """The rounds of :func:`_past_strided_slices`, each an inference of the whole graph of ``sk``
+    with every output planned so far declared: once per link of the longest chain (the way for
+    models :func:`_rounds_in_part` cannot cut)."""
+    import onnx
+
+    from ..graphs.shape_inference import infer
     tried: set = set()
     while True:
         known = {vi.name: vi for vi in itertools.chain(inferred.graph.input, inferred.graph.value_info,
-                                                         inferred.graph.output)
-                 if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+                                                         inferred.graph.output) if _shaped(vi.type)}
         planned = []
         for node in slices:
             out, x = node.output[0], known.get(node.input[0])
             if out in known or out in tried or x is None:
                 continue
             tried.add(out)
-            dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                         for d in x.type.tensor_type.shape.dim)
-            key = (tuple(node.input[1:]), node.domain,
-                   tuple((a.name, a.type, a.i, tuple(a.ints), a.s) for a in node.attribute))
-            if key not in parsed:
-                attrs = {a.name: ProtoAttr(a.type, proto_attr_value(a)) for a in node.attribute}
-                node_flavor = flavor or flavor_of({k: a.type for k, a in attrs.items()}, node.domain)
-                if node_flavor is None:  # no flavour, no spec to plan
-                    parsed[key] = None
-                else:
-                    try:
-                        spec, runtime = parse_node([i or None for i in node.input], attrs, node_flavor, const_of,
-                                                   lambda v: None, parse_cache)
-                        parsed[key] = None if runtime else spec
-                    except (StridedSliceError, ValueError):
-                        parsed[key] = None
-            spec = parsed[key]
-            if spec is None:
-                continue
-            if (spec, dims) not in planned_shapes:
-                try:
-                    planned_shapes[(spec, dims)] = make_plan(spec, dims).output_shape
-                except (StridedSliceError, ValueError):
-                    planned_shapes[(spec, dims)] = None
-            shape = planned_shapes[(spec, dims)]
-            if shape is not None:
-                planned.append(onnx.helper.make_tensor_value_info(out, x.type.tensor_type.elem_type, list(shape)))
+            vi = planner.declared(node, x.type)
+            if vi is not None:
+                planned.append(vi)
         if not planned:
             return inferred
         if copy:
@@ -175,6 +224,172 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool):
             else:
                 sk.graph.value_info.append(vi)
         inferred = infer(sk)
+
+
+def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None):
+    """The rounds of :func:`_past_strided_slices`, each inferring only the nodes whose inputs'
+    types the previous round changed: the nodes downstream of the slices it planned, up to the
+    next StridedSlice (its output changes only by declaration).  Each round's model holds those
+    nodes, the ``Constant`` nodes and initializers they read (inference reads their values), the
+    values they read from other nodes as typed graph inputs (a value of no type left undefined,
+    as in the whole graph) and the graph outputs among their outputs (declared as in ``sk``).
+    Symbols inference makes up for unknown dims (``unk__N``) are renamed where they meet one
+    already in use, so that two dims share a name only if inference made them equal.
+
+    Returns a ModelProto holding what the whole-graph rounds return (graph inputs, value_info,
+    outputs, initializers; no nodes), or None when the model cannot be cut that way: functions,
+    a node holding a subgraph (its body reads outer values no input names), nodes out of order,
+    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read."""
+    import onnx
+
+    from ..graphs.shape_inference import infer
+    g = sk.graph
+    table = table or NodeTable(g)
+    if sk.functions or table.holders:
+        return None
+    nodes = g.node
+    producer: dict[str, int] = {}
+    consumers: dict[str, list[int]] = {}
+    for position, (ins, outs) in enumerate(zip(table.inputs, table.outputs)):
+        for name in ins:
+            if name:
+                consumers.setdefault(name, []).append(position)
+        for name in outs:
+            if name:
+                if name in producer or name in consumers:  # produced twice, or read before it is produced
+                    return None
+                producer[name] = position
+    inputs = {vi.name: vi.type for vi in inferred.graph.input}
+    types: dict = {}  # name -> TypeProto of every node output with a type
+    for vi in itertools.chain(inferred.graph.value_info, inferred.graph.output):
+        if vi.name in producer:
+            types[vi.name] = vi.type
+    outputs = {o.name: o for o in g.output}
+    initializers = {t.name: t for t in g.initializer}
+    used = {d.dim_param for t in itertools.chain(inputs.values(), types.values()) if _shaped(t)
+            for d in t.tensor_type.shape.dim if d.dim_param}
+    fresh = itertools.count()
+
+    def type_of(name):
+        t = types.get(name)
+        return inputs.get(name) if t is None else t
+
+    tried: set = set()
+    is_slice = [op == "StridedSlice" and len(outs) == 1 and len(ins) >= 3
+                for op, ins, outs in zip(table.ops, table.inputs, table.outputs)]
+    candidates = [k for k, flag in enumerate(is_slice) if flag]
+    while True:
+        planned = []
+        for k in candidates:
+            out = table.outputs[k][0]
+            if out in tried:
+                continue
+            known_out = types.get(out)
+            x = type_of(table.inputs[k][0])
+            if known_out is not None and _shaped(known_out) or x is None or not _shaped(x):
+                continue
+            tried.add(out)
+            vi = planner.declared(nodes[k], x)
+            if vi is not None:
+                planned.append(vi)
+        if not planned:
+            break
+        for vi in planned:
+            types[vi.name] = vi.type
+        # the nodes whose inputs changed, transitively, up to the next StridedSlice
+        todo = [vi.name for vi in planned]
+        affected: set = set()
+        while todo:
+            for k in consumers.get(todo.pop(), ()):
+                if k in affected or table.ops[k] == "StridedSlice":
+                    continue
+                affected.add(k)
+                todo.extend(o for o in table.outputs[k] if o)
+        changed = set()
+        if affected:
+            changed = _infer_part(sk, table, sorted(affected), producer, initializers, outputs, types, inputs,
+                                  used, fresh, infer)
+        candidates = sorted({k for name in itertools.chain(changed, (vi.name for vi in planned))
+                             for k in consumers.get(name, ()) if is_slice[k]})
+    out = onnx.ModelProto()
+    out.graph.input.extend(inferred.graph.input)
+    out.graph.initializer.extend(g.initializer)
+    for name, t in types.items():
+        vi = out.graph.output.add() if name in outputs else out.graph.value_info.add()
+        vi.name = name
+        vi.type.CopyFrom(t)
+    for o in g.output:  # graph outputs of no inferred type keep their declaration (or a graph input's type)
+        if o.name not in types:
+            vi = out.graph.output.add()
+            vi.CopyFrom(o)
+            t = inputs.get(o.name)
+            if t is not None:
+                vi.type.CopyFrom(t)
+    return out
+
+
+def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
+                infer) -> set:
+    """Infer the main-graph nodes of ``sk`` at positions ``part`` (in order) in a model of their
+    own; update ``types`` with what it derives for their outputs (renaming made-up symbols that
+    meet one in ``used``).  Returns the names of their outputs."""
+    import onnx
+    nodes = sk.graph.node
+    sub = onnx.ModelProto()
+    sub.ir_version = sk.ir_version
+    sub.opset_import.extend(sk.opset_import)
+    g = sub.graph
+    g.name = sk.graph.name
+    own: dict = {}  # (ordered)
+    for k in part:
+        own.update((o, None) for o in table.outputs[k] if o)
+    constants, seen = [], set()
+    existing: set = set()
+    for k in part:
+        for name in table.inputs[k]:
+            if not name or name in own or name in seen:
+                continue
+            seen.add(name)
+            p = producer.get(name)
+            if p is not None and table.ops[p] == "Constant" and table.domains[p] == "":
+                constants.append(p)  # its value, as the whole graph gives it to inference
+                continue
+            if name in initializers:
+                g.initializer.append(initializers[name])
+                continue
+            t = types.get(name) if p is not None else inputs.get(name)
+            if t is None:
+                continue  # no type: undefined here, as in the whole graph
+            vi = g.input.add()
+            vi.name = name
+            vi.type.CopyFrom(t)
+            if _shaped(t):
+                existing.update(d.dim_param for d in t.tensor_type.shape.dim if d.dim_param)
+    g.node.extend(nodes[p] for p in sorted(set(constants)))
+    g.node.extend(nodes[k] for k in part)
+    for name in own:
+        if name in outputs:
+            g.output.append(outputs[name])
+    for name in own:
+        types.pop(name, None)
+    result = infer(sub)
+    renamed: dict = {}
+    for vi in itertools.chain(result.graph.value_info, result.graph.output):
+        if vi.name not in own:
+            continue
+        t = vi.type
+        if _shaped(t):
+            for d in t.tensor_type.shape.dim:
+                if d.dim_param and d.dim_param not in existing:
+                    if d.dim_param not in renamed:
+                        name = d.dim_param
+                        while name in used:
+                            name = f"unk__{next(fresh)}"
+                        renamed[d.dim_param] = name
+                        used.add(name)
+                    d.dim_param = renamed[d.dim_param]
+        types[vi.name] = t
+    return set(own)
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
@@ -202,13 +417,13 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
     return out
 
 
-def _ancestors(graph, names) -> list:
-    """Indices (in order) of the main-graph nodes that ``names`` depend on: their producers, and
-    their inputs' producers, transitively (no subgraphs: their outer reads are not inputs)."""
-    nodes = graph.node
+def _ancestors(table: NodeTable, names) -> list:
+    """Indices (in order) of the main-graph nodes (``table``: the graph's) that ``names`` depend
+    on: their producers, and their inputs' producers, transitively (no subgraphs: their outer
+    reads are not inputs)."""
+    inputs = table.inputs
     producers: dict[str, int] = {}
-    for position, node in enumerate(nodes):
-        outputs = node.output
+    for position, outputs in enumerate(table.outputs):
         if len(outputs) == 1:  # the common case, without the iterator
             if outputs[0]:
                 producers[outputs[0]] = position
@@ -217,7 +432,7 @@ def _ancestors(graph, names) -> list:
     todo = [producers[n] for n in names if n in producers]
     seen = set(todo)
     while todo:
-        for name in nodes[todo.pop()].input:
+        for name in inputs[todo.pop()]:
             k = producers.get(name)
             if k is not None and k not in seen:
                 seen.add(k)

@@ -884,7 +884,7 @@ class InplaceRun:
             elif problem is not None:
                 self.marks[id(r)] = failed(f"as shipped: {problem}")
             else:
-                self.marks[id(r)] = PASSED
+                self.marks[id(r)] = AS_SHIPPED
         result.inplace = {i: self.marks[id(r)] for i, r in enumerate(self.records) if id(r) in self.marks}
         records = [r for r in self.records if id(r) in self.marks]
         bad = [r for r in records if kind(self.marks[id(r)]) == "failed"]
@@ -947,6 +947,8 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
 
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
 AWAITING = skipped("awaits the as-shipped run")
+#: ... and once the as-shipped run gave its reference output, bitwise: what checked it, said
+AS_SHIPPED = passed("as shipped: its reference output, bitwise, in the saved model's default run")
 
 
 class _Attempt:

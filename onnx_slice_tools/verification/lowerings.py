@@ -576,9 +576,14 @@ def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
             kept += 1
 
 
+#: cases per session at most: onnxruntime's Python ``run`` looks up each of a session's inputs in
+#: a list of the fed names, a cost quadratic in the inputs of one session (a case has its own)
+SESSION_CASES = 256
+
+
 def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
     """Cases sharing one session: strings apart (onnxruntime takes them only as numpy arrays),
-    and at most half the budget of baseline feeds per session."""
+    at most half the budget of baseline feeds and :data:`SESSION_CASES` cases per session."""
     groups: list[list[_CaseRun]] = []
     for strings in (False, True):
         cur: list[_CaseRun] = []
@@ -586,7 +591,7 @@ def _groups(plans: list[_CaseRun], budget: int) -> list[list[_CaseRun]]:
         for p in plans:
             if (p.case.elem_type == STRING) != strings:
                 continue
-            if cur and total + p.baseline_bytes > budget // 2:
+            if cur and (total + p.baseline_bytes > budget // 2 or len(cur) >= SESSION_CASES):
                 groups.append(cur)
                 cur, total = [], 0
             cur.append(p)
@@ -640,14 +645,18 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
 
 
 def _run_batch(session, group: list[_CaseRun], batch: list, rng, opset: int) -> None:
+    """One run comparing the cases of ``batch`` (case, input shape); the cases of one input shape
+    and element type read one random tensor (each its own graph input): every case is still
+    compared with its own reference on distinct values, and the draws cost one per shape."""
     feeds: dict = {}
+    inputs: dict = {}  # (shape, dtype) -> the random tensor drawn for it in this run
     for p in group:
         feeds.update(p.baseline)
     compared = {}
     for p, shape in batch:
         if kind(p.case.result.onnxruntime) == "failed":
             continue
-        drawn = _draw(p, shape, rng)
+        drawn = _draw(p, shape, rng, inputs=inputs)
         if drawn is None:
             continue
         feed, exp, values = drawn
@@ -802,13 +811,19 @@ def _inside_candidates(dim) -> list[int]:
     return list(range(-d, d)) or [0]
 
 
-def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60):
+def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60, inputs: dict | None = None):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
-    draws are kept (up to MUST_FAIL_DRAWS) as must-fail cases."""
+    draws are kept (up to MUST_FAIL_DRAWS) as must-fail cases.  ``inputs``: (shape, dtype) ->
+    random tensor, shared by the cases of one run (read only: drawn here when missing)."""
     case, i = p.case, p.index
     spec = case.written_spec
-    x = random_input(shape, case.dtype, rng)
+    key = (shape, np.dtype(case.dtype))
+    x = None if inputs is None else inputs.get(key)
+    if x is None:
+        x = random_input(shape, case.dtype, rng)
+        if inputs is not None:
+            inputs[key] = x
     fields = case.runtime_fields
     if not fields:
         try:

@@ -296,6 +296,7 @@ def test_inference_of_the_ancestors_only():
     """With no subgraph, the shapes of the StridedSlice inputs come from inferring only the nodes
     they depend on: the same shapes as inferring the whole model (peer model: 800 slices of
     800 inputs; benchmark model: slices of a Relu chain)."""
+    from onnx_slice_tools.graphs.table import NodeTable
     from onnx_slice_tools.rewrite.shapes import _ancestors
     from onnx_slice_tools.rewrite.proto_pass import scan
     from test_peer_cases import peer_model
@@ -304,7 +305,7 @@ def test_inference_of_the_ancestors_only():
         names = scan(model.graph).inputs
         assert derive_shapes(model, names=names, has_subgraphs=False) == \
             {n: v for n, v in derive_shapes(model).items() if n in names}
-    keep = _ancestors(chain.graph, scan(chain.graph).inputs)
+    keep = _ancestors(NodeTable(chain.graph), scan(chain.graph).inputs)
     assert [chain.graph.node[k].op_type for k in keep] == ["Relu"] * 11
 
 
