@@ -620,7 +620,8 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     thread of its own while the other checks run (the in-place run holds it: ``.ahead``).
     ``baseline_holders``: the positions of ``baseline``'s main-graph nodes that hold subgraphs,
     when the input's read found them (rewrite.proto_pass.scan of the model ``baseline`` copies)."""
-    from .verification.inplace import start_inplace, structural_diff
+    from .verification.inplace import start_inplace
+    from .verification.structure import structural_diff
     statics, ahead = None, None
     inferred: list = []
     if result.modified:  # first: their strict shape inference gives the in-place run its shapes and

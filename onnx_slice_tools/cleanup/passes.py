@@ -233,7 +233,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     ``vectors``: the index vector inputs of the rewrites (input_ranges.index_vectors): fed at
     the length and in the ranges their slices need, in every size assignment tried.
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
-    (inplace.same_values, and the checker and strict shape inference of the cleaned model)."""
+    (structure.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..rewrite.shapes import skeleton
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
     from ..verification.inplace import (
@@ -243,9 +243,9 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
         over_budget,
         random_feeds,
         run_need,
-        same_values,
         vector_pins,
     )
+    from ..verification.structure import same_values
     names = [o.name for o in before_proto.graph.output]
     if names != [o.name for o in after_proto.graph.output]:
         return failed(f"graph outputs differ: {names} vs {[o.name for o in after_proto.graph.output]}")

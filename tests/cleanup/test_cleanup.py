@@ -1,6 +1,8 @@
-"""Cleanup passes: each one on graphs built with onnx.helper (main graph, If/Loop bodies and
-model-local functions), the model before and after run in onnxruntime and compared bitwise;
-graph outputs keep names and types; a hypothesis test over random shape-arithmetic graphs."""
+"""The cleanup as a whole: the passes together on graphs built with onnx.helper (main graph,
+If/Loop bodies and model-local functions), the model before and after run in onnxruntime and
+compared bitwise; graph outputs keep names and types; a hypothesis test over random
+shape-arithmetic graphs; the cleanup's own check and its place in ``convert``.  Each pass's own
+tests are beside, in test_<pass>.py; the helpers here are theirs too."""
 
 from __future__ import annotations
 
@@ -16,8 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_slice_tools.verification.lowerings import DEFAULT_VERIFY_MEMORY
 from onnx_slice_tools.cleanup.passes import (
-    CommonSubexpressionPass, FoldShapeArithmeticPass, LiftScalarsPass, MergeSlicesPass, ReshapeCopyDimsPass,
-    TransposeSliceTransposePass, cleanup, cleanup_check, op_counts,
+    cleanup, cleanup_check, op_counts,
 )
 from onnx_slice_tools.verification.lowerings import make_session
 
@@ -98,43 +99,6 @@ def shape_scalar_chain(x, k, prefix, cast_to=None, add=None):
     return nodes, inits, p + "un"
 
 
-def test_lift_cancels_squeeze_unsqueeze_through_cast_and_add():
-    n1, i1, a = shape_scalar_chain("x", 0, "a_", cast_to=I64)
-    n2, i2, b = shape_scalar_chain("x", 1, "b_", cast_to=I64, add=3)
-    nodes = n1 + n2 + [helper.make_node("Concat", [a, b], ["shape"], axis=0),
-                       helper.make_node("Mul", ["shape", "shape"], ["y"])]
-    before = model(nodes, [x_input(["N", "M"])], [helper.make_tensor_value_info("y", I64, [2])], i1 + i2)
-    after, report = clean(before, [LiftScalarsPass()])
-    counts = ops(after)
-    assert counts["Squeeze"] == 0 and counts["Unsqueeze"] == 0
-    assert sum(counts.values()) < sum(ops(before).values())
-    assert report["passes"]["LiftScalarsPass"]["removed"]["Unsqueeze"] == 2
-    same_outputs(before, after, [{"x": floats(2, 3)}, {"x": floats(5, 1)}])
-
-
-def test_lift_keeps_squeeze_of_unknown_size():
-    """Squeeze of a dim whose size is unknown may fail at run time: it stays."""
-    nodes = [helper.make_node("Squeeze", ["x", "ax"], ["sq"]),
-             helper.make_node("Cast", ["sq"], ["cast"], to=TensorProto.INT32),
-             helper.make_node("Unsqueeze", ["cast", "ax"], ["y"]), helper.make_node("Neg", ["y"], ["z"])]
-    before = model(nodes, [helper.make_tensor_value_info("x", I64, ["K"])],
-                   [helper.make_tensor_value_info("z", TensorProto.INT32, None)], [c("ax", [0])])
-    after, _ = clean(before)
-    assert ops(after)["Squeeze"] == 1
-    same_outputs(before, after, [{"x": np.array([4])}, {"x": np.array([4, 5])}])
-
-
-def test_undo_squeeze_on_static_dims():
-    nodes = [helper.make_node("Squeeze", ["x", "ax"], ["sq"]), helper.make_node("Relu", ["sq"], ["r"]),
-             helper.make_node("Unsqueeze", ["sq", "ax"], ["un"]), helper.make_node("Add", ["un", "un"], ["y"])]
-    before = model(nodes, [x_input(["N", 1, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-                                                  helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
-                   [c("ax", [1])])
-    after, _ = clean(before)
-    assert ops(after)["Unsqueeze"] == 0
-    same_outputs(before, after, [{"x": floats(3, 1, 4)}])
-
-
 def test_graph_output_keeps_name_and_type():
     """A value that is a graph output is never replaced: its producer stays."""
     n1, i1, a = shape_scalar_chain("x", 1, "a_")
@@ -142,120 +106,6 @@ def test_graph_output_keeps_name_and_type():
     after, _ = clean(before)
     assert [(o.name, o.type) for o in after.graph.output] == [(o.name, o.type) for o in before.graph.output]
     same_outputs(before, after, [{"x": floats(2, 3)}])
-
-
-def test_fold_static_dims_and_arithmetic():
-    """Shape of static dims, Gather, Mul and Concat of known ints become one constant."""
-    nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Gather", ["s", "i2"], ["d2"], axis=0),
-             helper.make_node("Mul", ["d2", "three"], ["d2x3"]),
-             helper.make_node("Unsqueeze", ["d2x3", "ax"], ["u"]),
-             helper.make_node("Slice", ["s", "one", "two"], ["d1"]),
-             helper.make_node("Concat", ["neg1", "d1", "u"], ["shape"], axis=0),
-             helper.make_node("Reshape", ["x", "shape"], ["y"])]
-    inits = [c("i2", 2), c("three", 3), c("ax", [0]), c("one", [1]), c("two", [2]), c("neg1", [-1])]
-    before = model(nodes, [x_input(["N", 4, 6])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                   inits)
-    after, report = clean(before, [FoldShapeArithmeticPass()])
-    assert set(ops(after)) == {"Reshape"}
-    same_outputs(before, after, [{"x": floats(3, 4, 6)}, {"x": floats(0, 4, 6)}])
-
-
-def test_fold_leaves_overflow_and_out_of_range_to_the_runtime():
-    nodes = [helper.make_node("Mul", ["big", "big"], ["sq"]),
-             helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Gather", ["s", "i5"], ["bad"], axis=0),
-             helper.make_node("Add", ["sq", "one"], ["y"]), helper.make_node("Add", ["bad", "one"], ["z"])]
-    before = model(nodes, [x_input([2, 3])], [helper.make_tensor_value_info("y", I64, None),
-                                              helper.make_tensor_value_info("z", I64, None)],
-                   [c("big", 2 ** 40), c("i5", 5), c("one", 1)])
-    after, _ = clean(before)
-    assert ops(after)["Mul"] == 1 and ops(after)["Gather"] == 1
-    same_outputs(before, after, [{"x": floats(2, 3)}])
-
-
-def test_reshape_copies_its_own_dims():
-    """Reshape(x, [shape(x)[0], shape(x)[1], 4, 8]) -> Reshape(x, [0, 0, 4, 8])."""
-    n1, i1, a = shape_scalar_chain("x", 0, "a_")
-    n2, i2, b = shape_scalar_chain("x", 1, "b_")
-    nodes = n1 + n2 + [helper.make_node("Concat", [a, b, "tail"], ["s32"], axis=0),
-                       helper.make_node("Cast", ["s32"], ["shape"], to=I64),
-                       helper.make_node("Reshape", ["x", "shape"], ["y"])]
-    before = model(nodes, [x_input(["N", "M", 32])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                   i1 + i2 + [c("tail", [4, 8], np.int32)])
-    after, _ = clean(before, [ReshapeCopyDimsPass()])
-    assert dict(ops(after)) == {"Reshape": 1}
-    same_outputs(before, after, [{"x": floats(2, 3, 32)}, {"x": floats(1, 0, 32)}])
-
-
-def test_reshape_of_other_tensors_dims_stays():
-    n1, i1, a = shape_scalar_chain("other", 0, "a_")
-    nodes = n1 + [helper.make_node("Concat", [a, "tail"], ["s32"], axis=0),
-                  helper.make_node("Cast", ["s32"], ["shape"], to=I64),
-                  helper.make_node("Reshape", ["x", "shape"], ["y"])]
-    before = model(nodes, [x_input(["N", 8]), x_input(["K"], "other")],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], i1 + [c("tail", [-1], np.int32)])
-    after, _ = clean(before)
-    assert ops(after)["Shape"] == 1
-    same_outputs(before, after, [{"x": floats(2, 8), "other": floats(4)}, {"x": floats(3, 8), "other": floats(5)}])
-
-
-def test_merge_slices_on_distinct_axes():
-    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "a0", "st0"], ["t"]),
-             helper.make_node("Slice", ["t", "s1", "e1", "a1"], ["y"])]
-    inits = [c("s0", [-1]), c("e0", [-2 ** 63]), c("a0", [0]), c("st0", [-2]),
-             c("s1", [1], np.int32), c("e1", [100], np.int32), c("a1", [-1], np.int32)]
-    before = model(nodes, [x_input(["N", 6])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    after, _ = clean(before, [MergeSlicesPass()])
-    assert dict(ops(after)) == {"Slice": 1}
-    same_outputs(before, after, [{"x": floats(5, 6)}, {"x": floats(0, 6)}])
-
-
-def test_merge_slices_same_axis_stays():
-    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "a0"], ["t"]),
-             helper.make_node("Slice", ["t", "s0", "e0", "a0"], ["y"])]
-    before = model(nodes, [x_input(["N"])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                   [c("s0", [1]), c("e0", [5]), c("a0", [0])])
-    after, _ = clean(before)
-    assert ops(after)["Slice"] == 2
-    same_outputs(before, after, [{"x": floats(7)}])
-
-
-@pytest.mark.parametrize("axis, perms, gone", [
-    (-1, ([0, 2, 3, 1], [0, 3, 1, 2]), True),   # NCHW -> NHWC, channel slice, back
-    (1, ([0, 3, 1, 2], [0, 2, 3, 1]), True),    # the other way, a negative-free axis
-    (3, ([0, 2, 3, 1], [0, 2, 3, 1]), False),   # the second does not undo the first
-])
-def test_a_slice_between_a_transpose_and_its_inverse_loses_both(axis, perms, gone):
-    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=perms[0]),
-             helper.make_node("Slice", ["t", "b", "e", "a", "st"], ["s"]),
-             helper.make_node("Transpose", ["s"], ["y"], perm=perms[1]),
-             helper.make_node("Relu", ["y"], ["z"])]
-    before = model(nodes, [x_input([2, 5, 4, 6])], [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-                   [c("b", [3]), c("e", [0]), c("a", [axis]), c("st", [-2])])
-    after, _ = clean(before, [TransposeSliceTransposePass()])
-    assert ops(after).get("Transpose", 0) == (0 if gone else 2) and ops(after)["Slice"] == 1
-    same_outputs(before, after, [{"x": floats(2, 5, 4, 6)}])
-
-
-def test_cse_merges_duplicates_and_equal_constants():
-    nodes = [helper.make_node("Shape", ["x"], ["s1"]), helper.make_node("Shape", ["x"], ["s2"]),
-             helper.make_node("Cast", ["s1"], ["c1"], to=TensorProto.INT32),
-             helper.make_node("Cast", ["s2"], ["c2"], to=TensorProto.INT32),
-             helper.make_node("Slice", ["c1", "b1", "e1"], ["y1"]), helper.make_node("Slice", ["c2", "b2", "e2"], ["y2"]),
-             helper.make_node("RandomUniformLike", ["x"], ["r1"]), helper.make_node("RandomUniformLike", ["x"], ["r2"]),
-             helper.make_node("Sub", ["r1", "r2"], ["r"]),
-             helper.make_node("Add", ["y1", "y2"], ["y"])]
-    before = model(nodes, [x_input(["N", "M"])], [helper.make_tensor_value_info("y", TensorProto.INT32, None),
-                                                  helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
-                   [c("b1", [0]), c("e1", [1]), c("b2", [0]), c("e2", [1])])
-    after, _ = clean(before, [CommonSubexpressionPass()])
-    counts = ops(after)
-    assert counts["Shape"] == 1 and counts["Cast"] == 1 and counts["Slice"] == 1
-    assert counts["RandomUniformLike"] == 2  # never merged
-    sb, sa = make_session(before.SerializeToString()), make_session(after.SerializeToString())
-    feeds = {"x": floats(3, 4)}
-    assert sa.run(["y"], feeds)[0].tobytes() == sb.run(["y"], feeds)[0].tobytes()
 
 
 def _if_model(cond_branch_nodes, inits):
@@ -420,27 +270,6 @@ def test_cleanup_is_exact_on_random_shape_graphs(case, sizes):
     same_outputs(before, after, [{"x": floats(*concrete)}])
 
 
-@pytest.mark.parametrize("opset", [11, 17])
-def test_reshape_inserting_ones_becomes_unsqueeze(opset):
-    """BERT's attention mask: Reshape(m, [shape(m)[0], 1, 1, shape(m)[1]]) == Unsqueeze(m, [1, 2]),
-    exact also for a zero-size batch (where [0, 1, 1, -1] would fail)."""
-    n1, i1, a = shape_scalar_chain("x", 0, "a_")
-    n2, i2, b = shape_scalar_chain("x", 1, "b_")
-    if opset < 13:  # axes as attributes
-        for n in n1 + n2:
-            if n.op_type in ("Squeeze", "Unsqueeze"):
-                del n.input[1:]
-                n.attribute.append(helper.make_attribute("axes", [0]))
-    nodes = n1 + n2 + [helper.make_node("Concat", [a, "one", "one", b], ["s32"], axis=0),
-                       helper.make_node("Cast", ["s32"], ["shape"], to=I64),
-                       helper.make_node("Reshape", ["x", "shape"], ["r"]), helper.make_node("Neg", ["r"], ["y"])]
-    before = model(nodes, [x_input(["N", "M"])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                   i1 + i2 + [c("one", [1], np.int32)], opset=opset)
-    after, _ = clean(before, [ReshapeCopyDimsPass()])
-    assert dict(ops(after)) == {"Unsqueeze": 1, "Neg": 1}
-    same_outputs(before, after, [{"x": floats(2, 3)}, {"x": floats(0, 3)}, {"x": floats(1, 1)}])
-
-
 # --------------------------------------------------------------------------- in convert and the CLI
 
 @pytest.fixture(scope="module")
@@ -532,42 +361,6 @@ def test_cli_no_cleanup(heads_export, tmp_path, capsys):
         sizes[bool(flag)] = sum(ops(onnx.load(out)).values())
     assert sizes[False] < sizes[True]
     assert capsys.readouterr().err == ""
-
-
-@pytest.mark.parametrize("opset", [13, 17])
-def test_rebuild_shape_vector_from_one_tensor(opset):
-    """BERT's Tensordot: Shape -> Cast(int32) -> Gather([0, 1]) -> Concat([32]) -> Cast(int64)
-    becomes Concat(Shape(x, 0, 2), [32]) (opset 15+) or Concat(Slice(Shape(x)), [32])."""
-    nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Cast", ["s"], ["s32"], to=TensorProto.INT32),
-             helper.make_node("Gather", ["s32", "free"], ["g"], axis=0),
-             helper.make_node("Concat", ["g", "n"], ["c32"], axis=0),
-             helper.make_node("Cast", ["c32"], ["shape"], to=I64),
-             helper.make_node("Reshape", ["m", "shape"], ["y"])]
-    before = model(nodes, [x_input(["B", "S", 8]), x_input(["BS", 32], "m")],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                   [c("free", [0, 1], np.int32), c("n", [32], np.int32)], opset=opset)
-    after, _ = clean(before)
-    assert sum(ops(after).values()) == (3 if opset >= 15 else 4)
-    assert ops(after)["Cast"] == 0
-    same_outputs(before, after, [{"x": floats(2, 3, 8), "m": floats(6, 32)}, {"x": floats(0, 3, 8), "m": floats(0, 32)},
-                                 {"x": floats(2, 3, 8), "m": floats(5, 32)}])
-
-
-def test_rebuild_keeps_shared_arithmetic():
-    """Arithmetic that other nodes still use is not duplicated."""
-    nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Slice", ["s", "zero", "two"], ["sl"]),
-             helper.make_node("Concat", ["sl", "n"], ["shape"], axis=0),
-             helper.make_node("Reshape", ["m", "shape"], ["y"]),
-             helper.make_node("Concat", ["sl", "sl"], ["z"], axis=0)]
-    before = model(nodes, [x_input(["B", "S", 8]), x_input(["BS", 32], "m")],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-                    helper.make_tensor_value_info("z", I64, None)],
-                   [c("zero", [0]), c("two", [2]), c("n", [32])])
-    after, _ = clean(before)
-    assert sum(ops(after).values()) <= sum(ops(before).values())
-    same_outputs(before, after, [{"x": floats(2, 3, 8), "m": floats(6, 32)}])
 
 
 def test_sibling_branches_reusing_a_name():

@@ -287,7 +287,7 @@ def test_in_place_check_catches_a_tampered_slice():
 
 
 def test_structural_proof_catches_any_other_change():
-    from onnx_slice_tools.verification.inplace import structural_diff
+    from onnx_slice_tools.verification.structure import structural_diff
     from onnx_slice_tools.rewrite.ir_pass import StridedSliceRewritePass
     import onnx_ir as ir
     model = _two_slices()
@@ -325,7 +325,7 @@ def test_structural_proof_with_the_inputs_holder_positions_sees_every_subgraph()
     and a holder the positions miss is a difference, never a pass."""
     from onnx_slice_tools.rewrite.proto_pass import ProtoStridedSliceRewritePass, scan
     from onnx_slice_tools.rewrite.shapes import derive_shapes
-    from onnx_slice_tools.verification.inplace import structural_diff
+    from onnx_slice_tools.verification.structure import structural_diff
     model = _two_slices()
     branch = helper.make_graph([helper.make_node("Neg", ["z"], ["w_in"])], "then", [],
                                [helper.make_tensor_value_info("w_in", TensorProto.FLOAT, None)])
