@@ -119,6 +119,8 @@ def verdict_text(rep, v: str | None = None) -> str:
     if v == "verified":
         inplace = list(rep.record_inplace.values()).count("passed")  # (keyed by record position)
         framework = detail(rep.model_checks.get("framework", ""))
+        updates = detail(rep.model_checks.get("slice_updates", ""))  # frontends/updates.py
+        framework = f"{updates}; {framework}" if updates and framework else updates or framework
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"

@@ -137,36 +137,39 @@ def _checked_kind(path, input_shapes, signature) -> str:
 
 
 def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
-                  output_names: list[str] | None = None, signature: str | None = None, loaded=None) -> Path:
+                  output_names: list[str] | None = None, signature: str | None = None, loaded=None,
+                  updates: list | None = None) -> Path:
     """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
     ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
     variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
     without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
     has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
     tf2onnx still made in memory are written there when of 1 MiB or more.
-    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
+    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check).
+    ``updates``: a list that gets the records of the slice-update rewrites (frontends/updates.py)."""
     import onnx
     folder = Path(folder)
     file, data = folder / "model.onnx", folder / "model.onnx.data"
     kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
-        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
+        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded, updates)
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file
 
 
-def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None):
+def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None,
+          updates=None):
     tf, tf2onnx, onnx = _frameworks(path)
     try:
         if kind == "tflite":
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
-                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES, updates=updates)
         else:
             fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
-            require_converted(model, path)
+            require_converted(model, path, updates)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
         # what tf2onnx folds on constants, left on the weights moved out before it converted
@@ -584,8 +587,9 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
                     raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
                                      f"{', '.join(names)})", path=str(path))
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
+    updates: list = []
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
-                         output_names=output_names, signature=signature, loaded=loaded)
+                         output_names=output_names, signature=signature, loaded=loaded, updates=updates)
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
         result = convert(str(file), source=str(path), weights_held=True, **options)
@@ -593,6 +597,9 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
+    if updates:  # the slice-update family tf2onnx left raw, rewritten and checked in frontends/updates.py
+        from .updates import updates_status
+        rep.model_checks["slice_updates"] = updates_status(updates)
     rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
                                                       input_shapes, signature, Path(folder.name), loaded, input_ranges)
     return result

@@ -66,6 +66,14 @@ class UpdatePlan:
         return any(d == 0 for d in self.window)
 
 
+def known(dim: Dim) -> int:
+    """``dim`` as an int; a :class:`StridedSliceError` when it is symbolic or unknown (for callers
+    whose form needs known dims)."""
+    if not isinstance(dim, int):
+        raise StridedSliceError(f"dim {dim!r} is not known", field="shape")
+    return dim
+
+
 def clamp_start(index: int, dim: int, size: int) -> int:
     """XLA's start rule: ``index`` clamped to ``[0, dim - size]``."""
     return min(max(int(index), 0), dim - size)

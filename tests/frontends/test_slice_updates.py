@@ -1,0 +1,88 @@
+"""Framework inputs holding the slice-update family (and TFLite GELU), which tf2onnx leaves raw:
+converted (exit 0), each rewrite checked against the reference, and the whole model verified
+against TensorFlow / LiteRT by the framework check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onnx_slice_tools.cli.main import main as cli_main
+from onnx_slice_tools.frontends.sources import quiet_frameworks
+
+tf = pytest.importorskip("tensorflow")
+
+
+def _saved_model(path: Path, fn, specs) -> Path:
+    m = tf.Module()
+    m.serve = tf.function(fn, input_signature=specs)
+    with quiet_frameworks():
+        tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve})
+    return path
+
+
+def test_saved_model_with_the_family_converts_and_is_verified(tmp_path, capfd):
+    """A KV-cache write at a run-time position (XlaDynamicUpdateSlice), a clamped read
+    (XlaDynamicSlice), a slice assignment with a broadcast value (TensorStridedSliceUpdate) and
+    StridedSliceGrad: all rewritten, the framework check bitwise (pure data movement)."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, pos):
+        idx = tf.stack([0, pos, 0, 0])
+        updated = xla.dynamic_update_slice(cache, new, idx)
+        window = xla.dynamic_slice(updated, tf.stack([0, pos - 2, 0, 0]), [1, 3, 2, 4])
+        written = tf.raw_ops.TensorStridedSliceUpdate(input=updated, begin=[0, 1], end=[1, 9], strides=[1, 3],
+                                                      value=tf.constant([5.0, 6.0, 7.0, 8.0]))
+        grad = tf.raw_ops.StridedSliceGrad(shape=[1, 16, 2, 4], begin=[0, 15], end=[1, 4], strides=[1, -4],
+                                           dy=window[:, :, :, :])
+        return {"updated": updated, "window": window, "written": written, "grad": grad}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 16, 2, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 2, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="pos")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
+    import onnx
+    ops = [n.op_type for n in onnx.load(str(out / "m.onnx")).graph.node]
+    assert not {"XlaDynamicUpdateSlice", "XlaDynamicSlice", "TensorStridedSliceUpdate", "StridedSliceGrad"} & set(ops)
+
+
+def test_tflite_dynamic_update_slice_and_gelu_convert_and_match_litert(tmp_path, capfd):
+    """DYNAMIC_UPDATE_SLICE and both GELU forms from the TF converter: rewritten, verified against
+    LiteRT (GELU within the float tolerance rule)."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, pos):
+        updated = xla.dynamic_update_slice(cache, new, tf.stack([0, pos, 0]))
+        return updated, tf.nn.gelu(updated, approximate=True), tf.nn.gelu(new, approximate=False)
+
+    with quiet_frameworks():
+        concrete = tf.function(fn).get_concrete_function(tf.TensorSpec([1, 8, 4], tf.float32),
+                                                         tf.TensorSpec([1, 1, 4], tf.float32),
+                                                         tf.TensorSpec([], tf.int32))
+        data = tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert()
+    src = tmp_path / "dus.tflite"
+    src.write_bytes(data)
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "dus.onnx")]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
+
+
+def test_tssu_value_tensorflow_rejects_is_exit_1_naming_the_node(tmp_path, capfd):
+    """A value that does not broadcast to the slice fails in TensorFlow at every run: the
+    conversion fails (exit 1) in one line naming the node, nothing written."""
+    def fn(x, v):
+        return {"y": tf.raw_ops.TensorStridedSliceUpdate(input=x, begin=[0], end=[2], strides=[1], value=v)}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([4], tf.float32, name="x"),
+                                             tf.TensorSpec([3], tf.float32, name="v")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 1
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "TensorStridedSliceUpdate" in err and "broadcast" in err, err
+    assert list(out.iterdir()) == []
