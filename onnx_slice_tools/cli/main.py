@@ -347,11 +347,12 @@ def cmd_inspect(args) -> int:
     import tempfile  # a framework file: what convert would rewrite, the ONNX model tf2onnx makes of it
 
     from ..frontends.sources import export_source
+    updates: list = []  # the slice-update family tf2onnx left raw (frontends/updates.py)
     with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-inspect-") as folder:
-        return _inspect(args, export_source(args.model, folder))
+        return _inspect(args, export_source(args.model, folder, updates=updates), updates)
 
 
-def _inspect(args, path) -> int:
+def _inspect(args, path, updates: list | None = None) -> int:
     from ..api import convert
     rep = convert(path, flavor=args.flavor, verify=False, cleanup=False, source=str(args.model)).report
     problems = _convert_problems(rep)
@@ -372,8 +373,11 @@ def _inspect(args, path) -> int:
             row.update(spec=r.notation, input_shape=_list_or_none(r.input_shape),
                        output_shape=_list_or_none(r.output_shape), onnx=ops)
         rows.append(row)
+    family = [{"node": u.node, "graph": u.graph, "op_type": u.op_type, "form": u.form,
+               "input_shapes": [_list_or_none(sh) for sh in u.shapes], "onnx": u.lowering.describe(),
+               "check": u.check, "notes": u.notes} for u in updates or ()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows + family, indent=2))
         return EXIT_OK
     print(one_line(f"{args.model}: {len(rows)} StridedSlice node(s)"))
     header = ("node", "flavor", "spec", "input", "output", "ONNX")
@@ -381,6 +385,12 @@ def _inspect(args, path) -> int:
                          *(_fmt_shape(r[k]) if k in r else "-" for k in ("input_shape", "output_shape")),
                          "; ".join(r.get("onnx", [])) or one_line(r.get("error", ""))) for r in rows]
     print(_plain_table(cells))
+    if family:
+        print(one_line(f"{len(family)} slice-update node(s) tf2onnx left unconverted, rewritten and checked:"))
+        cells = [("node", "op", "form", "inputs", "ONNX")] + [
+            (one_line(f["node"]), f["op_type"], f["form"], " ".join(_fmt_shape(sh) for sh in f["input_shapes"]),
+             "/".join(f["onnx"])) for f in family]
+        print(_plain_table(cells))
     return EXIT_OK
 
 

@@ -161,12 +161,13 @@ def export_source(path, folder, *, opset: int | None = None, input_shapes: dict 
 def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None,
           updates=None):
     tf, tf2onnx, onnx = _frameworks(path)
+    traced = None
     try:
         if kind == "tflite":
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
                                   large_buffer_bytes=LARGE_VARIABLE_BYTES, updates=updates)
         else:
-            fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+            fn, sig, keys = traced = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
             require_converted(model, path, updates)
@@ -178,6 +179,9 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
     except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
+        if traced is not None:  # a variable written: a failed conversion, not bad input
+            from .updates import refuse_state_writes
+            refuse_state_writes(traced[0], traced[1], path)
         raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {framework_error_line(exc)}",
                          path=str(path)) from None
     return model

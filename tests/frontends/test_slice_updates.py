@@ -86,3 +86,29 @@ def test_tssu_value_tensorflow_rejects_is_exit_1_naming_the_node(tmp_path, capfd
     text, err = capfd.readouterr()
     assert text == "" and err.count("\n") == 1 and "TensorStridedSliceUpdate" in err and "broadcast" in err, err
     assert list(out.iterdir()) == []
+
+
+def test_a_variable_slice_assignment_is_exit_1_in_one_line(tmp_path, capfd):
+    """``v[1:3].assign(x)`` (ResourceStridedSliceAssign) keeps state between calls, which an ONNX
+    graph has not: a failed conversion (exit 1, one line naming the op), like every op no ONNX
+    form exists for, not an unusable input (exit 2)."""
+    class M(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = tf.Variable(tf.zeros([4, 3]))
+
+        @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x")])
+        def serve(self, x):
+            self.v[1:3].assign(x)
+            return {"y": self.v.read_value() * 2.0}
+
+    m = M()
+    src = tmp_path / "sm"
+    with quiet_frameworks():
+        tf.saved_model.save(m, str(src), signatures={"serving_default": m.serve})
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 1
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "ResourceStridedSliceAssign (node " in err, err
+    assert list(out.iterdir()) == []
