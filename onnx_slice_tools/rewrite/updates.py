@@ -78,29 +78,28 @@ def _dims(t) -> tuple | None:
 
 
 def _facts(model) -> _Facts:
-    """Declared and inferred shapes/types (main graph), constants (initializers and Constant nodes
-    of every graph)."""
+    """Shapes and types derived by ONNX shape inference past our StridedSlice
+    (:func:`.shapes.derive_shapes`), else as the model declares them (tf2onnx declares its custom
+    nodes' outputs); constants: small inline initializers and Constant nodes of every graph."""
     from onnx import numpy_helper
 
-    from ..graphs.shape_inference import infer
     from ..graphs.walk import proto_graphs
-    from .shapes import skeleton
+    from .shapes import derive_shapes
     shapes: dict = {}
     types: dict = {}
     consts: dict = {}
-    sk = skeleton(model)
-    sk.graph.value_info.extend(model.graph.value_info)  # tf2onnx's declared custom-node outputs
-    try:
-        inferred = infer(sk)
-    except RuntimeError:
-        inferred = sk
-    for g in [model.graph, inferred.graph]:
-        for t in list(g.input) + list(g.value_info) + list(g.output):
-            dims = _dims(t)
-            if dims is not None and (t.name not in shapes or None in shapes[t.name]):
-                shapes[t.name] = dims
-            if t.type.HasField("tensor_type") and t.type.tensor_type.elem_type:
-                types.setdefault(t.name, t.type.tensor_type.elem_type)
+    for name, (elem, dims) in derive_shapes(model).items():
+        if dims is not None:
+            shapes[name] = dims
+        if elem:
+            types[name] = elem
+    g = model.graph
+    for t in list(g.input) + list(g.value_info) + list(g.output):
+        dims = _dims(t)
+        if dims is not None and (t.name not in shapes or None in shapes[t.name]):
+            shapes[t.name] = dims
+        if t.type.HasField("tensor_type") and t.type.tensor_type.elem_type:
+            types.setdefault(t.name, t.type.tensor_type.elem_type)
     for graph, _label, _ in proto_graphs(model):
         for t in graph.initializer:
             shapes.setdefault(t.name, tuple(t.dims))
@@ -258,29 +257,39 @@ def has_family(model) -> bool:
 def rewrite_updates(model) -> list[UpdateRecord]:
     """Replace every node of the family in ``model`` (a ModelProto, edited in place): the records.
     Raises a :class:`StridedSliceError` naming the node where the framework rejects it or it
-    cannot be rewritten (a shape or constant this needs is unknown)."""
+    cannot be rewritten (a shape or constant this needs is unknown).  A node whose input shapes
+    are known only once an earlier one is rewritten (its output feeds it) waits for the next
+    round of shape derivation."""
     from ..graphs.walk import proto_graphs
-    if not has_family(model):
-        return []
-    opset = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), 17)
-    facts = _facts(model)
     records: list[UpdateRecord] = []
-    for graph, label, _ in proto_graphs(model):
-        if not any(n.op_type in SEAMS and n.domain in STANDARD_DOMAINS for n in graph.node):
-            continue
-        out = []
-        for n in graph.node:
-            seam = SEAMS.get(n.op_type) if n.domain in STANDARD_DOMAINS else None
-            if seam is None:
-                out.append(n)
+    opset = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), 17)
+    while has_family(model):
+        before = len(records)
+        facts = _facts(model)
+        waiting: list[StridedSliceError] = []
+        for graph, label, is_function in proto_graphs(model):
+            if not any(n.op_type in SEAMS and n.domain in STANDARD_DOMAINS for n in graph.node):
                 continue
-            try:
-                record = seam(n, facts, opset, label)
-            except StridedSliceError as exc:
-                raise exc.in_context(node=n.name) from None
-            records.append(record)
-            out.extend(record.lowering.nodes)
-            graph.initializer.extend(record.lowering.initializers)
-        del graph.node[:]
-        graph.node.extend(out)
+            out = []
+            for n in graph.node:
+                seam = SEAMS.get(n.op_type) if n.domain in STANDARD_DOMAINS else None
+                if seam is None:
+                    out.append(n)
+                    continue
+                try:
+                    if is_function:
+                        raise StridedSliceError("a node inside a model-local function is not rewritten",
+                                                field="graph")
+                    record = seam(n, facts, opset, label)
+                except StridedSliceError as exc:
+                    waiting.append(exc.in_context(node=n.name))
+                    out.append(n)
+                    continue
+                records.append(record)
+                out.extend(record.lowering.nodes)
+                graph.initializer.extend(record.lowering.initializers)
+            del graph.node[:]
+            graph.node.extend(out)
+        if waiting and len(records) == before:
+            raise waiting[0]  # no progress this round
     return records
