@@ -154,3 +154,20 @@ def test_tflite_gelu_both_forms(approximate, opset):
     record = _rewrite_and_check(model)
     assert record.lowering.describe() == ["Gelu"] if opset >= 20 else ("Tanh" if approximate else "Erf") in \
         record.lowering.describe()
+
+
+def test_symbolic_dims_equal_on_both_sides_are_not_narrow():
+    """A KV cache with a symbolic batch: only the sequence axis is written; the check runs the
+    lowering at a concrete batch."""
+    model = _model("XlaDynamicUpdateSlice", [("x", TensorProto.FLOAT, ["B", 16, 2, 4]),
+                                             ("u", TensorProto.FLOAT, ["B", 1, 2, 4]),
+                                             ("i", TensorProto.INT64, [4])])
+    record = _rewrite_and_check(model)
+    assert record.lowering.describe() == ["Gather", "Clip", "Add", "Slice", "Slice", "Concat"]
+
+
+def test_unknown_dim_on_a_narrow_axis_is_refused():
+    model = _model("XlaDynamicUpdateSlice", [("x", TensorProto.FLOAT, [2, "T"]), ("u", TensorProto.FLOAT, [2, 1]),
+                                             ("i", TensorProto.INT64, [2])])
+    with pytest.raises(StridedSliceError, match="must be known"):
+        rewrite_updates(model)
