@@ -104,9 +104,15 @@ def ours(path: Path, out: Path, ranges: dict | None = None) -> dict:
         result.save(out)
     except Exception as exc:  # the row says what went wrong
         return {"ok": False, "verdict": str(exc).splitlines()[0][:160], "seconds": time.perf_counter() - start}
+    import re
+
     import onnx
-    nodes = len(onnx.load(str(out), load_external_data=False).graph.node)
-    return {"ok": result.report.ok, "verdict": result.report.verdict, "nodes": nodes,
+    graph = onnx.load(str(out), load_external_data=False).graph
+    nodes = len(graph.node)
+    # the KV-cache writes' nodes after the cleanup (rewrite/updates.py names them OUTPUT__OpN)
+    pattern = re.compile(r"DynamicUpdateSlice[^/]*__[A-Za-z]+\d+$")
+    cache_nodes = sum(bool(pattern.search(n.name)) for n in graph.node)
+    return {"ok": result.report.ok, "verdict": result.report.verdict, "nodes": nodes, "cache_write_nodes": cache_nodes,
             "framework": result.report.model_checks.get("framework"),
             "updates": result.report.model_checks.get("slice_updates"), "seconds": time.perf_counter() - start}
 
@@ -238,15 +244,18 @@ def row(name: str, folder: Path) -> dict:
 
 
 def table(rows: list) -> str:
-    lines = ["| model | ours SavedModel | nodes | s | ours .tflite | nodes | forward s | tf2onnx | OpenVINO | "
-             "positions 0/mid/last/out (TF; LiteRT) | greedy 16 (TF; LiteRT) |", "|" + "---|" * 11]
+    lines = ["| model | ours SavedModel | nodes (cache writes) | s | ours .tflite | nodes (cache writes) | forward s | "
+             "tf2onnx | OpenVINO | positions 0/mid/last/out (TF; LiteRT) | greedy 16 (TF; LiteRT) |", "|" + "---|" * 11]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | error: {r['error']} |" + " |" * 10)
             continue
         sm, tl, fw = r["ours_sm"], r["ours_tflite"], r["ours_forward"]
-        lines.append(f"| {r['model']} | {sm['verdict'][:40]} | {sm.get('nodes', '-')} | {sm['seconds']:.1f} | "
-                     f"{tl['verdict'][:40]} | {tl.get('nodes', '-')} | {fw['seconds']:.1f} | {r['tf2onnx']} | "
+        lines.append(f"| {r['model']} | {sm['verdict'][:40]} | "
+                     f"{sm.get('nodes', '-')} ({sm.get('cache_write_nodes', '-')}) | "
+                     f"{sm['seconds']:.1f} | {tl['verdict'][:40]} | "
+                     f"{tl.get('nodes', '-')} ({tl.get('cache_write_nodes', '-')}) | "
+                     f"{fw['seconds']:.1f} | {r['tf2onnx']} | "
                      f"{r['openvino']} | {r.get('positions', '-')}; {r.get('positions_tflite', '-')} | "
                      f"{r.get('generation', '-')}; {r.get('generation_tflite', '-')} |")
     return "\n".join(lines)
