@@ -93,13 +93,15 @@ def _facts(model) -> _Facts:
             shapes[name] = dims
         if elem:
             types[name] = elem
-    g = model.graph
-    for t in list(g.input) + list(g.value_info) + list(g.output):
-        dims = _dims(t)
-        if dims is not None and (t.name not in shapes or None in shapes[t.name]):
-            shapes[t.name] = dims
-        if t.type.HasField("tensor_type") and t.type.tensor_type.elem_type:
-            types.setdefault(t.name, t.type.tensor_type.elem_type)
+    for graph, _label, is_function in proto_graphs(model):
+        if is_function:
+            continue
+        for t in list(graph.input) + list(graph.value_info) + list(graph.output):
+            dims = _dims(t)
+            if dims is not None and (t.name not in shapes or None in shapes[t.name]):
+                shapes[t.name] = dims
+            if t.type.HasField("tensor_type") and t.type.tensor_type.elem_type:
+                types.setdefault(t.name, t.type.tensor_type.elem_type)
     for graph, _label, _ in proto_graphs(model):
         for t in graph.initializer:
             shapes.setdefault(t.name, tuple(t.dims))

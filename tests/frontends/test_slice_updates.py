@@ -112,3 +112,28 @@ def test_a_variable_slice_assignment_is_exit_1_in_one_line(tmp_path, capfd):
     text, err = capfd.readouterr()
     assert text == "" and err.count("\n") == 1 and "ResourceStridedSliceAssign (node " in err, err
     assert list(out.iterdir()) == []
+
+
+def test_a_cache_write_inside_a_while_loop_is_rewritten_in_the_loop_body(tmp_path, capfd):
+    """A decode-loop sketch: ``tf.while_loop`` writing the cache at the loop counter (beyond the
+    cache's end too: the start is clamped) becomes an ONNX ``Loop`` whose body holds the rewrite;
+    the whole model bitwise against TensorFlow."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, n):
+        def body(i, c):
+            return i + 1, xla.dynamic_update_slice(c, new * tf.cast(i, tf.float32), tf.stack([0, i, 0]))
+        _, c = tf.while_loop(lambda i, c: i < n, body, [tf.constant(0), cache])
+        return {"out": c}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 8, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="n")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx"), "--input-range", "n:0,12"]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "1 XlaDynamicUpdateSlice as" in text and "bitwise against TensorFlow" in text, text
+    import onnx
+    loop = next(n for n in onnx.load(str(out / "m.onnx")).graph.node if n.op_type == "Loop")
+    assert "Concat" in [n.op_type for n in loop.attribute[0].g.node]
