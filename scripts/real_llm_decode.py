@@ -12,7 +12,8 @@ Per model (tiny config, random weights, batch 1, cache length ``LENGTH``):
   (outputs ``logits``, ``new_cache``) and as a ``.tflite`` of the same function with its variables
   frozen first (``convert_variables_to_constants_v2``: ``from_saved_model`` keeps VAR_HANDLE ops);
 * ours: ``frontends.sources.convert_source`` with ``--input-range index:0,LENGTH-1`` and the token
-  ids inside the vocabulary (the framework check's draws), its verdict, main-graph nodes, time;
+  ids inside the vocabulary (the framework check's draws; SavedModel and .tflite), its verdict,
+  main-graph nodes (and those of the cache writes after cleanup), time;
   the forward pass (the backbone on [1, LENGTH] tokens) converted the same way, for the time ratio;
 * tf2onnx's command line and OpenVINO's ``convert_model`` on the SavedModel: did they produce a
   model onnxruntime / OpenVINO can run;
@@ -96,7 +97,7 @@ def save(lm, step, folder: Path) -> tuple[Path, Path, Path]:
 
 def ours(path: Path, out: Path, ranges: dict | None = None) -> dict:
     from onnx_slice_tools.frontends.sources import convert_source
-    if ranges is None and path.suffix != ".tflite":
+    if ranges is None:
         ranges = {"index": (0, LENGTH - 1), "token_ids": (0, VOCAB - 1)}
     start = time.perf_counter()
     try:

@@ -35,7 +35,7 @@ from ..errors import ConversionError, ModelError
 from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .fold import drop_identity_reshapes, fold_weight_subgraphs
-from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external, require_converted
+from .tfexport import LARGE_VARIABLE_BYTES, checked_tflite, export, export_tflite, move_to_external, require_converted
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
 
@@ -451,7 +451,7 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     check = SourceCheck()
     arithmetic = float_arithmetic_outputs(onnx_model)
     if kind == "tflite":
-        run = _tflite_runner(path)
+        run = _tflite_runner(path, input_ranges)
     else:
         from ..verification.input_ranges import index_input_ranges
         ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
@@ -506,17 +506,18 @@ def tflite_input_shapes(interp) -> list:
     return stored
 
 
-def _tflite_runner(path):
+def _tflite_runner(path, ranges=None):
     from .interpreters import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
     shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
     outs = interp.get_output_details()
+    ranges = ranges or {}
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
         for k, d in enumerate(details):
-            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]))
+            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]), ranges.get(d["name"].split(":")[0]))
             arrays.append(x)
             feeds[_match_name(d["name"], onnx_inputs, k)] = x
         for d, x in zip(details, arrays):
@@ -568,6 +569,20 @@ def source_files(path) -> list[Path]:
     return sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
 
 
+def _check_range_names(input_ranges: dict, names: list, path) -> None:
+    for name in input_ranges:
+        if name not in names:
+            raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
+                             f"{', '.join(names)})", path=str(path))
+
+
+def tflite_input_names(path) -> list[str]:
+    """The input names of the .tflite at ``path`` as LiteRT gives them (``:0`` suffixes dropped)."""
+    from .interpreters import tflite_interpreter
+    interp = tflite_interpreter(checked_tflite(path))
+    return [d["name"].split(":")[0] for d in interp.get_input_details()]
+
+
 def convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
                    input_ranges: dict | None = None, **options):
     """:func:`api.convert` of a framework input: tf2onnx with StridedSlice kept
@@ -578,18 +593,13 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
 
     from ..api import convert
     kind = _checked_kind(path, input_shapes, signature)
-    if input_ranges and kind == "tflite":
-        raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
-                         path=str(path))
+    if input_ranges and kind == "tflite":  # named as LiteRT names the file's inputs
+        _check_range_names(input_ranges, tflite_input_names(path), path)
     loaded = None
     if kind != "tflite":
         loaded = load_tf(path, input_shapes=input_shapes, signature=signature)
         if input_ranges:
-            names = [spec.name for spec in loaded[1]]
-            for name in input_ranges:
-                if name not in names:
-                    raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
-                                     f"{', '.join(names)})", path=str(path))
+            _check_range_names(input_ranges, [spec.name for spec in loaded[1]], path)
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     updates: list = []
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,

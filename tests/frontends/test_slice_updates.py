@@ -137,3 +137,27 @@ def test_a_cache_write_inside_a_while_loop_is_rewritten_in_the_loop_body(tmp_pat
     import onnx
     loop = next(n for n in onnx.load(str(out / "m.onnx")).graph.node if n.op_type == "Loop")
     assert "Concat" in [n.op_type for n in loop.attribute[0].g.node]
+
+
+def test_input_range_applies_to_a_tflite_by_litert_names(tmp_path, capfd):
+    """A position feeding a SLICE: random draws make LiteRT fail (the check is skipped);
+    ``--input-range pos:0,5`` draws it where the model runs, and the model is verified.  A name
+    the file has not is exit 2 in one line."""
+    def fn(table, pos):
+        return tf.slice(table, tf.stack([pos, 0]), [2, 4]) * 2.0
+
+    with quiet_frameworks():
+        concrete = tf.function(fn).get_concrete_function(tf.TensorSpec([7, 4], tf.float32, name="table"),
+                                                         tf.TensorSpec([], tf.int32, name="pos"))
+        data = tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert()
+    src = tmp_path / "slice.tflite"
+    src.write_bytes(data)
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "a.onnx")]) == 0
+    text, _ = capfd.readouterr()
+    assert "NOT fully verified" in text and "framework skipped" in text, text
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "b.onnx"), "--input-range", "pos:0,5"]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "c.onnx"), "--input-range", "nope:0,5"]) == 2
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "no input 'nope'" in err and "pos" in err, err
