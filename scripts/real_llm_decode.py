@@ -21,7 +21,9 @@ Per model (tiny config, random weights, batch 1, cache length ``LENGTH``):
   LiteRT under the product's tolerance rule; position LENGTH: accepted or rejected by both alike;
 * greedy generation of ``STEPS`` tokens from token 1: the ONNX step in onnxruntime against the
   TensorFlow step, each feeding back its own cache; a step whose top two logits are within the
-  float tolerance of each other is reported as a near tie, never counted silently.
+  float tolerance of each other is reported as a near tie, never counted silently;
+* ``--loop``: the greedy loop exported whole (``tf.while_loop``: an ONNX ``Loop`` whose body holds
+  the cache writes) converted, and its tokens in onnxruntime against TensorFlow.
 
 Prints a Markdown table (docs/benchmarks.md, "Slice updates: keras-hub decode steps").
 """
@@ -223,7 +225,39 @@ def generate(reference, converted, empty_cache) -> str:
     return f"{'identical' if same else 'DIFFERENT'} ({STEPS} tokens{f', {ties} near ties' if ties else ''})"
 
 
-def row(name: str, folder: Path) -> dict:
+def whole_loop(lm, folder: Path) -> str:
+    """Greedy generation exported whole: ``tf.while_loop`` around ``call_with_cache`` (an ONNX
+    ``Loop`` holding the cache writes); ours converted (its verdict) and its 16 tokens in
+    onnxruntime against the loop in TensorFlow."""
+    import onnxruntime as ort
+    import tensorflow as tf
+    cache0 = lm._build_cache(tf.zeros([1, LENGTH], tf.int32))[-1]
+
+    @tf.function(input_signature=[tf.TensorSpec([1, 1], tf.int32, name="first"),
+                                  tf.TensorSpec([], tf.int32, name="steps")])
+    def generate(first, steps):
+        def body(i, tok, cache, out):
+            logits, _, cache = lm.call_with_cache(tok, cache, i)
+            nxt = tf.cast(tf.argmax(logits[:, -1], axis=-1), tf.int32)[:, None]
+            return i + 1, nxt, cache, out.write(i, nxt[0, 0])
+        state = [tf.constant(0), first, tf.zeros_like(cache0), tf.TensorArray(tf.int32, size=0, dynamic_size=True)]
+        _, _, _, out = tf.while_loop(lambda i, *_: i < steps, body, state)
+        return {"tokens": out.stack()}
+
+    module = tf.Module()
+    module.lm, module.generate = lm, generate
+    saved = folder / "loop_sm"
+    tf.saved_model.save(module, str(saved), signatures={"serving_default": generate})
+    got = ours(saved, folder / "loop.onnx", ranges={"first": (0, VOCAB - 1), "steps": (1, STEPS)})
+    if not got["ok"]:
+        return got["verdict"][:60]
+    session = ort.InferenceSession(str(folder / "loop.onnx"))
+    a = session.run(None, {"first": np.array([[1]], np.int32), "steps": np.array(STEPS, np.int32)})[0]
+    b = generate(tf.constant([[1]]), tf.constant(STEPS))["tokens"].numpy()
+    return f"{got['verdict'][:20]}, {got['seconds']:.0f} s, tokens {'identical' if a.tolist() == b.tolist() else 'DIFFERENT'}"
+
+
+def row(name: str, folder: Path, loop: bool = False) -> dict:
     lm = build(name)
     step, empty_cache = decode_step(lm)
     saved, tflite, fwd = save(lm, step, folder)
@@ -241,15 +275,18 @@ def row(name: str, folder: Path) -> dict:
         reference, converted = litert_runner(tflite), ort_runner(folder / "step_tflite.onnx")
         r["positions_tflite"] = positions(reference, converted, empty_cache)
         r["generation_tflite"] = generate(reference, converted, empty_cache)
+    if loop:
+        r["whole_loop"] = whole_loop(lm, folder)
     return r
 
 
 def table(rows: list) -> str:
     lines = ["| model | ours SavedModel | nodes (cache writes) | s | ours .tflite | nodes (cache writes) | forward s | "
-             "tf2onnx | OpenVINO | positions 0/mid/last/out (TF; LiteRT) | greedy 16 (TF; LiteRT) |", "|" + "---|" * 11]
+             "tf2onnx | OpenVINO | positions 0/mid/last/out (TF; LiteRT) | greedy 16 (TF; LiteRT) | whole loop |",
+             "|" + "---|" * 12]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | error: {r['error']} |" + " |" * 10)
+            lines.append(f"| {r['model']} | error: {r['error']} |" + " |" * 11)
             continue
         sm, tl, fw = r["ours_sm"], r["ours_tflite"], r["ours_forward"]
         lines.append(f"| {r['model']} | {sm['verdict'][:40]} | "
@@ -258,7 +295,7 @@ def table(rows: list) -> str:
                      f"{tl.get('nodes', '-')} ({tl.get('cache_write_nodes', '-')}) | "
                      f"{fw['seconds']:.1f} | {r['tf2onnx']} | "
                      f"{r['openvino']} | {r.get('positions', '-')}; {r.get('positions_tflite', '-')} | "
-                     f"{r.get('generation', '-')}; {r.get('generation_tflite', '-')} |")
+                     f"{r.get('generation', '-')}; {r.get('generation_tflite', '-')} | {r.get('whole_loop', '-')} |")
     return "\n".join(lines)
 
 
@@ -266,12 +303,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--json")
+    ap.add_argument("--loop", action="store_true", help="also greedy generation exported whole (tf.while_loop)")
     args = ap.parse_args(argv)
     rows = []
     for name in args.models.split(","):
         with tempfile.TemporaryDirectory(prefix=f"llm-{name}-") as folder:
             try:
-                rows.append(row(name, Path(folder)))
+                rows.append(row(name, Path(folder), args.loop))
             except Exception as exc:  # one model's failure is one row
                 rows.append({"model": name, "error": str(exc).splitlines()[0][:120]})
         print(json.dumps(rows[-1], default=str), flush=True)
