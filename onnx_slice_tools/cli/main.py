@@ -294,6 +294,12 @@ def _fmt_shape(shape) -> str:
 
 def cmd_explain(args) -> int:
     shape = _parse_shape(args.shape)  # every option is read before the spec is planned
+    if args.update is not None:  # a slice write (cli/explain_update.py)
+        from .explain_update import explain_update_text
+        update = _parse_shape(args.update)
+        spec = _spec_from_args(args) if args.spec or args.begin is not None else None
+        print(explain_update_text(spec, shape, update))
+        return EXIT_OK
     try:
         spec = _spec_from_args(args)
         text = explain_text(spec, shape, args.target)
@@ -797,6 +803,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--offset", action="store_true", help="TFLite STRIDED_SLICE offset option (end = begin + end)")
     e.add_argument("--target", choices=list(TARGETS), default=None,
                    help="lower for this target (default onnxruntime: the minimal lowering) and list its constraints")
+    e.add_argument("--update", metavar="SHAPE",
+                   help="a slice write: with SPEC, TensorStridedSliceUpdate with a value of SHAPE; without, "
+                        "XlaDynamicUpdateSlice of an update of SHAPE at run-time starts")
     from ..semantics.spec import MASK_NAMES
     for m in MASK_NAMES:
         e.add_argument("--" + m.replace("_", "-"), dest=m,
