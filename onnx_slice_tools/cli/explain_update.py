@@ -46,7 +46,7 @@ def explain_update_text(spec, shape, update_shape, opset: int = 17) -> str:
         if all(isinstance(d, int) for d in final):
             empty = 0 in final
             if not empty:
-                semantics.broadcast_shape(update_shape, final)
+                semantics.broadcast_shape(update_shape, [semantics.known(d) for d in final])
             for a, positions in zip(plan.axes, lowering.slice_positions(plan)):
                 lines.append(f"  axis {a.axis} (dim {a.dim}): positions {positions.tolist()}")
             if empty:
