@@ -257,8 +257,10 @@ def whole_loop(lm, folder: Path) -> str:
     return f"{got['verdict'][:20]}, {got['seconds']:.0f} s, tokens {'identical' if a.tolist() == b.tolist() else 'DIFFERENT'}"
 
 
-def row(name: str, folder: Path, loop: bool = False) -> dict:
+def row(name: str, folder: Path, loop: bool = False, loop_only: bool = False) -> dict:
     lm = build(name)
+    if loop_only:
+        return {"model": name, "whole_loop": whole_loop(lm, folder)}
     step, empty_cache = decode_step(lm)
     saved, tflite, fwd = save(lm, step, folder)
     r: dict = {"model": name}
@@ -304,18 +306,20 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--json")
     ap.add_argument("--loop", action="store_true", help="also greedy generation exported whole (tf.while_loop)")
+    ap.add_argument("--loop-only", action="store_true", help="only the whole loop (prints its rows as JSON)")
     args = ap.parse_args(argv)
     rows = []
     for name in args.models.split(","):
         with tempfile.TemporaryDirectory(prefix=f"llm-{name}-") as folder:
             try:
-                rows.append(row(name, Path(folder), args.loop))
+                rows.append(row(name, Path(folder), args.loop, args.loop_only))
             except Exception as exc:  # one model's failure is one row
                 rows.append({"model": name, "error": str(exc).splitlines()[0][:120]})
         print(json.dumps(rows[-1], default=str), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2, default=str))
-    print(table(rows))
+    if not args.loop_only:
+        print(table(rows))
     return 0
 
 
