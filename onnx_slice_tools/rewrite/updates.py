@@ -167,8 +167,9 @@ def _dynamic_update(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord
     plan = semantics.update_plan(xs, us, facts.const(idx))
     low = lowering.lower_dynamic_update_slice(x, upd, idx, node.output[0], plan, index_elem=elem, opset=opset,
                                               prefix=node.output[0])
+    elem_x = facts.types.get(x) or facts.types.get(upd)
     return UpdateRecord(node.name, node.op_type, graph, [x, upd, idx], node.output[0],
-                        [xs, us, (len(xs),)], [facts.types.get(x), facts.types.get(upd), elem],
+                        [xs, us, (len(xs),)], [elem_x, facts.types.get(upd) or elem_x, elem],
                         {"plan": plan}, low, notes=notes)
 
 
