@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+import tensorflow as tf  # the oracles extra: these tests need TensorFlow (never skipped)
 
 from onnx_slice_tools.cli.main import main as cli_main
 from onnx_slice_tools.frontends.sources import quiet_frameworks
-
-tf = pytest.importorskip("tensorflow")
 
 
 def _saved_model(path: Path, fn, specs) -> Path:
