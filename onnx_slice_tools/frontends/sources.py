@@ -223,6 +223,12 @@ def _rename_outputs(model, names, path) -> None:
     outs = model.graph.output
     if len(names) != len(outs):
         raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
+    inputs = {i.name for i in model.graph.input}
+    for out, new in zip(outs, names):  # ONNX names each value once: an output cannot take an input's name
+        if new in inputs and out.name != new:
+            raise ModelError(f"output {new!r} has the name of an input (a decode step returning its 'cache' "
+                             "input updated, say): ONNX needs distinct names; give the outputs other names "
+                             "with --outputs", path=str(path))
     for out, new in zip(outs, names):
         old = out.name
         for init in model.graph.initializer:  # an output TensorFlow folded to a constant

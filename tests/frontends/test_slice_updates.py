@@ -159,3 +159,25 @@ def test_input_range_applies_to_a_tflite_by_litert_names(tmp_path, capfd):
     assert cli_main(["convert", str(src), "-o", str(tmp_path / "c.onnx"), "--input-range", "nope:0,5"]) == 2
     text, err = capfd.readouterr()
     assert text == "" and err.count("\n") == 1 and "no input 'nope'" in err and "pos" in err, err
+
+
+def test_an_output_key_named_like_an_input_is_one_clear_line(tmp_path, capfd):
+    """A decode step returning its ``cache`` input updated under the key ``cache``: ONNX names each
+    value once, so that output cannot keep the key; one line says so and how to name it
+    (``--outputs``), which then converts."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, pos):
+        return {"cache": xla.dynamic_update_slice(cache, new, tf.stack([0, pos, 0]))}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 8, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="pos")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 2
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "has the name of an input" in err and "--outputs" in err, err
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx"), "--outputs", "new_cache"]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
