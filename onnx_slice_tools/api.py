@@ -120,8 +120,9 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
     from .frontends.sources import export_source, framework_status, open_source
     framework, loaded = open_source(path, input_shapes=input_shapes, signature=signature, input_ranges=input_ranges)
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
+    updates: list = []  # the slice-update family tf2onnx left raw, rewritten and checked (frontends/updates.py)
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
-                         output_names=output_names, signature=signature, loaded=loaded)
+                         output_names=output_names, signature=signature, loaded=loaded, updates=updates)
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
         result = convert(str(file), source=str(path), weights_held=True, **options)
@@ -129,6 +130,9 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
+    if updates:
+        from .frontends.updates import updates_status
+        rep.model_checks["slice_updates"] = updates_status(updates)
     rep.model_checks["framework"] = framework_status(path, framework, result, options.get("verify", True),
                                                      input_shapes, signature, Path(folder.name), loaded, input_ranges)
     return result

@@ -119,6 +119,8 @@ def verdict_text(rep, v: str | None = None) -> str:
         inplace = list(rep.record_inplace.values()).count("passed")  # (keyed by record position)
         shipped_too = list(rep.record_inplace.values()).count(AS_SHIPPED)  # (settled by the as-shipped run)
         framework = detail(rep.model_checks.get("framework", ""))
+        updates = detail(rep.model_checks.get("slice_updates", ""))  # frontends/updates.py
+        framework = f"{updates}; {framework}" if updates and framework else updates or framework
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
@@ -293,6 +295,12 @@ def _fmt_shape(shape) -> str:
 
 def cmd_explain(args) -> int:
     shape = _parse_shape(args.shape)  # every option is read before the spec is planned
+    if args.update is not None:  # a slice write (cli/explain_update.py)
+        from .explain_update import explain_update_text
+        update = _parse_shape(args.update)
+        spec = _spec_from_args(args) if args.spec or args.begin is not None else None
+        print(explain_update_text(spec, shape, update))
+        return EXIT_OK
     try:
         spec = _spec_from_args(args)
         text = explain_text(spec, shape, args.target)
@@ -346,11 +354,12 @@ def cmd_inspect(args) -> int:
     import tempfile  # a framework file: what convert would rewrite, the ONNX model tf2onnx makes of it
 
     from ..frontends.sources import export_source
+    updates: list = []  # the slice-update family tf2onnx left raw (frontends/updates.py)
     with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-inspect-") as folder:
-        return _inspect(args, export_source(args.model, folder))
+        return _inspect(args, export_source(args.model, folder, updates=updates), updates)
 
 
-def _inspect(args, path) -> int:
+def _inspect(args, path, updates: list | None = None) -> int:
     from ..api import convert
     rep = convert(path, flavor=args.flavor, verify=False, cleanup=False, source=str(args.model)).report
     problems = _convert_problems(rep)
@@ -371,8 +380,11 @@ def _inspect(args, path) -> int:
             row.update(spec=r.notation, input_shape=_list_or_none(r.input_shape),
                        output_shape=_list_or_none(r.output_shape), onnx=ops)
         rows.append(row)
+    family = [{"node": u.node, "graph": u.graph, "op_type": u.op_type, "form": u.form,
+               "input_shapes": [_list_or_none(sh) for sh in u.shapes], "onnx": u.lowering.describe(),
+               "check": u.check, "notes": u.notes} for u in updates or ()]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows + family, indent=2))
         return EXIT_OK
     print(one_line(f"{args.model}: {len(rows)} StridedSlice node(s)"))
     header = ("node", "flavor", "spec", "input", "output", "ONNX")
@@ -380,6 +392,12 @@ def _inspect(args, path) -> int:
                          *(_fmt_shape(r[k]) if k in r else "-" for k in ("input_shape", "output_shape")),
                          "; ".join(r.get("onnx", [])) or one_line(r.get("error", ""))) for r in rows]
     print(_plain_table(cells))
+    if family:
+        print(one_line(f"{len(family)} slice-update node(s) tf2onnx left unconverted, rewritten and checked:"))
+        cells = [("node", "op", "form", "inputs", "ONNX")] + [
+            (one_line(f["node"]), f["op_type"], f["form"], " ".join(_fmt_shape(sh) for sh in f["input_shapes"]),
+             "/".join(f["onnx"])) for f in family]
+        print(_plain_table(cells))
     return EXIT_OK
 
 
@@ -786,6 +804,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--offset", action="store_true", help="TFLite STRIDED_SLICE offset option (end = begin + end)")
     e.add_argument("--target", choices=list(TARGETS), default=None,
                    help="lower for this target (default onnxruntime: the minimal lowering) and list its constraints")
+    e.add_argument("--update", metavar="SHAPE",
+                   help="a slice write: with SPEC, TensorStridedSliceUpdate with a value of SHAPE; without, "
+                        "XlaDynamicUpdateSlice of an update of SHAPE at run-time starts")
     from ..semantics.spec import MASK_NAMES
     for m in MASK_NAMES:
         e.add_argument("--" + m.replace("_", "-"), dest=m,

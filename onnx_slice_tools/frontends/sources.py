@@ -35,7 +35,7 @@ from ..errors import ConversionError, ModelError
 from ..verification.checks import failed, passed, skipped
 from ..io.files import KERAS_SUFFIXES, TFLITE_SUFFIXES, source_kind  # noqa: F401 - also imported from here
 from .fold import drop_identity_reshapes, fold_weight_subgraphs
-from .tfexport import LARGE_VARIABLE_BYTES, export, export_tflite, move_to_external, require_converted
+from .tfexport import LARGE_VARIABLE_BYTES, checked_tflite, export, export_tflite, move_to_external, require_converted
 
 EXTRA_HINT = "pip install 'onnx-slice-tools[tf]'"
 
@@ -137,36 +137,40 @@ def _checked_kind(path, input_shapes, signature) -> str:
 
 
 def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
-                  output_names: list[str] | None = None, signature: str | None = None, loaded=None) -> Path:
+                  output_names: list[str] | None = None, signature: str | None = None, loaded=None,
+                  updates: list | None = None) -> Path:
     """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
     ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
     variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
     without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
     has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
     tf2onnx still made in memory are written there when of 1 MiB or more.
-    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
+    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check).
+    ``updates``: a list that gets the records of the slice-update rewrites (frontends/updates.py)."""
     import onnx
     folder = Path(folder)
     file, data = folder / "model.onnx", folder / "model.onnx.data"
     kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
-        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
+        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded, updates)
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file
 
 
-def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None):
+def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None,
+          updates=None):
     tf, tf2onnx, onnx = _frameworks(path)
+    traced = None
     try:
         if kind == "tflite":
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
-                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES, updates=updates)
         else:
-            fn, sig, keys = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+            fn, sig, keys = traced = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
-            require_converted(model, path)
+            require_converted(model, path, updates)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
         # what tf2onnx folds on constants, left on the weights moved out before it converted
@@ -175,6 +179,9 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
     except (ModelError, ConversionError):
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
+        if traced is not None:  # a variable written: a failed conversion, not bad input
+            from .updates import refuse_state_writes
+            refuse_state_writes(traced[0], traced[1], path)
         raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {framework_error_line(exc)}",
                          path=str(path)) from None
     return model
@@ -216,6 +223,12 @@ def _rename_outputs(model, names, path) -> None:
     outs = model.graph.output
     if len(names) != len(outs):
         raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
+    inputs = {i.name for i in model.graph.input}
+    for out, new in zip(outs, names):  # ONNX names each value once: an output cannot take an input's name
+        if new in inputs and out.name != new:
+            raise ModelError(f"output {new!r} has the name of an input (a decode step returning its 'cache' "
+                             "input updated, say): ONNX needs distinct names; give the outputs other names "
+                             "with --outputs", path=str(path))
     for out, new in zip(outs, names):
         old = out.name
         for init in model.graph.initializer:  # an output TensorFlow folded to a constant
@@ -444,7 +457,7 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     check = SourceCheck()
     arithmetic = float_arithmetic_outputs(onnx_model)
     if kind == "tflite":
-        run = _tflite_runner(path)
+        run = _tflite_runner(path, input_ranges)
     else:
         from ..verification.input_ranges import index_input_ranges
         ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
@@ -499,17 +512,18 @@ def tflite_input_shapes(interp) -> list:
     return stored
 
 
-def _tflite_runner(path):
+def _tflite_runner(path, ranges=None):
     from ..verification.runtimes import tflite_interpreter
     interp = tflite_interpreter(Path(path).read_bytes())
     shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
     outs = interp.get_output_details()
+    ranges = ranges or {}
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
         for k, d in enumerate(details):
-            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]))
+            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]), ranges.get(d["name"].split(":")[0]))
             arrays.append(x)
             feeds[_match_name(d["name"], onnx_inputs, k)] = x
         for d, x in zip(details, arrays):
@@ -561,24 +575,33 @@ def source_files(path) -> list[Path]:
     return sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
 
 
+def _check_range_names(input_ranges: dict, names: list, path) -> None:
+    for name in input_ranges:
+        if name not in names:
+            raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
+                             f"{', '.join(names)})", path=str(path))
+
+
+def tflite_input_names(path) -> list[str]:
+    """The input names of the .tflite at ``path`` as LiteRT gives them (``:0`` suffixes dropped)."""
+    from ..verification.runtimes import tflite_interpreter
+    interp = tflite_interpreter(checked_tflite(path))
+    return [d["name"].split(":")[0] for d in interp.get_input_details()]
+
+
 def open_source(path, *, input_shapes: dict | None = None, signature: str | None = None,
                 input_ranges: dict | None = None):
     """A framework input and its options checked before any work (one-line ModelError), and
     read: ``(kind, loaded)`` where ``loaded`` is :func:`load_tf` of a SavedModel or Keras input
     (None for a .tflite), loaded once for the export and the framework check."""
     kind = _checked_kind(path, input_shapes, signature)
-    if input_ranges and kind == "tflite":
-        raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
-                         path=str(path))
+    if input_ranges and kind == "tflite":  # named as LiteRT names the file's inputs
+        _check_range_names(input_ranges, tflite_input_names(path), path)
     loaded = None
     if kind != "tflite":
         loaded = load_tf(path, input_shapes=input_shapes, signature=signature)
         if input_ranges:
-            names = [spec.name for spec in loaded[1]]
-            for name in input_ranges:
-                if name not in names:
-                    raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
-                                     f"{', '.join(names)})", path=str(path))
+            _check_range_names(input_ranges, [spec.name for spec in loaded[1]], path)
     return kind, loaded
 
 

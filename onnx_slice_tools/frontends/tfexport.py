@@ -149,7 +149,7 @@ def keep_strided_slice_kwargs() -> dict:
 
 
 def export_tflite(path, *, opset: int = 17, output_names=None, external_data=None,
-                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES):
+                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES, updates: list | None = None):
     """A ModelProto for the ``.tflite`` at ``path``, StridedSlice kept (with ``offset``).
 
     tf2onnx's TFLite reader copies every buffer several times.  With
@@ -184,7 +184,7 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
             if dense is not None:
                 file.write_bytes(dense)
             model = _from_tflite(tf2onnx, file if dense is not None else Path(path), path, kwargs)
-    require_converted(model, path)
+    require_converted(model, path, updates)
     return model
 
 
@@ -314,9 +314,15 @@ def sparse_to_dense(values, shape: list[int], sparsity):
     return dense
 
 
-def require_converted(model, path) -> None:
+def require_converted(model, path, updates: list | None = None) -> None:
     """Raise a one-line :class:`ConversionError` naming the ops tf2onnx left unconverted in
-    ``model`` (converted from the file at ``path``), if any."""
+    ``model`` (converted from the file at ``path``), if any.  The slice-update family (and TFLite
+    GELU), which tf2onnx leaves raw, is rewritten and checked first (frontends/updates.py); its
+    records are appended to ``updates``."""
+    from .updates import lower_family
+    records = lower_family(model, path)
+    if updates is not None:
+        updates.extend(records)
     left = unconverted_ops(model)
     if left:
         raise ConversionError(f"tf2onnx has no ONNX conversion for {', '.join(left)}: the model cannot be "

@@ -1,0 +1,183 @@
+"""Framework inputs holding the slice-update family (and TFLite GELU), which tf2onnx leaves raw:
+converted (exit 0), each rewrite checked against the reference, and the whole model verified
+against TensorFlow / LiteRT by the framework check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tensorflow as tf  # the oracles extra: these tests need TensorFlow (never skipped)
+
+from onnx_slice_tools.cli.main import main as cli_main
+from onnx_slice_tools.frontends.sources import quiet_frameworks
+
+
+def _saved_model(path: Path, fn, specs) -> Path:
+    m = tf.Module()
+    m.serve = tf.function(fn, input_signature=specs)
+    with quiet_frameworks():
+        tf.saved_model.save(m, str(path), signatures={"serving_default": m.serve})
+    return path
+
+
+def test_saved_model_with_the_family_converts_and_is_verified(tmp_path, capfd):
+    """A KV-cache write at a run-time position (XlaDynamicUpdateSlice), a clamped read
+    (XlaDynamicSlice), a slice assignment with a broadcast value (TensorStridedSliceUpdate) and
+    StridedSliceGrad: all rewritten, the framework check bitwise (pure data movement)."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, pos):
+        idx = tf.stack([0, pos, 0, 0])
+        updated = xla.dynamic_update_slice(cache, new, idx)
+        window = xla.dynamic_slice(updated, tf.stack([0, pos - 2, 0, 0]), [1, 3, 2, 4])
+        written = tf.raw_ops.TensorStridedSliceUpdate(input=updated, begin=[0, 1], end=[1, 9], strides=[1, 3],
+                                                      value=tf.constant([5.0, 6.0, 7.0, 8.0]))
+        grad = tf.raw_ops.StridedSliceGrad(shape=[1, 16, 2, 4], begin=[0, 15], end=[1, 4], strides=[1, -4],
+                                           dy=window[:, :, :, :])
+        return {"updated": updated, "window": window, "written": written, "grad": grad}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 16, 2, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 2, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="pos")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
+    import onnx
+    ops = [n.op_type for n in onnx.load(str(out / "m.onnx")).graph.node]
+    assert not {"XlaDynamicUpdateSlice", "XlaDynamicSlice", "TensorStridedSliceUpdate", "StridedSliceGrad"} & set(ops)
+
+
+def test_tflite_dynamic_update_slice_and_gelu_convert_and_match_litert(tmp_path, capfd):
+    """DYNAMIC_UPDATE_SLICE and both GELU forms from the TF converter: rewritten, verified against
+    LiteRT (GELU within the float tolerance rule)."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, pos):
+        updated = xla.dynamic_update_slice(cache, new, tf.stack([0, pos, 0]))
+        return updated, tf.nn.gelu(updated, approximate=True), tf.nn.gelu(new, approximate=False)
+
+    with quiet_frameworks():
+        concrete = tf.function(fn).get_concrete_function(tf.TensorSpec([1, 8, 4], tf.float32),
+                                                         tf.TensorSpec([1, 1, 4], tf.float32),
+                                                         tf.TensorSpec([], tf.int32))
+        data = tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert()
+    src = tmp_path / "dus.tflite"
+    src.write_bytes(data)
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "dus.onnx")]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
+
+
+def test_tssu_value_tensorflow_rejects_is_exit_1_naming_the_node(tmp_path, capfd):
+    """A value that does not broadcast to the slice fails in TensorFlow at every run: the
+    conversion fails (exit 1) in one line naming the node, nothing written."""
+    def fn(x, v):
+        return {"y": tf.raw_ops.TensorStridedSliceUpdate(input=x, begin=[0], end=[2], strides=[1], value=v)}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([4], tf.float32, name="x"),
+                                             tf.TensorSpec([3], tf.float32, name="v")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 1
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "TensorStridedSliceUpdate" in err and "broadcast" in err, err
+    assert list(out.iterdir()) == []
+
+
+def test_a_variable_slice_assignment_is_exit_1_in_one_line(tmp_path, capfd):
+    """``v[1:3].assign(x)`` (ResourceStridedSliceAssign) keeps state between calls, which an ONNX
+    graph has not: a failed conversion (exit 1, one line naming the op), like every op no ONNX
+    form exists for, not an unusable input (exit 2)."""
+    class M(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = tf.Variable(tf.zeros([4, 3]))
+
+        @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32, name="x")])
+        def serve(self, x):
+            self.v[1:3].assign(x)
+            return {"y": self.v.read_value() * 2.0}
+
+    m = M()
+    src = tmp_path / "sm"
+    with quiet_frameworks():
+        tf.saved_model.save(m, str(src), signatures={"serving_default": m.serve})
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 1
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "ResourceStridedSliceAssign (node " in err, err
+    assert list(out.iterdir()) == []
+
+
+def test_a_cache_write_inside_a_while_loop_is_rewritten_in_the_loop_body(tmp_path, capfd):
+    """A decode-loop sketch: ``tf.while_loop`` writing the cache at the loop counter (beyond the
+    cache's end too: the start is clamped) becomes an ONNX ``Loop`` whose body holds the rewrite;
+    the whole model bitwise against TensorFlow."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, n):
+        def body(i, c):
+            return i + 1, xla.dynamic_update_slice(c, new * tf.cast(i, tf.float32), tf.stack([0, i, 0]))
+        _, c = tf.while_loop(lambda i, c: i < n, body, [tf.constant(0), cache])
+        return {"out": c}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 8, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="n")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx"), "--input-range", "n:0,12"]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "1 XlaDynamicUpdateSlice as" in text and "bitwise against TensorFlow" in text, text
+    import onnx
+    loop = next(n for n in onnx.load(str(out / "m.onnx")).graph.node if n.op_type == "Loop")
+    assert "Concat" in [n.op_type for n in loop.attribute[0].g.node]
+
+
+def test_input_range_applies_to_a_tflite_by_litert_names(tmp_path, capfd):
+    """A position feeding a SLICE: random draws make LiteRT fail (the check is skipped);
+    ``--input-range pos:0,5`` draws it where the model runs, and the model is verified.  A name
+    the file has not is exit 2 in one line."""
+    def fn(table, pos):
+        return tf.slice(table, tf.stack([pos, 0]), [2, 4]) * 2.0
+
+    with quiet_frameworks():
+        concrete = tf.function(fn).get_concrete_function(tf.TensorSpec([7, 4], tf.float32, name="table"),
+                                                         tf.TensorSpec([], tf.int32, name="pos"))
+        data = tf.lite.TFLiteConverter.from_concrete_functions([concrete]).convert()
+    src = tmp_path / "slice.tflite"
+    src.write_bytes(data)
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "a.onnx")]) == 0
+    text, _ = capfd.readouterr()
+    assert "NOT fully verified" in text and "framework skipped" in text, text
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "b.onnx"), "--input-range", "pos:0,5"]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
+    assert cli_main(["convert", str(src), "-o", str(tmp_path / "c.onnx"), "--input-range", "nope:0,5"]) == 2
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "no input 'nope'" in err and "pos" in err, err
+
+
+def test_an_output_key_named_like_an_input_is_one_clear_line(tmp_path, capfd):
+    """A decode step returning its ``cache`` input updated under the key ``cache``: ONNX names each
+    value once, so that output cannot keep the key; one line says so and how to name it
+    (``--outputs``), which then converts."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    def fn(cache, new, pos):
+        return {"cache": xla.dynamic_update_slice(cache, new, tf.stack([0, pos, 0]))}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 8, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="pos")])
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx")]) == 2
+    text, err = capfd.readouterr()
+    assert text == "" and err.count("\n") == 1 and "has the name of an input" in err and "--outputs" in err, err
+    assert cli_main(["convert", str(src), "-o", str(out / "m.onnx"), "--outputs", "new_cache"]) == 0
+    text, err = capfd.readouterr()
+    assert err == "" and "verified" in text and "NOT" not in text, text
