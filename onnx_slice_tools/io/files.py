@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..errors import first_line as _first_line
+from .pause import pause_point
 
 #: Every temporary file or folder we create starts with this.
 TEMP_PREFIX = ".onnx-slice-tools-tmp-"
@@ -724,6 +725,7 @@ def _write_atomically(path: Path, write, protect) -> None:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
             os.chmod(tmp, _file_mode())  # a written file gets the usual mode
+            pause_point("write-written")
             check_output(path, protect)  # nothing appeared there meanwhile
             os.replace(tmp, path)
             _fsync_dir(path.parent)
@@ -913,12 +915,14 @@ def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_d
             has_data = tmp_data.exists()
             if has_data:
                 os.chmod(tmp_data, _file_mode())
+            pause_point("save-written")
             check_output(path, inputs, what="output")
             check_output(data_file, inputs, what="output")
             stale = None if has_data else stale_data_file(path, data_file)
             if has_data:
                 os.replace(tmp_data, data_file)
                 renamed = data_file
+                pause_point("save-data-landed")
             os.replace(tmp_model, path)
             renamed = None
             removed = _remove_if_same(data_file, stale)
