@@ -19,7 +19,8 @@ problem found:
 * a graph that is not a DAG, or uses a name no one defines (outer scopes count);
 * graph inputs/outputs that are not tensors (sequence, map, optional: not supported);
 * attributes without a name or a type, or given twice on one node; a Constant without exactly
-  one value attribute;
+  one value attribute; an If without its then_branch and else_branch graphs, a Loop or Scan
+  without its body (a misspelled name: the branch would be missing at run time);
 * names given twice: graph inputs, initializers, function inputs, opset imports of one domain,
   functions (domain, name); node outputs that shadow a name of an outer scope (SSA);
 * model-local functions that call themselves, directly or through others;
@@ -49,6 +50,11 @@ _BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12
          14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
          25: 2, 26: 2, 27: 6, 28: 6}
 _STRING = 8
+_GRAPH = 5  # AttributeProto.GRAPH
+#: the graph attributes each control-flow op of the ONNX domain needs
+_BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
+#: ops whose checks depend on the node's domain (the fast proof's cache key includes it)
+_DOMAIN_CHECKED = frozenset({"Constant", *_BODIES})
 #: the typed field holding each data type's values, and values per element
 _TYPED = {1: ("float_data", 1), 6: ("int32_data", 1), 7: ("int64_data", 1), 11: ("double_data", 1),
           12: ("uint64_data", 1), 13: ("uint64_data", 1), 14: ("float_data", 2), 15: ("double_data", 2),
@@ -294,6 +300,13 @@ class _Validator:
                 self.fail(f"outputs: StridedSlice has one output, got {len(n.output)}", node=name)
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) != 1:
             self.fail(f"attributes: Constant takes exactly one value attribute, got {len(n.attribute)}", node=name)
+        if n.op_type in _BODIES and n.domain in ("", "ai.onnx"):
+            graphs = {a.name for a in n.attribute if a.type == _GRAPH}
+            for body in _BODIES[n.op_type]:
+                if body not in graphs:
+                    got = ", ".join(_q(a.name) for a in n.attribute) or "none"
+                    self.fail(f"attribute {_q(body)}: {n.op_type} needs its {body} graph (attributes: {got})",
+                              node=name)
         names = set()
         for a in n.attribute:
             field = f"attribute {_q(a.name)}"
@@ -481,7 +494,7 @@ class _Fast:
             if not known(ins):
                 return False
             op = n.op_type
-            key = (op, n.domain if op == "Constant" else "", tuple(n.attribute))
+            key = (op, n.domain if op in _DOMAIN_CHECKED else "", tuple(n.attribute))
             verdict = verdict_of(key)
             if verdict is None:
                 verdict = verdicts[key] = self.node_verdict(n)

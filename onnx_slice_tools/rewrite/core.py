@@ -176,6 +176,23 @@ def check_flavor(flavor) -> None:
         raise ValueError(f"unknown flavor {flavor!r}")
 
 
+#: Attributes a StridedSlice may carry besides :data:`MASK_NAMES`: TFLite's ``offset`` and
+#: TensorFlow's type attributes (``T``, ``Index``; internal ones start with ``_``).  Any other
+#: name is a misspelled mask (``beginmask``) whose meaning would silently be lost: refused.
+OTHER_ATTRIBUTES = frozenset({"offset", "T", "Index"})
+
+
+def unknown_attribute(attr_types) -> StridedSliceError | None:
+    """The error for the first attribute name (sorted) a StridedSlice does not have; None when
+    every name is known (:data:`MASK_NAMES`, :data:`OTHER_ATTRIBUTES`, ``_internal``)."""
+    unknown = sorted(n for n in attr_types if n not in MASK_NAMES and n not in OTHER_ATTRIBUTES
+                     and not n.startswith("_"))
+    if not unknown:
+        return None
+    return StridedSliceError(f"not a StridedSlice attribute (the masks are {', '.join(MASK_NAMES)}; TFLite adds "
+                             "offset)", field=f"attribute {unknown[0]!r}")
+
+
 def flavor_of(attr_types, domain: str) -> str | None:
     """TFLite when an ``offset`` attribute is present; TF when the masks are INT attributes,
     OpenVINO when INTS or STRING; None if unclear.  ``attr_types``: attribute name ->
@@ -412,6 +429,9 @@ class Rewriter:
         (spec, runtime index inputs by field) or raises StridedSliceError (e.g. :func:`parse_node`
         with :attr:`parse_cache`); ``elem_of(input)`` is the element type of a runtime index input
         (derived, else declared; None if unknown)."""
+        unknown = unknown_attribute(attr_types)
+        if unknown is not None:
+            return Signature(self.flavor, error=str(unknown), error_kind="invalid")
         flavor = self.flavor or flavor_of(attr_types, domain)
         if flavor is None:
             return Signature(None, error=UNKNOWN_FLAVOR, error_kind="invalid")
