@@ -15,7 +15,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from models_ext import big_external_model, nested_expected, nested_model
-from pausing import Pause
+from pausing import Pause, wait_gone
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.cli.main import main as cli_main
@@ -261,6 +261,18 @@ def test_stale_temporaries_are_cleaned_and_live_ones_kept(tmp_path):
     assert cli_main(["convert", str(src), "-o", str(out / "conv.onnx")]) == 0
     assert sorted(p.name for p in out.iterdir()) == sorted([".not-ours-1-2", live, "conv.onnx", "conv.onnx.data"])
     assert clean_stale_temps(out) == []
+
+
+def test_a_killed_process_not_yet_reaped_counts_as_dead(tmp_path):
+    """A SIGKILLed writer whose parent has not reaped it yet (a zombie) writes nothing any more:
+    its temporary is stale at once, not after STALE_SECONDS."""
+    proc = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+    proc.kill()
+    wait_gone(proc.pid)  # ended; a zombie until we reap it below
+    name = f"{TEMP_PREFIX}{proc.pid}-abcd"
+    (tmp_path / name).mkdir()
+    assert clean_stale_temps(tmp_path) == [name]
+    proc.wait()
 
 
 def _convert_in_subprocess(src: Path, out: Path, *extra, env=None) -> subprocess.Popen:
