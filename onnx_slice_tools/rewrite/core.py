@@ -255,6 +255,9 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
     ``const_of(input, field)`` (its constant ints or None for a runtime value), ``dims_of(input)``
     (the trusted shape of a runtime one).  Raises StridedSliceError (field named) for bad
     attributes or inputs.  ``cache``: specs made so far in this pass (:func:`_parsed`)."""
+    unknown = unknown_attribute(attrs)
+    if unknown is not None:
+        raise unknown
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
@@ -370,6 +373,19 @@ def fmt_shape(shape) -> str:
     return "unknown rank" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
+def declared_output_conflict(declared, planned) -> str | None:
+    """Where the shape a model declares for a StridedSlice's output contradicts the plan of the
+    slice over its input's trusted dims: another rank, or two different numbers (a dim name
+    against a number is less information, not a contradiction).  For a graph output (the
+    model's interface) the rewrite refuses the node as invalid input; an intermediate
+    declaration (value_info) is left to the checks (docs/design.md, "Shapes the lowering trusts")."""
+    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
+
+
+def _declared_vs_planned(a, b) -> str | None:
+    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
+
+
 def input_warnings(declared, derived) -> list:
     """The record's warnings about a sliced tensor whose declared shape the derived one contradicts."""
     problem = shape_disagreement(declared, derived)
@@ -429,9 +445,6 @@ class Rewriter:
         (spec, runtime index inputs by field) or raises StridedSliceError (e.g. :func:`parse_node`
         with :attr:`parse_cache`); ``elem_of(input)`` is the element type of a runtime index input
         (derived, else declared; None if unknown)."""
-        unknown = unknown_attribute(attr_types)
-        if unknown is not None:
-            return Signature(self.flavor, error=str(unknown), error_kind="invalid")
         flavor = self.flavor or flavor_of(attr_types, domain)
         if flavor is None:
             return Signature(None, error=UNKNOWN_FLAVOR, error_kind="invalid")
@@ -487,6 +500,15 @@ class Rewriter:
             fields["input_shape"] = dims
         if base["lowering"] is None:
             fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
+            return rec
+        conflict = declared_output_conflict(declared_output, base["output_shape"]) if is_graph_output else None
+        if conflict:  # the model's interface declares what the slice of the trusted input dims cannot give
+            error = StridedSliceError(
+                f"declared {fmt_shape(declared_output)}, but the slice of the input {fmt_shape(dims)} gives "
+                f"{fmt_shape(base['output_shape'])} ({conflict}): the model contradicts itself",
+                field=f"output {output_name!r}")
+            fields.update(error=str(error), error_kind="invalid", lowering=None, output_shape=None,
+                          index_types={}, index_names={}, replaced=[])
             return rec
         fields["declared_output"] = declared_output
         fields["elem_type"] = data_elem or output_elem or None  # 0 is UNDEFINED

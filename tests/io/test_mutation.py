@@ -220,3 +220,55 @@ def test_a_control_flow_node_without_its_branch_is_invalid_input(tmp_path, capsy
     assert err.count("\n") == 1 and str(src) in err, err
     assert f"attribute '{old}': If needs its {old} graph" in err and repr(new) in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_declared_output_shape_the_slice_cannot_give_is_invalid_input(tmp_path, capsys, verify):
+    """Mutants 2410, 2422, 2531, 3075, 3213 of seed 2: the StridedSlice's declared output (graph
+    output or value_info) contradicts the slice of its input's trusted dims; the rewrite kept the
+    declaration and strict shape inference of the output failed (exit 1)."""
+    import onnx
+    m = onnx.load(ROOT / "models" / "openvino_channel_flip.onnx")
+    m.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 15
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(m.SerializeToString())
+    from onnx_slice_tools.cli.main import main
+    assert main(["convert", str(src), "-o", str(out)] + ([] if verify else ["--no-verify"])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "node 'flip'" in err, err
+    assert "output 'flipped': declared [1, 15, 224, 224], but the slice of the input [1, 3, 224, 224] gives " \
+           "[1, 3, 224, 224] (dim 1: declared 15 != planned 3)" in err, err
+    assert not out.exists()
+
+
+def _if_branch_mul(edit):
+    import onnx
+    m = onnx.load(ROOT / "models" / "tf_if_branch.onnx")
+    cond = next(n for n in m.graph.node if n.op_type == "If")
+    branch = next(a.g for a in cond.attribute if a.name == "else_branch")
+    edit(next(n for n in branch.node if n.op_type == "Mul"))
+    return m
+
+
+def _add_attribute(node):
+    import onnx
+    node.attribute.append(onnx.helper.make_attribute("alpha", 1.0))
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda n: setattr(n, "op_type", "Muh"), "op_type: 'Muh' is no ONNX operator of opset 17"),  # seed 3, 806
+    (lambda n: n.input.pop(), "inputs: Mul takes 2 inputs, got 1"),  # seed 2, 2258
+    (_add_attribute, "attribute 'alpha': Mul has no such attribute"),
+])
+def test_an_onnx_node_no_runtime_loads_is_invalid_input(tmp_path, capsys, edit, needle):
+    """A node of the ONNX domain its schema refuses, inside an If branch: the original failed
+    the checker first on the branch's StridedSlice, the output (slices rewritten) on this node,
+    so the failure did not count as the original's (exit 1).  Now refused up front, naming it."""
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(_if_branch_mul(edit).SerializeToString())
+    from onnx_slice_tools.cli.main import main
+    assert main(["convert", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "node 'cond_false_383_cond/mul'" in err, err
+    assert needle in err, err
+    assert not out.exists()
