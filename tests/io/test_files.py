@@ -15,7 +15,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from models_ext import big_external_model, nested_expected, nested_model
-from pausing import Pause, wait_gone
+from pausing import HANG_GUARD_S, Pause, wait_gone
 
 from onnx_slice_tools import convert
 from onnx_slice_tools.cli.main import main as cli_main
@@ -367,7 +367,7 @@ def test_a_full_disk_is_one_line_naming_the_output_and_leaves_nothing(tmp_path):
     out.mkdir()
     proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "convert", str(src), "-o", str(out / "o.onnx"),
                            "--no-verify"], env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
-                          text=True, preexec_fn=limit, timeout=300)
+                          text=True, preexec_fn=limit, timeout=HANG_GUARD_S)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == f"{out / 'o.onnx'}: cannot write: File too large"
     assert list(out.iterdir()) == []
