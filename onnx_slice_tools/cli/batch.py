@@ -302,7 +302,10 @@ class Journal:
 
     def start(self) -> None:
         """Before this run appends: end a line the kill cut short (or create the file)."""
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a symlink, a folder, a read-only output folder
+            raise ModelError(f"cannot write the journal: {exc.strerror}", path=str(self.path)) from None
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
