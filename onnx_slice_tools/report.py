@@ -226,17 +226,18 @@ class ConvertResult:
     def ok(self) -> bool:
         return self.report.ok
 
-    def save(self, path, *, external_data: bool | None = None, protect=()):
+    def save(self, path, *, external_data: bool | None = None, protect=(), on_landing=None):
         """Write the converted model atomically (see files.save_model): never over an input
         file, weights the input kept in external data streamed to ``<path>.data``.
         Returns a files.SavedModel.  ``model`` is ``ir_model`` serialized: written as it is when
         no weights move.  A framework input's weights (external data in our private folder, not
         the user's layout) are written into the one file unless they pass protobuf's limit or
-        ``external_data`` is True."""
+        ``external_data`` is True.  ``on_landing``: see files.save_model."""
         if external_data is None and self.source_folder is not None:
             weights = model_weight_bytes(self.ir_model) if self.ir_model is not None else proto_weight_bytes(self.model)
             external_data = weights > PROTO_LIMIT
         if self.ir_model is None:  # the protobuf path: it takes no model with external data
             return save_model(self.model, path, external_data=external_data, protect=[*protect, *self.input_files()],
-                              no_external=self.inputs is not None)
-        return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model)
+                              no_external=self.inputs is not None, on_landing=on_landing)
+        return save_model(self.ir_model, path, external_data=external_data, protect=protect, proto=self.model,
+                          on_landing=on_landing)

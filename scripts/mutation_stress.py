@@ -6,9 +6,12 @@
 Each mutant (a truncation, bit flip, byte overwrite or insertion of a sample model) is
 converted by ``cli.main(["convert", ...])`` in a forked child (so an abort in native code is
 counted, not fatal).  An outcome is good when the CLI exits 0 with a loadable output, or exits
-1 or 2 with exactly one stderr line naming the file and no output; anything else (another
-exit code, "internal error", a traceback, several lines, a changed input, a partial output,
-a crash) is printed.  Exit code: 0 when every outcome is good.
+2 with exactly one stderr line naming the file and no output; anything else (another exit
+code, "internal error", a traceback, several lines, a changed input, a partial output, a
+crash) is printed.  Exit 1 (a failed rewrite or check) is counted apart and each one printed
+with its message: a corrupt input is unusable input (exit 2), and a mutant that is still a
+valid model must convert, so every exit 1 is a defect to look at.  Exit code: 0 when every
+outcome is good and no mutant exits 1.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def judge(path: Path, data: bytes, out: Path, code, stderr: str) -> str:
         return f"BAD: {stderr.strip()[:300]}"
     if str(path) not in lines[0]:
         return f"BAD: file not named: {lines[0][:300]}"
-    return "failed" if code == 1 else "invalid"
+    return f"failed: {lines[0]}" if code == 1 else "invalid"
 
 
 def run_one(data: bytes, verify: bool) -> str:
@@ -164,12 +167,19 @@ def main(argv=None) -> int:
             if args.save:
                 Path(args.save).mkdir(parents=True, exist_ok=True)
                 (Path(args.save) / f"mutant{i}.onnx").write_bytes(data)
+        elif outcome.startswith("failed"):
+            counts["failed"] += 1
+            print(f"mutant {i} ({models[k].name}, {kind}) exits 1: {outcome[8:][:300]}", flush=True)
+            if args.save:
+                Path(args.save).mkdir(parents=True, exist_ok=True)
+                (Path(args.save) / f"exit1_mutant{i}.onnx").write_bytes(data)
         else:
             counts[outcome] += 1
         if (i + 1) % 100 == 0:
             print(f"{i + 1} mutants: {dict(sorted(counts.items()))}", flush=True)
     print(f"outcomes of {args.mutants} mutants (seed {args.seed}):", dict(sorted(counts.items())))
-    return 1 if counts["BAD"] else 0
+    print(f"exit-1 corrupt inputs: {counts['failed']}")
+    return 1 if counts["BAD"] or counts["failed"] else 0
 
 
 if __name__ == "__main__":

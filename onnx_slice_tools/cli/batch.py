@@ -27,6 +27,17 @@ Each worker slot is its own one-process pool: a worker that dies (a native crash
 only its model; the slot is restarted.  Workers die with the parent (PR_SET_PDEATHSIG);
 SIGTERM of the parent terminates them.  One batch at a time writes into an output folder
 (``fcntl.flock`` on ``OUTPUT/.onnx-slice-tools.lock``, removed when the batch ends).
+
+A batch stopped by SIGKILL (the OOM killer, a CI timeout) writes no report.json; its journal
+``OUTPUT/.onnx-slice-tools.journal`` says what it did (:class:`Journal`): one JSON line per
+model as it finishes (its entry, as report.json would record it), and one per output about
+to land (sha256 of the model, size of its ``.data``, written by the worker after both files
+are fsynced in their temporary folder and before either is renamed into place); each line
+appended and fsynced.  The next run reads it with the report: what finished is recorded (and
+``unchanged`` if nothing changed), and an output caught mid-write -- a file where a landing
+line without its finished line points, with that sha256 (``.data``: size) -- is removed and
+converted again.  Any other file is still refused.  The journal is removed once a report is
+written.
 """
 
 from __future__ import annotations
@@ -44,11 +55,13 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..errors import first_line as _line
-from ..io.files import (TEMP_PREFIX, FileId, FileSet, check_output, data_path, file_sha256, fingerprint, termination_raises,
-                    write_text)
+from ..io.files import (TEMP_PREFIX, FileId, FileSet, check_output, clean_stale_temps, data_path, file_sha256,
+                        fingerprint, termination_raises, write_text)
+from ..io.pause import pause_point
 
 REPORT_NAME = "report.json"
 LOCK_NAME = ".onnx-slice-tools.lock"
+JOURNAL_NAME = ".onnx-slice-tools.journal"
 #: Test hook, not for users: ``abort:NAME`` makes the worker converting the model file NAME
 #: call os.abort() (a crash in native code), ``hang:NAME`` makes it sleep for an hour (a
 #: native hang); for the tests of crash isolation and of signals.
@@ -147,17 +160,18 @@ def _output_owners(models: list[Path], input_dir: Path, output_dir: Path) -> dic
     return owners
 
 
-def convert_one(src: str, dst: str, options: dict, protect=()) -> dict:
+def convert_one(src: str, dst: str, options: dict, protect=(), *, journal: str | None = None) -> dict:
     """Convert one model (runs in a worker process).  Never raises: the outcome is the entry.
     ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
-    never to write over.  The worker process is the command line's: its garbage collector is
-    paused while it converts and saves (:func:`.startup.gc_paused`)."""
+    never to write over; ``journal``: the batch's journal file, which gets the output's
+    landing line (:class:`Journal`).  The worker process is the command line's: its garbage
+    collector is paused while it converts and saves (:func:`.startup.gc_paused`)."""
     from .startup import gc_paused
     with gc_paused():
-        return _convert_one(src, dst, options, protect)
+        return _convert_one(src, dst, options, protect, journal)
 
 
-def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
+def _convert_one(src: str, dst: str, options: dict, protect, journal: str | None = None) -> dict:
     from ..api import convert
     from ..errors import ConversionError, StridedSliceError
     hook, _, name = os.environ.get(TEST_HOOK_ENV, "").partition(":")
@@ -185,7 +199,10 @@ def _convert_one(src: str, dst: str, options: dict, protect) -> dict:
             entry["status"] = FAILED
             entry["error"] = rep.problem()
         else:
-            saved = result.save(dst, protect=protect)
+            def landing(sha256: str, data_size: int | None) -> None:
+                if journal is not None:
+                    Journal.append_to(journal, {"landing": {"output": dst, "sha256": sha256, "data_size": data_size}})
+            saved = result.save(dst, protect=protect, on_landing=landing)
             entry.update(status=CONVERTED, output_sha256=saved.sha256, output_data_size=saved.data_size,
                          removed_stale_output=saved.removed)
     except (ModelError, StridedSliceError) as exc:
@@ -226,6 +243,103 @@ def _previous(output_dir: Path) -> tuple[dict, str | None, list[dict]]:
         return by_input, real if isinstance(real, str) else None, models + earlier
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}, None, []
+
+
+class Journal:
+    """``OUTPUT/.onnx-slice-tools.journal``: what a batch did, as it happens, for the run after a
+    SIGKILL.  JSON lines, each written in one append and fsynced: ``{"done": entry, "version":
+    V}`` when a model finishes (written by the batch process), ``{"landing": {"output",
+    "sha256", "data_size"}}`` when a worker is about to rename an output into place.  A line
+    cut short by the kill is skipped when read (and ended before the next line is appended)."""
+
+    def __init__(self, output_dir: Path) -> None:
+        self.path = output_dir / JOURNAL_NAME
+        self.done: list[dict] = []
+        #: output path -> its landing record, for outputs that landed (or began to) without a
+        #: finished line after it
+        self.landing: dict[str, dict] = {}
+        self._read()
+
+    def _read(self) -> None:
+        from .. import __version__
+        try:
+            with open(self.path, "rb") as f:
+                lines = f.read().split(b"\n")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ModelError(f"cannot read the journal: {exc.strerror}", path=str(self.path)) from None
+        for raw in lines:
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue  # empty, or cut short by the kill
+            if not isinstance(rec, dict):
+                continue
+            land, entry = rec.get("landing"), rec.get("done")
+            if isinstance(land, dict) and isinstance(land.get("output"), str):
+                self.landing[land["output"]] = land
+            elif isinstance(entry, dict) and isinstance(entry.get("input"), str):
+                if rec.get("version") != __version__:
+                    entry = {k: v for k, v in entry.items() if k != "versions"}
+                self.done.append(entry)
+                if isinstance(entry.get("output"), str):
+                    self.landing.pop(entry["output"], None)
+
+    @staticmethod
+    def append_to(path, record: dict) -> None:
+        """Append one line to the journal ``path`` and fsync it (from any process of the batch)."""
+        line = (json.dumps(record) + "\n").encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def start(self) -> None:
+        """Before this run appends: end a line the kill cut short (or create the file)."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:  # a symlink, a folder, a read-only output folder
+            raise ModelError(f"cannot write the journal: {exc.strerror}", path=str(self.path)) from None
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def record(self, entry: dict) -> None:
+        from .. import __version__
+        self.append_to(self.path, {"done": entry, "version": __version__})
+
+    def caught_mid_write(self, output_dir: Path, protect) -> list[str]:
+        """Remove the outputs a killed run was caught writing: a file where a landing line
+        without its finished line points, in the output folder, not an input, with the
+        landing's sha256 (``.data``: size).  Returns the removed paths."""
+        removed = []
+        for out, land in sorted(self.landing.items()):
+            dst = Path(out)
+            checks = [(dst, lambda p, sha=land.get("sha256"): sha is not None and file_sha256(p) == sha)]
+            if land.get("data_size") is not None:
+                checks.append((data_path(dst), lambda p, size=land["data_size"]: p.stat().st_size == size))
+            for p, same in checks:
+                try:
+                    check_output(p, protect)
+                    if _ours(p, output_dir) and same(p):
+                        p.unlink()
+                        removed.append(str(p))
+                except (OSError, ModelError):
+                    pass
+        return removed
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
 
 
 def versions(options: dict, framework: bool) -> dict:
@@ -452,6 +566,16 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
                 protect.add(FileId.of(f))
         check_output(output_dir / REPORT_NAME, protect, what="report")
         previous, previous_input, recorded_entries = _previous(output_dir)
+        journal = Journal(output_dir)  # a killed run's: newer than its report
+        for e in journal.done:
+            previous[e["input"]] = e
+        recorded_entries = recorded_entries + journal.done
+        removed = journal.caught_mid_write(output_dir, protect)
+        if removed:
+            report.notes.append(f"removed {len(removed)} output file(s) a stopped batch was caught writing: "
+                                + ", ".join(removed[:3]) + (" ..." if len(removed) > 3 else ""))
+        for folder in sorted({str(output_for(m, input_dir, output_dir).parent) for m in models}):
+            clean_stale_temps(folder)  # a killed worker's temporary (the pid in its name is dead)
         todo, finished, writes = [], [], []
 
         def finish(entry: dict) -> None:
@@ -497,6 +621,7 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
                              f"{more}; refusing to write over it: move it away or choose another output folder")
         if on_start:
             on_start(len(models))
+        journal.start()
         for entry in finished:
             finish(entry)
         heavy = {s for s, _, _ in todo if source_kind(s)}
@@ -517,14 +642,18 @@ def batch_convert(input_dir, output_dir, *, jobs: int | None = None, force: bool
             report.earlier = list(kept.values())
             report.seconds = time.perf_counter() - t0
             write_text(output_dir / REPORT_NAME, json.dumps(report.to_json(), indent=1), protect=protect)
+            journal.remove()  # the report records all of it now
 
         done = False
         try:
-            for entry in _run_all(todo, jobs or os.cpu_count() or 1, heavy=heavy, on_begin=on_begin):
+            for entry in _run_all(todo, jobs or os.cpu_count() or 1, heavy=heavy, on_begin=on_begin,
+                                  journal=str(journal.path)):
                 src = Path(entry["input"])
                 entry.update(fingerprint=fingerprints[src], options=options, versions=made_by[src],
                              input_real=os.path.realpath(src))
                 finish(entry)
+                journal.record(entry)
+                pause_point("batch-recorded")
             save(final=True)
             done = True
         finally:
@@ -642,13 +771,14 @@ def _stop(pools, *, kill: bool) -> None:
 NEW_FRAMEWORK_SLOT_AT = 8
 
 
-def _run_all(todo: list, jobs: int, *, heavy=frozenset(), on_begin=None):
+def _run_all(todo: list, jobs: int, *, heavy=frozenset(), on_begin=None, journal: str | None = None):
     """Yield entries as workers finish.  Each of ``jobs`` slots is a one-process pool running
     one model at a time: a worker that dies costs its model only, and the slot restarts.
     The ``heavy`` inputs (framework models: the worker imports TensorFlow) go to one slot,
     which takes them first, so TensorFlow is imported once, not once per slot; another slot
     joins in only when nothing else is left and :data:`NEW_FRAMEWORK_SLOT_AT` of them wait.
-    ``on_begin(input)`` is called as a model is handed to a worker."""
+    ``on_begin(input)`` is called as a model is handed to a worker; ``journal``: the file the
+    workers append their landing lines to (:class:`Journal`)."""
     if not todo:
         return
     ctx = _context()
@@ -684,7 +814,7 @@ def _run_all(todo: list, jobs: int, *, heavy=frozenset(), on_begin=None):
                     continue
                 if slots[i] is None:
                     slots[i] = ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init, initargs=init_args)
-                running[slots[i].submit(convert_one, *args)] = (i, args)
+                running[slots[i].submit(convert_one, *args, journal=journal)] = (i, args)
                 if on_begin:
                     on_begin(args[0])
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)

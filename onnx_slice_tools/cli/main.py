@@ -833,7 +833,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "SavedModel folders")
     b.add_argument("-o", "--output", required=True,
                    help="output folder (the input tree is mirrored, each model as NAME.onnx; never over a file "
-                        "batch did not write)")
+                        "batch did not write).  Run again after a kill (even SIGKILL), it resumes: the models "
+                        "its journal records as finished are skipped when unchanged, an output caught "
+                        "mid-write is replaced")
     b.add_argument("--jobs", "-j", type=_at_least(1, "jobs"), default=None,
                    help="worker processes, >= 1 (default: CPU count)")
     b.add_argument("--force", action="store_true", help="convert again models whose input is unchanged")

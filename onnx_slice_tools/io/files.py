@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..errors import first_line as _first_line
+from .pause import pause_point
 
 #: Every temporary file or folder we create starts with this.
 TEMP_PREFIX = ".onnx-slice-tools-tmp-"
@@ -602,13 +603,19 @@ def _hash_file(h, path):
 # --------------------------------------------------------------------------- temporaries
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (killed, its parent has not reaped it
+    yet: it writes nothing any more)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):  # no /proc (not Linux): it exists
+        return True
 
 
 def _newest_mtime(path: str) -> float:
@@ -724,6 +731,7 @@ def _write_atomically(path: Path, write, protect) -> None:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
             os.chmod(tmp, _file_mode())  # a written file gets the usual mode
+            pause_point("write-written")
             check_output(path, protect)  # nothing appeared there meanwhile
             os.replace(tmp, path)
             _fsync_dir(path.parent)
@@ -848,7 +856,7 @@ def _externalize(m, data_file: Path, data_name: str, move_inline: bool) -> list:
 
 
 def save_model(model, path, *, external_data: bool | None = None, protect=(), proto=None,
-               no_external: bool = False) -> SavedModel:
+               no_external: bool = False, on_landing=None) -> SavedModel:
     """Save a ModelProto or an onnx_ir.Model to ``path`` (see the module doc).  A ModelProto
     without external tensors, below the protobuf limit, is written as it is (no onnx-ir).
 
@@ -857,7 +865,10 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
     forces either layout.  ``protect``: more input files never to write over (a loaded
     model's own are always protected).  ``proto``: the onnx_ir model already serialized
     (``ir.to_proto(model)``), written as it is when no tensor moves (saves a serialization).
-    ``no_external``: the caller knows the ModelProto holds no external tensor (no walk)."""
+    ``no_external``: the caller knows the ModelProto holds no external tensor (no walk).
+    ``on_landing(sha256, data_size)``: called once both files are written and fsynced in the
+    temporary folder, before anything is renamed into place (what a batch journals: after a
+    SIGKILL, the files found with that sha256 / size are ours, caught mid-write)."""
     import onnx
     path = Path(path)
     if isinstance(model, onnx.ModelProto) and external_data is not True and (no_external or not any(
@@ -875,10 +886,11 @@ def save_model(model, path, *, external_data: bool | None = None, protect=(), pr
         use_external = external_data if external_data is not None else (
             has_external_tensors(m) or model_weight_bytes(m) > PROTO_LIMIT)
     with _writing(path):
-        return _save(m, path, data_file, inputs, use_external, external_data, proto)
+        return _save(m, path, data_file, inputs, use_external, external_data, proto, on_landing)
 
 
-def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_data, proto=None) -> SavedModel:
+def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_data, proto=None,
+          on_landing=None) -> SavedModel:
     """``m`` None: ``proto`` is written as it is (onnx-ir is not even imported)."""
     if m is not None:
         import onnx_ir as ir
@@ -913,17 +925,22 @@ def _save(m, path: Path, data_file: Path, inputs, use_external: bool, external_d
             has_data = tmp_data.exists()
             if has_data:
                 os.chmod(tmp_data, _file_mode())
+            pause_point("save-written")
+            sha256 = hashlib.sha256(blob).hexdigest()
+            if on_landing is not None:
+                on_landing(sha256, tmp_data.stat().st_size if has_data else None)
             check_output(path, inputs, what="output")
             check_output(data_file, inputs, what="output")
             stale = None if has_data else stale_data_file(path, data_file)
             if has_data:
                 os.replace(tmp_data, data_file)
                 renamed = data_file
+                pause_point("save-data-landed")
             os.replace(tmp_model, path)
             renamed = None
             removed = _remove_if_same(data_file, stale)
             _fsync_dir(path.parent)
-            return SavedModel(str(path), str(data_file) if has_data else None, hashlib.sha256(blob).hexdigest(),
+            return SavedModel(str(path), str(data_file) if has_data else None, sha256,
                               data_file.stat().st_size if has_data else None, removed)
         finally:
             if renamed is not None:  # the model did not land: its data must not stay either

@@ -19,7 +19,11 @@ problem found:
 * a graph that is not a DAG, or uses a name no one defines (outer scopes count);
 * graph inputs/outputs that are not tensors (sequence, map, optional: not supported);
 * attributes without a name or a type, or given twice on one node; a Constant without exactly
-  one value attribute;
+  one value attribute; an If without its then_branch and else_branch graphs, a Loop or Scan
+  without its body (a misspelled name: the branch would be missing at run time);
+* nodes of the ONNX domain (StridedSlice aside) that no runtime loads: an op the model's opset
+  does not have, input or output counts its schema does not allow, an attribute it does not
+  know, a required one missing (:meth:`_Validator.schema`);
 * names given twice: graph inputs, initializers, function inputs, opset imports of one domain,
   functions (domain, name); node outputs that shadow a name of an outer scope (SSA);
 * model-local functions that call themselves, directly or through others;
@@ -48,6 +52,9 @@ _BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12
          14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
          25: 2, 26: 2, 27: 6, 28: 6}
 _STRING = 8
+_GRAPH = 5  # AttributeProto.GRAPH
+#: the graph attributes each control-flow op of the ONNX domain needs
+_BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
 #: the typed field holding each data type's values, and values per element
 _TYPED = {1: ("float_data", 1), 6: ("int32_data", 1), 7: ("int64_data", 1), 11: ("double_data", 1),
           12: ("uint64_data", 1), 13: ("uint64_data", 1), 14: ("float_data", 2), 15: ("double_data", 2),
@@ -102,6 +109,9 @@ def validate_bytes(data: bytes, path=None):
 class _Validator:
     def __init__(self, path):
         self.path = None if path is None else str(path)
+        #: the ONNX opset of the nodes being checked (main graph, then each function's): set
+        #: by :meth:`opsets`, None when the default domain is not imported
+        self.onnx_version: int | None = None
 
     def fail(self, reason: str, node: str | None = None) -> NoReturn:
         raise ModelError(reason, path=self.path, node=node)
@@ -137,6 +147,7 @@ class _Validator:
 
     def opsets(self, imports, where: str) -> None:
         domains = set()
+        self.onnx_version = None
         for imp in imports:
             domain = "" if imp.domain == "ai.onnx" else imp.domain
             if domain in domains:
@@ -144,6 +155,36 @@ class _Validator:
             domains.add(domain)
             if imp.version < 1 and domain == "":
                 self.fail(f"{where}: version {imp.version} of the default domain is not valid")
+            if domain == "":
+                self.onnx_version = imp.version
+
+    def schema(self, n, name: str) -> None:
+        """A node of the ONNX domain (StridedSlice aside: ours to read) is an operator of the
+        model's opset, with an input and output count it allows, only attributes it knows and
+        every one it requires -- else no runtime loads the model (onnxruntime: INVALID_GRAPH)."""
+        import onnx
+        if n.domain not in ("", "ai.onnx") or n.op_type == "StridedSlice" or self.onnx_version is None \
+                or self.onnx_version > onnx.defs.onnx_opset_version():  # a newer opset: its schemas unknown here
+            return
+        try:
+            sch = onnx.defs.get_schema(n.op_type, self.onnx_version, "")
+        except onnx.defs.SchemaError:
+            self.fail(f"op_type: {n.op_type!r} is no ONNX operator of opset {self.onnx_version}", node=name)
+        if sch.deprecated:
+            return  # the checker's own message is clearer there (and no runtime has it)
+        for what, count, low, high in (("inputs", len(n.input), sch.min_input, sch.max_input),
+                                       ("outputs", len(n.output), sch.min_output, sch.max_output)):
+            if not low <= count <= high:
+                span = f"{low}" if low == high else f"{low} to {high}"
+                self.fail(f"{what}: {n.op_type} takes {span} {what}, got {count}", node=name)
+        known = sch.attributes
+        for a in n.attribute:
+            if a.name not in known:
+                self.fail(f"attribute {_q(a.name)}: {n.op_type} has no such attribute", node=name)
+        given = {a.name for a in n.attribute}
+        for key, attr in known.items():
+            if attr.required and key not in given:
+                self.fail(f"attribute {_q(key)}: {n.op_type} requires it", node=name)
 
     def unique(self, names, where: str) -> None:
         seen = set()
@@ -293,6 +334,14 @@ class _Validator:
                 self.fail(f"outputs: StridedSlice has one output, got {len(n.output)}", node=name)
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) != 1:
             self.fail(f"attributes: Constant takes exactly one value attribute, got {len(n.attribute)}", node=name)
+        if n.op_type in _BODIES and n.domain in ("", "ai.onnx"):
+            graphs = {a.name for a in n.attribute if a.type == _GRAPH}
+            for body in _BODIES[n.op_type]:
+                if body not in graphs:
+                    got = ", ".join(_q(a.name) for a in n.attribute) or "none"
+                    self.fail(f"attribute {_q(body)}: {n.op_type} needs its {body} graph (attributes: {got})",
+                              node=name)
+        self.schema(n, name)
         names = set()
         for a in n.attribute:
             field = f"attribute {_q(a.name)}"
@@ -480,7 +529,7 @@ class _Fast:
             if not known(ins):
                 return False
             op = n.op_type
-            key = (op, n.domain if op == "Constant" else "", tuple(n.attribute))
+            key = (op, n.domain, len(ins), len(n.output), self.v.onnx_version, tuple(n.attribute))
             verdict = verdict_of(key)
             if verdict is None:
                 verdict = verdicts[key] = self.node_verdict(n)

@@ -170,6 +170,23 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
 
 # --------------------------------------------------------------------------- reading nodes
 
+#: Attributes a StridedSlice may carry besides :data:`MASK_NAMES`: TFLite's ``offset`` and
+#: TensorFlow's type attributes (``T``, ``Index``; internal ones start with ``_``).  Any other
+#: name is a misspelled mask (``beginmask``) whose meaning would silently be lost: refused.
+OTHER_ATTRIBUTES = frozenset({"offset", "T", "Index"})
+
+
+def unknown_attribute(attr_types) -> StridedSliceError | None:
+    """The error for the first attribute name (sorted) a StridedSlice does not have; None when
+    every name is known (:data:`MASK_NAMES`, :data:`OTHER_ATTRIBUTES`, ``_internal``)."""
+    unknown = sorted(n for n in attr_types if n not in MASK_NAMES and n not in OTHER_ATTRIBUTES
+                     and not n.startswith("_"))
+    if not unknown:
+        return None
+    return StridedSliceError(f"not a StridedSlice attribute (the masks are {', '.join(MASK_NAMES)}; TFLite adds "
+                             "offset)", field=f"attribute {unknown[0]!r}")
+
+
 def flavor_of(attr_types, domain: str) -> str | None:
     """TFLite when an ``offset`` attribute is present; TF when the masks are INT attributes,
     OpenVINO when INTS or STRING; None if unclear.  ``attr_types``: attribute name ->
@@ -232,6 +249,9 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
     ``const_of(input, field)`` (its constant ints or None for a runtime value), ``dims_of(input)``
     (the trusted shape of a runtime one).  Raises StridedSliceError (field named) for bad
     attributes or inputs.  ``cache``: specs made so far in this pass (:func:`_parsed`)."""
+    unknown = unknown_attribute(attrs)
+    if unknown is not None:
+        raise unknown
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
@@ -345,6 +365,19 @@ def _declared_vs_derived(a, b) -> str | None:
 
 def fmt_shape(shape) -> str:
     return "unknown rank" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def declared_output_conflict(declared, planned) -> str | None:
+    """Where the shape a model declares for a StridedSlice's output contradicts the plan of the
+    slice over its input's trusted dims: another rank, or two different numbers (a dim name
+    against a number is less information, not a contradiction).  For a graph output (the
+    model's interface) the rewrite refuses the node as invalid input; an intermediate
+    declaration (value_info) is left to the checks (docs/design.md, "Shapes the lowering trusts")."""
+    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
+
+
+def _declared_vs_planned(a, b) -> str | None:
+    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
 
 
 def input_warnings(declared, derived) -> list:
@@ -461,6 +494,15 @@ class Rewriter:
             fields["input_shape"] = dims
         if base["lowering"] is None:
             fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
+            return rec
+        conflict = declared_output_conflict(declared_output, base["output_shape"]) if is_graph_output else None
+        if conflict:  # the model's interface declares what the slice of the trusted input dims cannot give
+            error = StridedSliceError(
+                f"declared {fmt_shape(declared_output)}, but the slice of the input {fmt_shape(dims)} gives "
+                f"{fmt_shape(base['output_shape'])} ({conflict}): the model contradicts itself",
+                field=f"output {output_name!r}")
+            fields.update(error=str(error), error_kind="invalid", lowering=None, output_shape=None,
+                          index_types={}, index_names={}, replaced=[])
             return rec
         fields["declared_output"] = declared_output
         fields["elem_type"] = data_elem or output_elem or None  # 0 is UNDEFINED

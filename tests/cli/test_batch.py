@@ -9,12 +9,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from pausing import HANG_GUARD_S, Pause, wait_gone
 
-from onnx_slice_tools.cli.batch import LOCK_NAME, TEST_HOOK_ENV, batch_convert
+from onnx_slice_tools.cli.batch import JOURNAL_NAME, LOCK_NAME, TEST_HOOK_ENV, batch_convert
 from onnx_slice_tools.cli.main import main as cli_main
 from onnx_slice_tools.errors import ModelError
 
@@ -84,20 +84,15 @@ def test_input_turned_corrupt_removes_its_stale_output_only(tmp_path):
 def test_a_crashing_worker_costs_only_its_model(tmp_path, monkeypatch):
     n = 16
     src = _folder(tmp_path, n)
-    t0 = time.perf_counter()
-    clean = batch_convert(src, tmp_path / "clean", jobs=2)
-    clean_s = time.perf_counter() - t0
-    assert set(_statuses(clean).values()) == {"converted"}
     monkeypatch.setenv(TEST_HOOK_ENV, "abort:m005.onnx")
-    t0 = time.perf_counter()
     crashed = batch_convert(src, tmp_path / "crashed", jobs=2)
-    crashed_s = time.perf_counter() - t0
     statuses = _statuses(crashed)
     assert statuses.pop("m005.onnx") == "error" and set(statuses.values()) == {"converted"}
     assert "worker process died" in next(e["error"] for e in crashed.entries if e["input"].endswith("m005.onnx"))
     assert crashed.exit_code == 1
-    # one restarted worker, not one process per remaining model (11 x a worker start-up)
-    assert crashed_s < 1.5 * clean_s + 6, (crashed_s, clean_s)
+    # one restarted worker, not one process per remaining model: counted, not timed
+    workers = {e["worker_pid"] for e in crashed.entries if e.get("worker_pid")}
+    assert len(workers) <= 3, workers  # two slots, one of them restarted once
 
 
 def test_workers_run_in_the_batch_folder_and_environment_of_each_batch(tmp_path, monkeypatch):
@@ -159,10 +154,9 @@ def test_killing_a_batch_leaves_no_process_behind(tmp_path, sig):
     kids = _descendants(proc.pid)
     assert len(kids) >= 3, kids  # two workers and the resource tracker
     proc.send_signal(sig)
-    proc.wait(60)
-    deadline = time.time() + 20
-    while time.time() < deadline and any(_alive(k) for k in kids):
-        time.sleep(0.1)
+    proc.wait(HANG_GUARD_S)  # hang guard only
+    for k in kids:  # each ends (waited for, however long the machine takes; never timed)
+        wait_gone(k)
     assert not [k for k in kids if _alive(k)]
     if sig == signal.SIGTERM:
         assert proc.returncode != 0 and b"Traceback" not in proc.stderr.read()
@@ -559,3 +553,113 @@ def test_framework_models_share_one_worker(tmp_path):
     pids = {Path(e["input"]).name: e["worker_pid"] for e in report.entries}
     assert pids["tflite_masks.tflite"] == pids["tflite_offset.tflite"]
     assert {pids[f"m00{i}.onnx"] for i in range(3)} - {pids["tflite_masks.tflite"]}  # the other slot worked
+
+
+# --------------------------------------------------------------------------- resume after SIGKILL
+
+def _batch_process(src: Path, out: Path, env: dict, jobs: int = 1) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "onnx_slice_tools", "batch", str(src), "-o", str(out),
+                             "--jobs", str(jobs)], env=dict(os.environ, PYTHONPATH=str(REPO), **env),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _kill_batch(proc: subprocess.Popen, *also: int) -> None:
+    """SIGKILL the batch process (as the OOM killer would), then ``also`` (a stopped worker),
+    and wait until the batch and all its descendants are gone."""
+    kids = _descendants(proc.pid)
+    proc.kill()
+    assert proc.wait() == -signal.SIGKILL
+    for pid in also:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for k in kids:
+        wait_gone(k)
+
+
+def _journal(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / JOURNAL_NAME).read_text().splitlines() if line]
+
+
+def test_a_batch_killed_after_two_models_resumes_where_it_stopped(tmp_path):
+    """SIGKILL once two models are recorded in the journal (the batch stops itself there:
+    pausing.py): no report.json, but the next run skips those two (unchanged) instead of
+    refusing their outputs, converts the rest and removes the journal.  A user's file where an
+    output goes is still refused."""
+    src, out = _folder(tmp_path, 4), tmp_path / "out"
+    pause = Pause(tmp_path, "batch-recorded", nth=2)
+    proc = _batch_process(src, out, pause.env)
+    assert pause.wait(proc) == proc.pid
+    _kill_batch(proc)
+    pause.release()
+    assert not (out / "report.json").exists()
+    done = [r["done"] for r in _journal(out) if "done" in r]
+    assert [Path(e["input"]).name for e in done] == ["m000.onnx", "m001.onnx"]
+    assert all(e["status"] == "converted" and e["output_sha256"] for e in done)
+    assert sorted(p.name for p in out.glob("*.onnx")) == ["m000.onnx", "m001.onnx"]
+    (out / "m003.onnx").write_bytes(b"a file of the user's")  # never written over
+    with pytest.raises(ModelError, match="m003.onnx: exists and batch did not write it"):
+        batch_convert(src, out, jobs=1)
+    assert (out / "m003.onnx").read_bytes() == b"a file of the user's"
+    (out / "m003.onnx").unlink()
+    report = batch_convert(src, out, jobs=1)
+    assert _statuses(report) == {"m000.onnx": "unchanged", "m001.onnx": "unchanged", "m002.onnx": "converted",
+                                 "m003.onnx": "converted"}
+    assert not (out / JOURNAL_NAME).exists()
+    saved = json.loads((out / "report.json").read_text())
+    assert sorted(Path(e["input"]).name for e in saved["models"]) == ["m000.onnx", "m001.onnx", "m002.onnx",
+                                                                      "m003.onnx"]
+    assert sorted(p.name for p in out.iterdir()) == ["m000.onnx", "m001.onnx", "m002.onnx", "m003.onnx",
+                                                     "report.json"]
+
+
+def test_an_output_caught_mid_write_by_sigkill_is_replaced_never_a_users_file(tmp_path):
+    """SIGKILL while the second model's save has renamed its new .data into place but not its
+    model (the worker stops itself there).  The journal's landing line (sha256, .data size)
+    tells that file ours: the next run removes it and converts the model again; the first is
+    unchanged.  The same path holding other bytes (a user's file) is refused, not removed."""
+    from models_ext import big_external_model
+    src, out = tmp_path / "in", tmp_path / "out"
+    for name in ("a", "b", "c"):
+        big_external_model(src / name, 1000)
+    pause = Pause(tmp_path, "save-data-landed", nth=2)  # counted in the one worker: model b
+    proc = _batch_process(src, out, pause.env)
+    worker = pause.wait(proc)
+    assert worker != proc.pid
+    _kill_batch(proc, worker)
+    pause.release()
+    landed = out / "b" / "model.onnx.data"
+    assert landed.exists() and not (out / "b" / "model.onnx").exists() and not (out / "report.json").exists()
+    assert [p.name for p in (out / "b").iterdir() if p.name.startswith(".onnx-slice-tools-tmp-")]  # the kill's
+    records = _journal(out)
+    assert [Path(r["done"]["input"]).parent.name for r in records if "done" in r] == ["a"]
+    assert [r["landing"]["data_size"] for r in records if "landing" in r] == [4000, 4000]
+    # a user's file in its place (other bytes): refused, kept
+    ours = landed.read_bytes()
+    landed.write_bytes(b"the user's own")
+    with pytest.raises(ModelError, match="model.onnx.data: exists and batch did not write it"):
+        batch_convert(src, out, jobs=1)
+    assert landed.read_bytes() == b"the user's own"
+    landed.write_bytes(ours)  # the file the killed batch landed: removed, converted again
+    report = batch_convert(src, out, jobs=1)
+    by_name = {Path(e["input"]).parent.name: e["status"] for e in report.entries}
+    assert by_name == {"a": "unchanged", "b": "converted", "c": "converted"}
+    assert any("caught writing" in n and str(landed) in n for n in report.notes), report.notes
+    assert not (out / JOURNAL_NAME).exists()
+    for name in ("a", "b", "c"):  # each output complete, no temporaries left
+        assert sorted(p.name for p in (out / name).iterdir()) == ["model.onnx", "model.onnx.data"]
+        import onnx
+        onnx.checker.check_model(onnx.load(out / name / "model.onnx"))
+
+
+def test_a_symlink_where_the_journal_goes_is_refused_in_one_line(tmp_path, capsys):
+    src, out = _folder(tmp_path, 1), tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out / JOURNAL_NAME).symlink_to(victim)
+    assert cli_main(["batch", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and JOURNAL_NAME in err and "cannot write the journal" in err, err
+    assert victim.read_text() == "keep me"

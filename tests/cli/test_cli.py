@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx_slice_tools.cli.main import build_parser, main as cli_main
 from onnx_slice_tools.errors import one_line
 from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
+from pausing import HANG_GUARD_S  # subprocess timeouts: hang guards only, never a verdict
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -539,7 +540,7 @@ def test_a_report_through_dev_stdout_is_refused_naming_the_dash(tmp_path):
     src = tmp_path / "m.onnx"
     onnx.save(_slice_model(), src)
     proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "convert", str(src), "-o", str(tmp_path / "o.onnx"),
-                           "--report", "/dev/stdout"], capture_output=True, text=True, timeout=300)
+                           "--report", "/dev/stdout"], capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "is a symlink" in proc.stderr and "give '-'" in proc.stderr
     assert not (tmp_path / "o.onnx").exists()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pausing import HANG_GUARD_S  # subprocess timeouts: hang guards only, never a verdict
+
 REPO = Path(__file__).resolve().parents[2]
 
 PROGRAM = """
@@ -30,7 +32,7 @@ print("after run", flush=True)  # never reached: run() ends the process
 def test_run_ends_with_the_exit_code_after_the_exit_handlers_and_all_output(tmp_path, tf, argv, code):
     marker = tmp_path / "atexit_ran"
     proc = subprocess.run([sys.executable, "-c", PROGRAM.format(tf=tf, marker=str(marker), argv=argv)],
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=HANG_GUARD_S)
     assert proc.returncode == code, proc.stderr
     assert marker.read_text() == "ran"
     assert "after run" not in proc.stdout
@@ -50,7 +52,7 @@ def test_the_entry_points_run_the_program():
     target = re.search(r'^onnx-slice-tools = "([\w.]+):(\w+)"$', (REPO / "pyproject.toml").read_text(), re.M)
     assert target and getattr(importlib.import_module(target.group(1)), target.group(2)) is entry
     proc = subprocess.run([sys.executable, "-m", "onnx_slice_tools", "--version"], capture_output=True, text=True,
-                          cwd=REPO, timeout=120)
+                          cwd=REPO, timeout=HANG_GUARD_S)
     assert proc.returncode == 0 and proc.stdout.startswith("onnx-slice-tools ") and proc.stderr == ""
 
 
@@ -72,7 +74,7 @@ def test_only_the_program_keeps_the_as_shipped_session_to_its_end(tmp_path, ends
     ``api.convert``) nothing is kept."""
     argv = ["convert", str(REPO / "models" / "tf_channel_flip.onnx"), "-o", str(tmp_path / "out.onnx")]
     proc = subprocess.run([sys.executable, "-c", KEPT.format(argv=argv, ends=ends)], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=300)
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stderr
     code, kept, kind = proc.stdout.split()[-3:]
     assert code == "0"

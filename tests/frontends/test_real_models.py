@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pausing import HANG_GUARD_S  # subprocess timeouts: hang guards only, never a verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,7 @@ def rows(tmp_path_factory):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "real_models.py"), "--models",
                            "attention_keras,yolo_focus_keras", "--no-latency", "--json", str(out)],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=env, timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {r["model"]: r for r in json.loads(out.read_text())}
 

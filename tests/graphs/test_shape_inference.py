@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from pausing import HANG_GUARD_S  # subprocess timeouts: hang guards only, never a verdict
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,7 +39,7 @@ def test_the_helper_imports_nothing_of_its_own(tmp_path):
     wait on it forever -- and pays for no import of its own."""
     log = tmp_path / "imports.txt"
     proc = subprocess.run([sys.executable, "-c", PROGRAM, str(log)], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=300)
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=HANG_GUARD_S)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[2, 3]"
     imports = log.read_text().splitlines()

@@ -158,3 +158,117 @@ def test_hostile_batch_slice(tmp_path):
     after deleting inputs) -- sound models convert, then are unchanged; every entry one line; the
     outputs on disk are exactly the report's; deleted inputs lose their outputs."""
     assert hostile.batch_case(tmp_path, good=6, bad=8, jobs=1) == []
+
+
+# --------------------------------------------------------------------------- exit-1 classes of the stress run
+
+def _renamed_attribute(model: str, node_op: str, old: str, new: str, graph_only: bool = False):
+    """A sample model with one attribute of its first ``node_op`` node renamed (a bit flip in
+    the name), as scripts/mutation_stress.py found them."""
+    import onnx
+    m = onnx.load(ROOT / "models" / model)
+    node = next(n for n in m.graph.node if n.op_type == node_op)
+    attr = next(a for a in node.attribute if a.name == old)
+    attr.name = new
+    return m
+
+
+@pytest.mark.parametrize("model, old, new", [
+    ("tf_channel_flip.onnx", "begin_mask", "begin\x12mask"),       # mutant 1370 of seed 2
+    ("tf_rnn_last_step.onnx", "shrink_axis_mask", "SHRINK\x7fAxis_mask"),  # 1570
+    ("tf_runtime_index.onnx", "shrink_axis_mask", "shsink_axis_mask"),  # 2138
+    ("openvino_channel_flip.onnx", "end_mask", "end_masc"),
+])
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_misspelled_strided_slice_attribute_is_invalid_input(tmp_path, capsys, model, old, new, verify):
+    """The mask was silently dropped (taken as 0): the rewrite then contradicted the declared
+    output shape and the check failed (exit 1), or, unchecked, converted another slice."""
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(_renamed_attribute(model, "StridedSlice", old, new).SerializeToString())
+    from onnx_slice_tools.cli.main import main
+    assert main(["convert", str(src), "-o", str(out)] + ([] if verify else ["--no-verify"])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "node '" in err, err
+    assert f"attribute {new!r}: not a StridedSlice attribute" in err, err
+    assert not out.exists()
+
+
+def test_tensorflow_type_attributes_on_a_strided_slice_are_accepted(tmp_path):
+    """TensorFlow's own attributes (T, Index, _internal) are no mask: converted as before."""
+    import onnx
+    m = onnx.load(ROOT / "models" / "tf_channel_flip.onnx")
+    node = next(n for n in m.graph.node if n.op_type == "StridedSlice")
+    node.attribute.extend([onnx.helper.make_attribute("T", 1), onnx.helper.make_attribute("Index", 6),
+                           onnx.helper.make_attribute("_class", "loc:@x")])
+    src = tmp_path / "m.onnx"
+    src.write_bytes(m.SerializeToString())
+    from onnx_slice_tools import convert
+    assert convert(src).report.verdict == "verified"
+
+
+@pytest.mark.parametrize("op, old, new", [("If", "else_branch", "else_brinch"),  # mutant 934 of seed 2
+                                          ("If", "then_branch", "thenbranch")])
+def test_a_control_flow_node_without_its_branch_is_invalid_input(tmp_path, capsys, op, old, new):
+    """An If whose else_branch is misspelled has no else branch: no runtime loads it.  The
+    rewrite's output failed the checker on it while the original failed it first on another
+    message (exit 1): now the validation refuses the input, naming node and attribute."""
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(_renamed_attribute("tf_if_branch.onnx", op, old, new).SerializeToString())
+    from onnx_slice_tools.cli.main import main
+    assert main(["convert", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err, err
+    assert f"attribute '{old}': If needs its {old} graph" in err and repr(new) in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_declared_output_shape_the_slice_cannot_give_is_invalid_input(tmp_path, capsys, verify):
+    """Mutants 2410, 2422, 2531, 3075, 3213 of seed 2: the StridedSlice's declared output (graph
+    output or value_info) contradicts the slice of its input's trusted dims; the rewrite kept the
+    declaration and strict shape inference of the output failed (exit 1)."""
+    import onnx
+    m = onnx.load(ROOT / "models" / "openvino_channel_flip.onnx")
+    m.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 15
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(m.SerializeToString())
+    from onnx_slice_tools.cli.main import main
+    assert main(["convert", str(src), "-o", str(out)] + ([] if verify else ["--no-verify"])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "node 'flip'" in err, err
+    assert "output 'flipped': declared [1, 15, 224, 224], but the slice of the input [1, 3, 224, 224] gives " \
+           "[1, 3, 224, 224] (dim 1: declared 15 != planned 3)" in err, err
+    assert not out.exists()
+
+
+def _if_branch_mul(edit):
+    import onnx
+    m = onnx.load(ROOT / "models" / "tf_if_branch.onnx")
+    cond = next(n for n in m.graph.node if n.op_type == "If")
+    branch = next(a.g for a in cond.attribute if a.name == "else_branch")
+    edit(next(n for n in branch.node if n.op_type == "Mul"))
+    return m
+
+
+def _add_attribute(node):
+    import onnx
+    node.attribute.append(onnx.helper.make_attribute("alpha", 1.0))
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda n: setattr(n, "op_type", "Muh"), "op_type: 'Muh' is no ONNX operator of opset 17"),  # seed 3, 806
+    (lambda n: n.input.pop(), "inputs: Mul takes 2 inputs, got 1"),  # seed 2, 2258
+    (_add_attribute, "attribute 'alpha': Mul has no such attribute"),
+])
+def test_an_onnx_node_no_runtime_loads_is_invalid_input(tmp_path, capsys, edit, needle):
+    """A node of the ONNX domain its schema refuses, inside an If branch: the original failed
+    the checker first on the branch's StridedSlice, the output (slices rewritten) on this node,
+    so the failure did not count as the original's (exit 1).  Now refused up front, naming it."""
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(_if_branch_mul(edit).SerializeToString())
+    from onnx_slice_tools.cli.main import main
+    assert main(["convert", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(src) in err and "node 'cond_false_383_cond/mul'" in err, err
+    assert needle in err, err
+    assert not out.exists()
