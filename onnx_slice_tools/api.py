@@ -255,14 +255,14 @@ class ConvertResult:
 #: parameters of :func:`convert` that describe its caller, not a conversion option (a batch
 #: run's recorded options leave them out): the label of a framework input, and that its
 #: caller holds the weights
-CALLER_OPTIONS = frozenset({"source", "weights_held"})
+CALLER_OPTIONS = frozenset({"source", "weights_held", "calibration"})
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
             source: str | None = None, strict: bool = False,
             verify_memory: int | None = None, cleanup: bool = True,
             target: str | None = None, verify_on=None, fix_slices: bool = False,
-            weights_held: bool = False) -> ConvertResult:
+            weights_held: bool = False, calibration: dict | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
@@ -279,7 +279,10 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     holds, one more copy of the weights in memory, two of external ones, see
     inplace.budget_weight_bytes); a check that needs more is skipped with its reason.
     ``weights_held``: the caller holds the model's weights in memory (a framework input:
-    convert_source), so its external ones count as held.  Raises
+    convert_source), so its external ones count as held.  ``calibration``: {graph output name:
+    (largest, |median|) disagreement in quantization steps} of the framework's own two kernel
+    sets (convert_source measures it on a .tflite): the as-shipped run compares quantized
+    outputs under that allowance (verification/tolerance.py, ``steps_rule``).  Raises
     :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
@@ -308,7 +311,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,
                     verify_on=tuple(runtimes) if verify else ())
     options = dict(flavor=flavor, opset=opset, verify=verify, verify_memory=verify_memory, cleanup=cleanup,
-                   target_spec=target_spec)
+                   target_spec=target_spec, calibration=calibration)
     read = None
     if not fix_slices:  # the protobuf path (rewrite/proto_pass.py) when it applies, else onnx-ir
         done, read = _convert_proto(model, report, label, **options)
@@ -317,7 +320,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     return _convert_ir(model, report, label, fix_slices=fix_slices, read=read, weights_held=weights_held, **options)
 
 
-def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec):
+def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
+                   calibration=None):
     """:func:`convert` on the ModelProto (rewrite/proto_pass.py): the same rewrite, checks, cleanup
     and report without onnx-ir's round trip, for models it applies to.  Returns (result or None,
     the proto read and validated from a path, for the onnx-ir path)."""
@@ -378,12 +382,12 @@ def _convert_proto(model, report: Report, label, *, flavor, opset, verify, verif
     if cleanup and result.modified:
         m, proto = _cleanup(report, None, proto, model, verify, verify_memory, inplace, clean)
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p, inplace)
+        _check_shipped(report, proto, checked, verify_memory, weights, lambda p: p, inplace, calibration)
     return ConvertResult(proto, report, m, inputs=inputs), None
 
 
 def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_memory, cleanup, target_spec,
-                fix_slices, read=None, weights_held: bool = False) -> ConvertResult:
+                fix_slices, read=None, weights_held: bool = False, calibration=None) -> ConvertResult:
     """:func:`convert` through onnx-ir (every model the protobuf path declines).  ``read``: what
     files.load_plain_proto read of the path ``model`` (see files.load_ir)."""
     import onnx_ir as ir
@@ -450,7 +454,7 @@ def _convert_ir(model, report: Report, label, *, flavor, opset, verify, verify_m
     if cleanup and result.modified:  # what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, model, verify, verify_memory, inplace, clean, weights)
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, verify_memory, weights, load_weights, inplace)
+        _check_shipped(report, proto, checked, verify_memory, weights, load_weights, inplace, calibration)
     return ConvertResult(proto, report, m)
 
 
@@ -482,7 +486,7 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
 
 @paused_gc()
 def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: int, load_weights,
-                   inplace=None) -> None:
+                   inplace=None, calibration=None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
     (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``;
     then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status.
@@ -496,7 +500,8 @@ def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: in
     try:
         report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget,
                                                   weight_bytes=weight_bytes, load_weights=load_weights, why_none=why,
-                                                  compared=compared, liveness=liveness, ahead=ahead))
+                                                  compared=compared, liveness=liveness, ahead=ahead,
+                                                  calibration=calibration))
     finally:
         if ahead is not None:
             ahead.close()

@@ -40,6 +40,7 @@ import numpy as np
 import onnx_ir as ir
 
 from . import conditions
+from .qdq import QdqMovementPass
 from .conditions import ELEMENTWISE, NONDETERMINISTIC
 from .scan import SMALL, ProtoIndex
 from ..errors import first_line as _first_line
@@ -966,7 +967,7 @@ def set_inferred_shapes(model, proto=None) -> list:
 
 def default_passes() -> list:
     return [FoldShapeArithmeticPass(), ReshapeCopyDimsPass(), LiftScalarsPass(), RebuildShapeVectorsPass(),
-            MergeSlicesPass(), TransposeSliceTransposePass(), CommonSubexpressionPass()]
+            MergeSlicesPass(), TransposeSliceTransposePass(), QdqMovementPass(), CommonSubexpressionPass()]
 
 
 class _Ledger:
@@ -1044,6 +1045,8 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
         raise cause from None
     after_all = ledger.counts
     for value, type_, shape in reversed(inferred):
+        if value.type is not None and (type_ != value.type if type_ is not None else value.is_graph_output()):
+            continue  # a pass changed what it holds or made it a graph output (cleanup/qdq.py): its type stays
         value.type, value.shape = type_, shape
     return {
         "changed": any_change,

@@ -379,6 +379,7 @@ class SourceCheck:
 
     outputs: dict[str, str] = field(default_factory=dict)
     trials: int = 0
+    calibration: dict = field(default_factory=dict)  # output -> the framework's own disagreement (steps)
 
     @property
     def ok(self) -> bool:
@@ -402,14 +403,15 @@ def _agreed(status: str) -> bool:
     return status == "bitwise" or status.startswith("within tolerance")
 
 
-def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False) -> str:
+def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False, steps=None) -> str:
     """The framework's output against onnxruntime's under the one float rule
     (:func:`.tolerance.agree`): "bitwise", "within tolerance: ..." or what differs.  ``exact``:
     the output is pure data movement in the ONNX graph, so floats too must be bitwise.  Other
     outputs may differ by rounding: the rewrite only moves data, but the arithmetic around it
-    (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite."""
+    (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite.
+    ``steps``: the output is quantized (tolerance.Steps): compared in steps."""
     from ..verification.tolerance import agree
-    return agree(framework, onnx_output, exact=exact).detail
+    return agree(framework, onnx_output, exact=exact, steps=steps).detail
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
@@ -430,6 +432,8 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
             input_ranges=None) -> SourceCheck:
     from ..verification.compare import float_arithmetic_outputs
     from ..verification.lowerings import make_session
+    from ..verification.input_ranges import index_input_ranges
+    from ..verification.quantized import output_steps
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
     if folder is None:
@@ -443,25 +447,82 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     rng = np.random.default_rng(seed)
     check = SourceCheck()
     arithmetic = float_arithmetic_outputs(onnx_model)
+    ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
     if kind == "tflite":
-        run = _tflite_runner(path)
+        run = tflite_runner(path, ranges, calibrate=True)
     else:
-        from ..verification.input_ranges import index_input_ranges
-        ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
         run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
+    runs = []
     for _ in range(trials):
-        feeds, expected = run(rng, onnx_inputs)
+        feeds, expected, *other = run(rng, onnx_inputs)
         got = session.run(None, feeds)
         if len(got) != len(expected):
             check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
             return check
+        runs.append((expected, got, other[0] if other else None))
+    calibration = _disagreement(onnx_model, onnx_names, [(e, o) for e, _, o in runs if o is not None])
+    check.calibration = calibration
+    integers = [n for n, x in zip(onnx_names, runs[0][0]) if np.asarray(x).dtype.kind in "iu"] if runs else []
+    steps = output_steps(onnx_model, calibration, integers)
+    for expected, got, _ in runs:
         for name, a, b in zip(onnx_names, expected, got):
-            status = compare_output(a, b, exact=name not in arithmetic)
+            status = compare_output(a, b, exact=name not in arithmetic, steps=steps.get(name))
             before = check.outputs.get(name, "bitwise")
             if _agreed(before) and (before == "bitwise" or not _agreed(status)):  # keep the first failure
                 check.outputs[name] = status
         check.trials += 1
     return check
+
+
+def _disagreement(onnx_model, names, pairs) -> dict:
+    """{output name: (largest, |median|) difference in steps} between the framework's two kernel
+    sets over ``pairs`` (builtin outputs, XNNPACK outputs), for the outputs that are quantized
+    (verification/quantized.output_scales) or integer."""
+    from ..verification.quantized import output_scales
+    from ..verification.tolerance import step_differences
+    scales = output_scales(onnx_model)
+    found: dict = {}
+    for expected, other in pairs:
+        for name, a, b in zip(names, expected, other):
+            a, b = np.asarray(a), np.asarray(b)
+            if name not in scales and a.dtype.kind not in "iu":
+                continue
+            d = step_differences(a, b, scales.get(name))
+            if d is None or d.size == 0:
+                continue
+            worst, median = float(np.max(np.abs(d))), abs(float(np.median(d)))
+            was = found.get(name, (0.0, 0.0))
+            found[name] = (max(was[0], worst), max(was[1], median))
+    return found
+
+
+def tflite_calibration(path, onnx_model, *, trials: int = 3, seed: int = 0, input_ranges: dict | None = None) -> dict:
+    """The framework's own disagreement on a ``.tflite`` file: LiteRT's builtin kernels against
+    its XNNPACK kernels on the random inputs of the framework check, per quantized or integer
+    output of ``onnx_model`` (its conversion; weights need not be loaded): {output name:
+    (largest, |median|) difference in steps}.  {} when LiteRT cannot run the file."""
+    from ..verification.input_ranges import index_input_ranges
+    ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
+    names = [o.name for o in onnx_model.graph.output]
+    inits = {t.name for t in onnx_model.graph.initializer}
+    onnx_inputs = [_Named(i.name) for i in onnx_model.graph.input if i.name not in inits]
+    rng = np.random.default_rng(seed)
+    try:
+        with quiet_frameworks():
+            run = tflite_runner(path, ranges, calibrate=True)
+            pairs = []
+            for _ in range(trials):
+                _, expected, other = run(rng, onnx_inputs)
+                if other is not None:
+                    pairs.append((expected, other))
+    except Exception:  # LiteRT cannot run it: the framework check says so itself
+        return {}
+    return _disagreement(onnx_model, names, pairs)
+
+
+@dataclass
+class _Named:
+    name: str
 
 
 #: Sizes tried, in order, for the dims a .tflite declares unknown (``shape_signature`` -1) whose
@@ -499,23 +560,48 @@ def tflite_input_shapes(interp) -> list:
     return stored
 
 
-def _tflite_runner(path):
+def tflite_runner(path, ranges=None, calibrate: bool = False):
+    """run(rng, onnx_inputs) -> (feeds, LiteRT's builtin outputs[, XNNPACK's outputs or None]).
+    Integer inputs: ``ranges`` ({ONNX input name: (lo, hi)}) where given; a quantized input (a
+    scale in the file) the whole range of its type; other integers the small default."""
     from .interpreters import tflite_interpreter
-    interp = tflite_interpreter(Path(path).read_bytes())
+    data = Path(path).read_bytes()
+    interp = tflite_interpreter(data)
     shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
-    outs = interp.get_output_details()
+    other = None
+    if calibrate:
+        try:
+            other = tflite_interpreter(data, xnnpack=True)
+            for d, dims in zip(other.get_input_details(), shapes):
+                other.resize_tensor_input(d["index"], dims, strict=True)
+            other.allocate_tensors()
+        except (RuntimeError, ValueError):  # XNNPACK refuses the file: nothing to calibrate with
+            other = None
+    ranges = ranges or {}
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
         for k, d in enumerate(details):
-            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]))
+            name = _match_name(d["name"], onnx_inputs, k)
+            dtype = np.dtype(d["dtype"])
+            bounds = ranges.get(name)
+            scale = d.get("quantization", (0.0, 0))[0]
+            if bounds is None and dtype.kind in "iu" and dtype.itemsize == 1 and scale:
+                bounds = (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))  # a quantized input
+            x = _random_input(rng, shapes[k], dtype, bounds)
             arrays.append(x)
-            feeds[_match_name(d["name"], onnx_inputs, k)] = x
-        for d, x in zip(details, arrays):
-            interp.set_tensor(d["index"], x)
-        interp.invoke()
-        return feeds, [np.array(interp.get_tensor(o["index"]), copy=True) for o in outs]
+            feeds[name] = x
+        results = []
+        for it in (interp, other) if calibrate else (interp,):
+            if it is None:
+                results.append(None)
+                continue
+            for d, x in zip(it.get_input_details(), arrays):
+                it.set_tensor(d["index"], x)
+            it.invoke()
+            results.append([np.array(it.get_tensor(o["index"]), copy=True) for o in it.get_output_details()])
+        return (feeds, *results)
     return run
 
 
@@ -571,24 +657,29 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
 
     from ..api import convert
     kind = _checked_kind(path, input_shapes, signature)
-    if input_ranges and kind == "tflite":
-        raise ModelError("--input-range applies to SavedModel and Keras inputs, not to a .tflite input",
-                         path=str(path))
     loaded = None
     if kind != "tflite":
         loaded = load_tf(path, input_shapes=input_shapes, signature=signature)
         if input_ranges:
-            names = [spec.name for spec in loaded[1]]
-            for name in input_ranges:
-                if name not in names:
-                    raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
-                                     f"{', '.join(names)})", path=str(path))
+            _check_range_names(input_ranges, [spec.name for spec in loaded[1]], path)
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
                          output_names=output_names, signature=signature, loaded=loaded)
+    calibration = None
+    if kind == "tflite":
+        import onnx
+        header = onnx.load(str(file), load_external_data=False)  # names, shapes and scales: no weights
+        inits = {t.name for t in header.graph.initializer}
+        if input_ranges:
+            names = [i.name for i in header.graph.input if i.name not in inits]
+            input_ranges = {n + ":0" if n not in names and n + ":0" in names else n: r  # LiteRT's names end ":0"
+                            for n, r in input_ranges.items()}
+            _check_range_names(input_ranges, names, path)
+        if options.get("verify", True):
+            calibration = tflite_calibration(path, header, input_ranges=input_ranges)
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
-        result = convert(str(file), source=str(path), weights_held=True, **options)
+        result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, **options)
     except ModelError as exc:  # name the user's input, not our temporary file
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
@@ -596,6 +687,14 @@ def convert_source(path, *, input_shapes: dict | None = None, output_names=None,
     rep.model_checks["framework"] = _framework_status(path, kind, result, options.get("verify", True),
                                                       input_shapes, signature, Path(folder.name), loaded, input_ranges)
     return result
+
+
+def _check_range_names(input_ranges: dict, names: list, path) -> None:
+    """A one-line ModelError (``--input-range``) for a name the model has no input of."""
+    for name in input_ranges:
+        if name not in names:
+            raise ModelError(f"--input-range {name}: the model has no input {name!r} (its inputs: "
+                             f"{', '.join(names)})", path=str(path))
 
 
 def _framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
@@ -618,4 +717,4 @@ def _framework_status(path, kind, result, verify: bool, input_shapes, signature,
     if check.bitwise:
         return passed(f"bitwise against {who} on {check.trials} random inputs")
     close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-    return passed(f"against {who} on {check.trials} random inputs; float outputs {close}")
+    return passed(f"against {who} on {check.trials} random inputs; outputs not bitwise {close}")
