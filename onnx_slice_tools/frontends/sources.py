@@ -172,7 +172,11 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
         # what tf2onnx folds on constants, left on the weights moved out before it converted
         fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
         drop_identity_reshapes(model)  # what tf2onnx's layout optimiser leaves behind
-    except (ModelError, ConversionError):
+    except ConversionError as exc:
+        if exc.path is None:  # (raised where the input's path is not known)
+            raise ConversionError(exc.reason, path=str(path)) from None
+        raise
+    except ModelError:
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
         raise ModelError(f"tf2onnx could not convert the {kind.replace('_', ' ')}: {framework_error_line(exc)}",
