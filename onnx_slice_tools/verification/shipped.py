@@ -49,6 +49,7 @@ from .runtimes import (
     onnxruntime_session,
     release,
 )
+from .quantized import output_steps
 from .tolerance import agree, default_rtol
 
 #: ops that only move, select or reshape data (or make constants and shapes): an output computed
@@ -272,7 +273,6 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
         return {label[r]: why for r in names}
     data = serialized(proto, load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
-    from .quantized import output_steps
     integers = [o for o in outputs if checked.elems.get(o) in INT_ELEMS]
     steps = output_steps(proto, calibration, integers)
     return {label[r]: _run_one(r, data, proto, checked, outputs, exact, compared if r == ONNXRUNTIME else None,
