@@ -47,6 +47,8 @@ class Report:
     target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
     path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
+    # graph output -> why onnxruntime's as-shipped run disagreed with the checked run on it (those that did)
+    shipped_problems: dict = field(default_factory=dict)
 
     def tally(self) -> tuple[int, int, int, int]:
         """(found, rewritten, fixable, fixed): the four counts in one pass over the records."""
@@ -505,6 +507,7 @@ def _check_shipped(report: Report, proto, checked, budget: int, weight_bytes: in
     finally:
         if ahead is not None:
             ahead.close()
+    report.shipped_problems = {k: v for k, v in compared.items() if v is not None}
     if inplace is not None and getattr(inplace, "awaiting", None):
         settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
         report.model_checks["model_run"] = settled.status

@@ -97,9 +97,9 @@ class Steps:
         if self.framework is None:
             why = f"floor {FLOOR_STEPS}" if self.scale is not None else "bitwise"
         else:
-            why = f"{CALIBRATION_K} x the framework's own {self.framework:g}" + \
+            why = f"{CALIBRATION_K} x the framework's own {self.framework:.3g}" + \
                 (f", floor {FLOOR_STEPS}" if self.scale is not None else "")
-        return f"{unit}, allowed {self.allowed:g} ({why})"
+        return f"{unit}, allowed {self.allowed:.3g} ({why})"
 
 
 def steps_rule(scale: float | None, framework: float | None = None, shift: float = 0.0) -> Steps:
