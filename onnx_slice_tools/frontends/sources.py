@@ -463,7 +463,7 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     arithmetic = float_arithmetic_outputs(onnx_model)
     ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
     if kind == "tflite":
-        run = tflite_runner(path, ranges, calibrate=True)
+        run = tflite_runner(path, ranges, calibrate=_needs_calibration(onnx_model))
     else:
         run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
     runs = []
@@ -525,6 +525,8 @@ def tflite_calibration(path, onnx_model, *, trials: int = 3, seed: int = 0, inpu
     inits = {t.name for t in onnx_model.graph.initializer}
     onnx_inputs = [_Named(i.name) for i in onnx_model.graph.input if i.name not in inits]
     rng = np.random.default_rng(seed)
+    if not _needs_calibration(onnx_model):
+        return {}
     try:
         with quiet_frameworks():
             run = tflite_runner(path, ranges, calibrate=True)
@@ -536,6 +538,16 @@ def tflite_calibration(path, onnx_model, *, trials: int = 3, seed: int = 0, inpu
     except Exception:  # LiteRT cannot run it: the framework check says so itself
         return {}
     return _disagreement(onnx_model, names, pairs)
+
+
+def _needs_calibration(onnx_model) -> bool:
+    """Whether a graph output is quantized or integer: only those are compared under the
+    framework's own disagreement (float outputs keep the float rule), so only then is LiteRT's
+    second kernel set loaded."""
+    from ..verification.quantized import output_scales
+    integer = {2, 3, 4, 5, 6, 7, 12, 13}
+    return bool(output_scales(onnx_model)) or any(o.type.tensor_type.elem_type in integer
+                                                  for o in onnx_model.graph.output)
 
 
 @dataclass
