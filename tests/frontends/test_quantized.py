@@ -202,3 +202,49 @@ def test_kernel_rounding_is_measured_in_steps_not_refused(tmp_path, variant):
     assert "bitwise" in framework or "steps" in framework, framework
     shipped = rep.model_checks["shipped"]
     assert shipped == "passed" or "steps" in shipped, shipped
+
+
+class _Rounding:
+    """An onnxruntime session whose first uint8 output has 3 steps added to a few values: a fused
+    integer kernel that rounds otherwise than the checked run (beyond the floor of one step)."""
+
+    def __init__(self, session, shift_all: bool = False):
+        self.session, self.shift_all = session, shift_all
+
+    def __getattr__(self, name):
+        return getattr(self.session, name)
+
+    def run(self, names, feeds, *args):
+        outs = self.session.run(names, feeds, *args)
+        y = np.array(outs[0], copy=True)
+        if y.dtype == np.uint8:
+            flat = y.reshape(-1)
+            pick = slice(None) if self.shift_all else slice(0, None, 7)
+            flat[pick] = np.minimum(flat[pick].astype(np.int32) + 3, 255).astype(np.uint8)
+        return [y, *outs[1:]]
+
+
+@pytest.mark.parametrize("shift_all", [False, True], ids=["a few values", "every value"])
+def test_as_shipped_rounding_is_judged_against_the_framework(tmp_path, monkeypatch, shift_all):
+    """The as-shipped session disagrees with the checked run on a quantized arithmetic output
+    beyond the allowance: the conversion is judged by that session against LiteRT itself on the
+    framework check's inputs -- verified when that agrees (here the real default session does),
+    never when the shipped bytes are wrong against the framework too."""
+    from onnx_slice_tools.verification import runtimes, shipped
+    real = runtimes.onnxruntime_session
+
+    def patched(model, config=runtimes.FAST):
+        s = real(model, config)
+        return _Rounding(s, shift_all) if config == runtimes.SHIPPED else s
+    monkeypatch.setattr(shipped, "onnxruntime_session", patched)
+    path = _tflite(tmp_path / "m_u8.tflite", _conv_module(True), "u8")
+    rep = convert(str(path)).report
+    assert rep.shipped_problems, "the planted rounding was not seen by the as-shipped run"
+    assert rep.verdict == "verified", dict(rep.model_checks)
+    assert "agrees with the TFLite interpreter under the quantized rule" in rep.model_checks["shipped"]
+    # the same planted rounding in the framework check's default session too: the model as shipped
+    # differs from LiteRT, so the failure stands
+    from onnx_slice_tools.verification import runtimes as rt
+    monkeypatch.setattr(rt, "onnxruntime_session", patched)
+    rep = convert(str(path)).report
+    assert rep.verdict == "failed", dict(rep.model_checks)
