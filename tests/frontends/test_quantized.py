@@ -248,3 +248,15 @@ def test_as_shipped_rounding_is_judged_against_the_framework(tmp_path, monkeypat
     monkeypatch.setattr(rt, "onnxruntime_session", patched)
     rep = convert(str(path)).report
     assert rep.verdict == "failed", dict(rep.model_checks)
+
+
+def test_litert_runs_is_asked_not_assumed(tmp_path):
+    """What a refusal says about LiteRT comes from running it: None when it runs, its error line
+    when it does not."""
+    from onnx_slice_tools.frontends.tfexport import litert_runs
+    path = _tflite(tmp_path / "m_i8.tflite", _conv_module(True), "i8")
+    assert litert_runs(path.read_bytes()) is None
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2:] = bytes(len(data) - len(data) // 2)  # weights and subgraph zeroed
+    why = litert_runs(bytes(data))
+    assert why and "\n" not in why
