@@ -5,7 +5,8 @@ integer inputs and writes ``QuantizeLinear`` of its float result.  A StridedSlic
 node and lowered by us therefore sits between a DequantizeLinear and a QuantizeLinear of the same
 scale and zero point, where tf2onnx's own optimiser slices the integers directly.  When the nodes
 between them only move elements (:data:`qdq_condition.MOVEMENT`: a Slice, a Gather's data, a
-Reshape, a Transpose, Squeeze/Unsqueeze ...), they run on the integers instead and the pair goes.
+Reshape, a Transpose, Squeeze/Unsqueeze ...; first a Concat of DequantizeLinear outputs, all of
+one scale and zero point), they run on the integers instead and the pair goes.
 
 Exact, bit for bit: for an 8- or 16-bit integer ``t``, a float32 scale ``s`` (finite, normal)
 and zero point ``z``, ``DequantizeLinear`` gives ``(t - z) * s`` rounded to float32, and
@@ -68,7 +69,9 @@ def _params(node, data_type) -> tuple | None:
 
 
 def _chain(q, graph):
-    """(the DequantizeLinear, the movement nodes from it to ``q`` in order) or None."""
+    """(the DequantizeLinear nodes feeding the first moved node, by its input position; the
+    movement nodes from there to ``q`` in order) or None.  The first moved node may be a Concat
+    whose every input is a DequantizeLinear's output."""
     chain: list = []
     value = q.inputs[0] if q.inputs else None
     while value is not None:
@@ -76,10 +79,16 @@ def _chain(q, graph):
         if node is None or node.graph is not graph or node.domain not in _DEFAULT:
             return None
         if node.op_type == "DequantizeLinear":  # (its value may have other uses: it stays for them)
-            return (node, chain[::-1]) if chain else None
-        if value.is_graph_output() or len(value.uses()) != 1:
+            return ({0: node}, chain[::-1]) if chain else None
+        if value.is_graph_output() or len(value.uses()) != 1 or len(node.outputs) != 1 or len(chain) >= 64:
             return None
-        if node.op_type not in MOVEMENT or not node.inputs or len(node.outputs) != 1 or len(chain) >= 64:
+        if node.op_type == "Concat" and node.inputs:
+            sources = {k: v.producer() for k, v in enumerate(node.inputs)}
+            if all(d is not None and d.op_type == "DequantizeLinear" and d.domain in _DEFAULT and d.graph is graph
+                   for d in sources.values()):
+                return sources, [node, *chain[::-1]]
+            return None
+        if node.op_type not in MOVEMENT or not node.inputs:
             return None
         chain.append(node)
         value = node.inputs[0]
@@ -104,18 +113,18 @@ class QdqMovementPass(ir.passes.InPlacePass):
             found = _chain(q, graph)
             if found is None:
                 continue
-            dq, chain = found
-            t = dq.inputs[0]
+            sources, chain = found
             out = q.outputs[0]
-            if t is None or t.dtype not in _NARROW or out.dtype != t.dtype or "output_dtype" in q.attributes \
-                    and q.attributes["output_dtype"].value != t.dtype.value:
+            params = _params(q, out.dtype)
+            if params is None or out.dtype not in _NARROW or "output_dtype" in q.attributes and \
+                    q.attributes["output_dtype"].value != out.dtype.value or \
+                    any(dq.inputs[0] is None or dq.inputs[0].dtype != out.dtype or _params(dq, out.dtype) != params
+                        for dq in sources.values()):
                 continue
-            a, b = _params(dq, t.dtype), _params(q, t.dtype)
-            if a is None or a != b:
-                continue
-            chain[0].replace_input_with(0, t)
+            for k, dq in sources.items():
+                chain[0].replace_input_with(k, dq.inputs[0])
             for node in chain:
-                node.outputs[0].type = ir.TensorType(t.dtype)
+                node.outputs[0].type = ir.TensorType(out.dtype)
             last = chain[-1].outputs[0]
             if out.is_graph_output():
                 name = out.name

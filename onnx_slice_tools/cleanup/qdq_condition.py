@@ -19,6 +19,8 @@ def qdq_around_movement(index: ProtoIndex) -> str | None:
         steps = 0
         while d is not None and d.kind == "node" and d.node.op_type in MOVEMENT and d.ins and steps < 64:
             d, steps = d.ins[0], steps + 1
+        if d is not None and d.kind == "node" and d.node.op_type == "Concat":
+            return f"QdqMovementPass may change {where(node)} (a Concat before it)"
         if steps and d is not None and d.kind == "node" and d.node.op_type == "DequantizeLinear":
             return f"QdqMovementPass may change {where(node)} (data movement between DequantizeLinear and it)"
     return None

@@ -138,3 +138,36 @@ def test_declared_float_types_of_moved_values_become_integer():
     onnx.checker.check_model(after, full_check=True)
     x = every_value(U8)
     assert run(proto, x)[0].tobytes() == run(after, x)[0].tobytes()
+
+
+def _concat_model(scale_b=0.5):
+    inits = [c("sa", 0.5, np.float32), c("sb", scale_b, np.float32), c("z", 7, np.uint8), c("b0", [0]), c("e0", [2]),
+             c("b1", [2]), c("e1", [4]), c("a", [0])]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "sa", "z"], ["d"]),
+             helper.make_node("Slice", ["d", "b0", "e0", "a"], ["p"]),
+             helper.make_node("QuantizeLinear", ["p", "sa", "z"], ["qp"]),
+             helper.make_node("Slice", ["x", "b1", "e1", "a"], ["r"]),
+             helper.make_node("DequantizeLinear", ["qp", "sa", "z"], ["dp"]),
+             helper.make_node("DequantizeLinear", ["r", "sb", "z"], ["dr"]),
+             helper.make_node("Concat", ["dp", "dr"], ["cat"], axis=1),
+             helper.make_node("Transpose", ["cat"], ["tr"], perm=[1, 0]),
+             helper.make_node("QuantizeLinear", ["tr", "sa", "z"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", U8, [4, 64])],
+                          [helper.make_tensor_value_info("y", U8, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+def test_concat_of_one_scale_runs_on_the_integers():
+    proto = _concat_model()
+    assert may_change(proto) is not None
+    _, after = cleaned(proto)
+    ops = [n.op_type for n in after.graph.node]
+    assert "QuantizeLinear" not in ops and "DequantizeLinear" not in ops, ops
+    onnx.checker.check_model(after, full_check=True)
+    x = every_value(U8)
+    assert run(proto, x)[0].tobytes() == run(after, x)[0].tobytes()
+
+
+def test_concat_of_two_scales_keeps_its_quantization():
+    _, after = cleaned(_concat_model(scale_b=0.25))
+    assert [n.op_type for n in after.graph.node].count("QuantizeLinear") == 1
