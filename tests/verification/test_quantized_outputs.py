@@ -57,3 +57,44 @@ def test_the_as_shipped_comparison_takes_quantized_outputs_in_steps():
     problems = output_problems(checked, {"y": far}, frozenset(), steps=steps)
     assert "3 steps" in problems["y"], problems
     assert output_problems(checked, {"y": moved}, frozenset({"y"}), steps=steps) != {}  # pure data movement: bitwise
+
+
+def _qdq_slice_model():
+    """x(uint8) -> DQ -> Conv -> Q -> StridedSlice (TF custom node) -> y (uint8): a quantized
+    output through the rewrite, for ``verify A B``."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(128, np.uint8), "z"),
+             numpy_helper.from_array(rng.integers(-50, 50, (4, 2, 3, 3)).astype(np.int8), "w"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.2, np.float32), "ys"), numpy_helper.from_array(np.array(100, np.uint8), "yz"),
+             numpy_helper.from_array(np.array([0, 0, 1, 0], np.int32), "b"),
+             numpy_helper.from_array(np.array([0, 0, 5, 0], np.int32), "e"),
+             numpy_helper.from_array(np.array([1, 1, 2, 1], np.int32), "st")]
+    dom = "ai.onnx.converters.tensorflow"
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["d"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["dw"]),
+             helper.make_node("Conv", ["d", "dw"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["q"]),
+             helper.make_node("StridedSlice", ["q", "b", "e", "st"], ["y"], domain=dom, begin_mask=11, end_mask=11,
+                              ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 2, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid(dom, 1)], ir_version=9)
+
+
+def test_verify_a_b_compares_quantized_outputs_in_steps():
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.verification.compare import compare_models
+    original = _qdq_slice_model()
+    result = convert(original)
+    assert result.report.verdict == "verified", dict(result.report.model_checks)
+    assert output_scales(result.model) == {"y": np.float32(0.2)}
+    ok = compare_models(original, result.model)
+    assert ok.status == "ok", ok.outputs
+    shifted = type(result.model)()
+    shifted.CopyFrom(result.model)
+    for t in shifted.graph.initializer:
+        if t.name == "yz":
+            t.CopyFrom(numpy_helper.from_array(np.array(101, np.uint8), "yz"))
+    bad = compare_models(original, shifted)
+    assert bad.status == "mismatch" and "systematic shift" in bad.outputs["y"], bad.outputs
