@@ -444,9 +444,9 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     from ..verification.lowerings import make_session
     from ..verification.input_ranges import index_input_ranges
     from ..verification.quantized import output_steps
+    from ..verification.runtimes import SHIPPED, onnxruntime_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
-    from ..verification.runtimes import SHIPPED, onnxruntime_session
     if folder is None:
         source = onnx_model.SerializeToString()
         session = make_session(source)
