@@ -37,7 +37,8 @@ __all__ = [
 #: parameters of :func:`convert` that a batch run's recorded options leave out: those that describe
 #: its caller, not a conversion option (the label of a framework input, and that its caller holds
 #: the weights), and a framework input's own options (a batch passes none)
-CALLER_OPTIONS = frozenset({"source", "weights_held", "input_shapes", "output_names", "signature", "input_ranges"})
+CALLER_OPTIONS = frozenset({"source", "weights_held", "calibration", "input_shapes", "output_names", "signature",
+                            "input_ranges"})
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
@@ -45,7 +46,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
             verify_memory: int | None = None, cleanup: bool = True,
             target: str | None = None, verify_on=None, fix_slices: bool = False,
             weights_held: bool = False, input_shapes: dict | None = None, output_names=None,
-            signature: str | None = None, input_ranges: dict | None = None) -> ConvertResult:
+            signature: str | None = None, input_ranges: dict | None = None,
+            calibration: dict | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
@@ -64,7 +66,10 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     holds, one more copy of the weights in memory, two of external ones, see
     inplace.budget_weight_bytes); a check that needs more is skipped with its reason.
     ``weights_held``: the caller holds the model's weights in memory (a framework input:
-    tf2onnx's export), so its external ones count as held.  Raises
+    tf2onnx's export), so its external ones count as held.  ``calibration``: {graph output name:
+    (largest, |median|) disagreement in quantization steps} of the framework's own two kernel
+    sets (measured on a .tflite input): the as-shipped run compares quantized outputs under that
+    allowance (verification/tolerance.py, ``steps_rule``).  Raises
     :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
@@ -95,7 +100,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,
                     verify_on=tuple(runtimes) if verify else ())
-    ctx = Context(label, flavor, opset, verify, cleanup, target_spec, verify_memory, fix_slices, weights_held)
+    ctx = Context(label, flavor, opset, verify, cleanup, target_spec, verify_memory, fix_slices, weights_held,
+                  calibration)
     read = None
     if not fix_slices:  # the protobuf path (rewrite/proto_pass.py) when it applies, else onnx-ir
         holder = _ProtoHolder(model, ctx)
@@ -117,15 +123,18 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
     report.json agree)."""
     import tempfile
 
-    from .frontends.sources import export_source, framework_status, open_source
+    from .frontends.sources import export_source, framework_status, open_source, tflite_options
     framework, loaded = open_source(path, input_shapes=input_shapes, signature=signature, input_ranges=input_ranges)
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     updates: list = []  # the slice-update family tf2onnx left raw, rewritten and checked (frontends/updates.py)
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
                          output_names=output_names, signature=signature, loaded=loaded, updates=updates)
+    calibration = None
+    if framework == "tflite":
+        input_ranges, calibration = tflite_options(path, file, input_ranges, options.get("verify", True))
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
-        result = convert(str(file), source=str(path), weights_held=True, **options)
+        result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, **options)
     except ModelError as exc:  # name the user's input, not our temporary file
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
@@ -143,7 +152,8 @@ class Context:
     """What every stage of one conversion reads, resolved once by :func:`convert`: the input's
     label, the flavour (None: per node), the opset asked, whether to verify and clean up, the
     target (lowering/targets.py), the checks' memory budget in bytes (``--verify-memory``),
-    ``fix_slices``, and whether the caller holds the weights (a framework input)."""
+    ``fix_slices``, whether the caller holds the weights (a framework input), and the framework's
+    own disagreement per quantized output (``calibration``, see :func:`convert`)."""
 
     label: str | None
     flavor: str | None
@@ -154,6 +164,7 @@ class Context:
     memory: int
     fix_slices: bool = False
     weights_held: bool = False
+    calibration: dict | None = None
 
 
 def _same(proto):
@@ -416,7 +427,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         m, proto = _cleanup(report, m, proto, source, verify, ctx.memory, inplace, clean,
                             holder.cleanup_weight_bytes(budget))
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, budget, inplace)
+        _check_shipped(report, proto, checked, budget, inplace, ctx.calibration)
     return holder.result(proto, report, m)
 
 
@@ -448,7 +459,7 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
 
 
 @paused_gc()
-def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None) -> None:
+def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None, calibration=None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
     (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``;
     then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status.
@@ -463,10 +474,12 @@ def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None)
         report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget.memory,
                                                   weight_bytes=budget.weight_bytes,
                                                   load_weights=budget.load_weights, why_none=why,
-                                                  compared=compared, liveness=liveness, ahead=ahead))
+                                                  compared=compared, liveness=liveness, ahead=ahead,
+                                                  calibration=calibration))
     finally:
         if ahead is not None:
             ahead.close()
+    report.shipped_problems = {k: v for k, v in compared.items() if v is not None}
     if inplace is not None and getattr(inplace, "awaiting", None):
         settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
         report.model_checks["model_run"] = settled.status

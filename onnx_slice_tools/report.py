@@ -37,6 +37,8 @@ class Report:
     target: str = "onnxruntime"                # lowering/targets.py
     verify_on: tuple = ()                      # runtimes of the per-rewrite checks
     path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
+    # graph output -> why onnxruntime's as-shipped run disagreed with the checked run on it (those that did)
+    shipped_problems: dict = field(default_factory=dict)
 
     def tally(self) -> tuple[int, int, int, int]:
         """(found, rewritten, fixable, fixed): the four counts in one pass over the records."""

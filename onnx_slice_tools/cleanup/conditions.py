@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .qdq_condition import qdq_around_movement
 from .scan import DEFAULT_DOMAIN, EXOTIC, SMALL, MayChange, ProtoIndex, numel, tensor_array, where
 
 #: Elementwise ops whose result on a length-1 vector is their result on the scalar, unsqueezed
@@ -297,5 +298,6 @@ CONDITIONS: dict[str, Callable[[ProtoIndex], str | None]] = {
     "RebuildShapeVectorsPass": known_integers,
     "MergeSlicesPass": merge_slices,
     "TransposeSliceTransposePass": transpose_slice_transpose,
+    "QdqMovementPass": qdq_around_movement,
     "CommonSubexpressionPass": common_subexpression,
 }

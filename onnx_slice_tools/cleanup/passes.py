@@ -25,6 +25,8 @@ its own (what they share: cleanup/base.py):
   one ``Slice``;
 * :class:`TransposeSliceTransposePass` (transpose_slice_transpose.py) -- a ``Slice`` between a
   ``Transpose`` and its inverse becomes a ``Slice`` on the untransposed tensor;
+* :class:`QdqMovementPass` (qdq.py) -- ``QuantizeLinear(move(DequantizeLinear(t)))`` of one
+  per-tensor scale and zero point becomes ``move(t)`` (data movement on the integers);
 * :class:`CommonSubexpressionPass` (common_subexpression.py) -- nodes with the same op,
   attributes and inputs (small constants compared by value) computed once per graph.
 
@@ -58,6 +60,7 @@ from .common_subexpression import CommonSubexpressionPass
 from .fold_shape_arithmetic import FoldShapeArithmeticPass
 from .lift_scalars import LiftScalarsPass
 from .merge_slices import MergeSlicesPass
+from .qdq import QdqMovementPass
 from .rebuild_shape_vectors import RebuildShapeVectorsPass
 from .remove_dead import RemoveDeadPass
 from .reshape_copy_dims import ReshapeCopyDimsPass
@@ -65,7 +68,7 @@ from .transpose_slice_transpose import TransposeSliceTransposePass
 
 __all__ = [
     "CleanupPass", "CommonSubexpressionPass", "FoldShapeArithmeticPass", "LiftScalarsPass", "MergeSlicesPass",
-    "RebuildShapeVectorsPass", "RemoveDeadPass", "ReshapeCopyDimsPass", "TransposeSliceTransposePass",
+    "QdqMovementPass", "RebuildShapeVectorsPass", "RemoveDeadPass", "ReshapeCopyDimsPass", "TransposeSliceTransposePass",
     "cleanup", "cleanup_check", "default_passes", "graphs_of", "op_counts", "pass_manager", "set_inferred_shapes",
 ]
 
@@ -123,7 +126,7 @@ def set_inferred_shapes(model, proto=None) -> list:
 
 def default_passes() -> list:
     return [FoldShapeArithmeticPass(), ReshapeCopyDimsPass(), LiftScalarsPass(), RebuildShapeVectorsPass(),
-            MergeSlicesPass(), TransposeSliceTransposePass(), CommonSubexpressionPass()]
+            MergeSlicesPass(), TransposeSliceTransposePass(), QdqMovementPass(), CommonSubexpressionPass()]
 
 
 class _Ledger:
@@ -201,6 +204,8 @@ def cleanup(model, passes=None, max_rounds: int = 6, proto=None) -> dict:
         raise cause from None
     after_all = ledger.counts
     for value, type_, shape in reversed(inferred):
+        if value.type is not None and (type_ != value.type if type_ is not None else value.is_graph_output()):
+            continue  # a pass changed what it holds or made it a graph output (cleanup/qdq.py): its type stays
         value.type, value.shape = type_, shape
     return {
         "changed": any_change,

@@ -176,7 +176,11 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
         # what tf2onnx folds on constants, left on the weights moved out before it converted
         fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
         drop_identity_reshapes(model)  # what tf2onnx's layout optimiser leaves behind
-    except (ModelError, ConversionError):
+    except ConversionError as exc:
+        if exc.path is None:  # (raised where the input's path is not known)
+            raise ConversionError(exc.reason, path=str(path)) from None
+        raise
+    except ModelError:
         raise
     except Exception as exc:  # tf2onnx / TF raise many exception types for unreadable models
         if traced is not None:  # a variable written: a failed conversion, not bad input
@@ -392,6 +396,9 @@ class SourceCheck:
 
     outputs: dict[str, str] = field(default_factory=dict)
     trials: int = 0
+    calibration: dict = field(default_factory=dict)  # output -> the framework's own disagreement (steps)
+    steps: dict = field(default_factory=dict)        # output -> tolerance.Steps (quantized outputs)
+    shipped: dict = field(default_factory=dict)      # output -> onnxruntime's default session vs the framework
 
     @property
     def ok(self) -> bool:
@@ -415,66 +422,150 @@ def _agreed(status: str) -> bool:
     return status == "bitwise" or status.startswith("within tolerance")
 
 
-def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False) -> str:
+def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False, steps=None) -> str:
     """The framework's output against onnxruntime's under the one float rule
     (:func:`.tolerance.agree`): "bitwise", "within tolerance: ..." or what differs.  ``exact``:
     the output is pure data movement in the ONNX graph, so floats too must be bitwise.  Other
     outputs may differ by rounding: the rewrite only moves data, but the arithmetic around it
-    (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite."""
+    (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite.
+    ``steps``: the output is quantized (tolerance.Steps): compared in steps."""
     from ..verification.tolerance import agree
-    return agree(framework, onnx_output, exact=exact).detail
+    return agree(framework, onnx_output, exact=exact, steps=steps).detail
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
                           input_shapes: dict | None = None, signature: str | None = None,
-                          folder=None, loaded=None, input_ranges: dict | None = None) -> SourceCheck:
+                          folder=None, loaded=None, input_ranges: dict | None = None,
+                          shipped: bool = False) -> SourceCheck:
     """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
     same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
     lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
     :func:`load_tf`.  SavedModel/Keras: integer inputs feeding indices are drawn inside the range
     the graph implies (:func:`~onnx_slice_tools.verification.input_ranges.index_input_ranges`),
     or ``input_ranges`` ({name: (lo, hi)}, inclusive) where given; unknown dims get one size
-    per axis across inputs (a token_ids and a padding_mask of one model stay the same shape)."""
+    per axis across inputs (a token_ids and a padding_mask of one model stay the same shape).
+    ``shipped``: also run ``onnx_model`` in onnxruntime's default configuration on the same inputs
+    and compare it with the framework under the same rule (``check.shipped``)."""
     with quiet_frameworks():
-        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded, input_ranges)
+        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded, input_ranges,
+                       shipped)
 
 
 def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None,
-            input_ranges=None) -> SourceCheck:
+            input_ranges=None, shipped=False) -> SourceCheck:
     from ..verification.compare import float_arithmetic_outputs
     from ..verification.lowerings import make_session
+    from ..verification.input_ranges import index_input_ranges
+    from ..verification.quantized import output_steps
+    from ..verification.runtimes import SHIPPED, onnxruntime_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
     if folder is None:
-        session = make_session(onnx_model.SerializeToString())
+        source = onnx_model.SerializeToString()
+        session = make_session(source)
     else:  # a file beside its external data: onnxruntime accepts a path where it takes bytes
         checked = Path(folder) / "checked.onnx"
         checked.write_bytes(onnx_model.SerializeToString())
-        session = make_session(str(checked))
+        source = str(checked)
+        session = make_session(source)
+    default = onnxruntime_session(source, SHIPPED) if shipped else None
     onnx_inputs = session.get_inputs()
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
     arithmetic = float_arithmetic_outputs(onnx_model)
+    ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
     if kind == "tflite":
-        run = _tflite_runner(path, input_ranges)
+        run = tflite_runner(path, ranges, calibrate=_needs_calibration(onnx_model))
     else:
-        from ..verification.input_ranges import index_input_ranges
-        ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
         run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
+    runs = []
     for _ in range(trials):
-        feeds, expected = run(rng, onnx_inputs)
+        feeds, expected, *other = run(rng, onnx_inputs)
         got = session.run(None, feeds)
         if len(got) != len(expected):
             check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
             return check
-        for name, a, b in zip(onnx_names, expected, got):
-            status = compare_output(a, b, exact=name not in arithmetic)
-            before = check.outputs.get(name, "bitwise")
-            if _agreed(before) and (before == "bitwise" or not _agreed(status)):  # keep the first failure
-                check.outputs[name] = status
+        runs.append((expected, got, other[0] if other else None,
+                     default.run(None, feeds) if default is not None else None))
+    calibration = _disagreement(onnx_model, onnx_names, [(e, o) for e, _, o, _ in runs if o is not None])
+    check.calibration = calibration
+    integers = [n for n, x in zip(onnx_names, runs[0][0]) if np.asarray(x).dtype.kind in "iu"] if runs else []
+    steps = check.steps = output_steps(onnx_model, calibration, integers)
+    for expected, got, _, as_shipped in runs:
+        for results, outs in ((check.outputs, got), (check.shipped, as_shipped)):
+            if outs is None:
+                continue
+            for name, a, b in zip(onnx_names, expected, outs):
+                status = compare_output(a, b, exact=name not in arithmetic, steps=steps.get(name))
+                before = results.get(name, "bitwise")
+                if _agreed(before) and (before == "bitwise" or not _agreed(status)):  # keep the first failure
+                    results[name] = status
         check.trials += 1
     return check
+
+
+def _disagreement(onnx_model, names, pairs) -> dict:
+    """{output name: (largest, |median|) difference in steps} between the framework's two kernel
+    sets over ``pairs`` (builtin outputs, XNNPACK outputs), for the outputs that are quantized
+    (verification/quantized.output_scales) or integer."""
+    from ..verification.quantized import output_scales
+    from ..verification.tolerance import step_differences
+    scales = output_scales(onnx_model)
+    found: dict = {}
+    for expected, other in pairs:
+        for name, a, b in zip(names, expected, other):
+            a, b = np.asarray(a), np.asarray(b)
+            if name not in scales and a.dtype.kind not in "iu":
+                continue
+            d = step_differences(a, b, scales.get(name))
+            if d is None or d.size == 0:
+                continue
+            worst, median = float(np.max(np.abs(d))), abs(float(np.median(d)))
+            was = found.get(name, (0.0, 0.0))
+            found[name] = (max(was[0], worst), max(was[1], median))
+    return found
+
+
+def tflite_calibration(path, onnx_model, *, trials: int = 3, seed: int = 0, input_ranges: dict | None = None) -> dict:
+    """The framework's own disagreement on a ``.tflite`` file: LiteRT's builtin kernels against
+    its XNNPACK kernels on the random inputs of the framework check, per quantized or integer
+    output of ``onnx_model`` (its conversion; weights need not be loaded): {output name:
+    (largest, |median|) difference in steps}.  {} when LiteRT cannot run the file."""
+    from ..verification.input_ranges import index_input_ranges
+    ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
+    names = [o.name for o in onnx_model.graph.output]
+    inits = {t.name for t in onnx_model.graph.initializer}
+    onnx_inputs = [_Named(i.name) for i in onnx_model.graph.input if i.name not in inits]
+    rng = np.random.default_rng(seed)
+    if not _needs_calibration(onnx_model):
+        return {}
+    try:
+        with quiet_frameworks():
+            run = tflite_runner(path, ranges, calibrate=True)
+            pairs = []
+            for _ in range(trials):
+                _, expected, other = run(rng, onnx_inputs)
+                if other is not None:
+                    pairs.append((expected, other))
+    except Exception:  # LiteRT cannot run it: the framework check says so itself
+        return {}
+    return _disagreement(onnx_model, names, pairs)
+
+
+def _needs_calibration(onnx_model) -> bool:
+    """Whether a graph output is quantized or integer: only those are compared under the
+    framework's own disagreement (float outputs keep the float rule), so only then is LiteRT's
+    second kernel set loaded."""
+    from ..verification.quantized import output_scales
+    integer = {2, 3, 4, 5, 6, 7, 12, 13}
+    return bool(output_scales(onnx_model)) or any(o.type.tensor_type.elem_type in integer
+                                                  for o in onnx_model.graph.output)
+
+
+@dataclass
+class _Named:
+    name: str
 
 
 #: Sizes tried, in order, for the dims a .tflite declares unknown (``shape_signature`` -1) whose
@@ -512,24 +603,48 @@ def tflite_input_shapes(interp) -> list:
     return stored
 
 
-def _tflite_runner(path, ranges=None):
+def tflite_runner(path, ranges=None, calibrate: bool = False):
+    """run(rng, onnx_inputs) -> (feeds, LiteRT's builtin outputs[, XNNPACK's outputs or None]).
+    Integer inputs: ``ranges`` ({ONNX input name: (lo, hi)}) where given; a quantized input (a
+    scale in the file) the whole range of its type; other integers the small default."""
     from ..verification.runtimes import tflite_interpreter
-    interp = tflite_interpreter(Path(path).read_bytes())
+    data = Path(path).read_bytes()
+    interp = tflite_interpreter(data)
     shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
-    outs = interp.get_output_details()
+    other = None
+    if calibrate:
+        try:
+            other = tflite_interpreter(data, xnnpack=True)
+            for d, dims in zip(other.get_input_details(), shapes):
+                other.resize_tensor_input(d["index"], dims, strict=True)
+            other.allocate_tensors()
+        except (RuntimeError, ValueError):  # XNNPACK refuses the file: nothing to calibrate with
+            other = None
     ranges = ranges or {}
 
     def run(rng, onnx_inputs):
         feeds, arrays = {}, []
         for k, d in enumerate(details):
-            x = _random_input(rng, shapes[k], np.dtype(d["dtype"]), ranges.get(d["name"].split(":")[0]))
+            name = _match_name(d["name"], onnx_inputs, k)
+            dtype = np.dtype(d["dtype"])
+            bounds = ranges.get(name)
+            scale = d.get("quantization", (0.0, 0))[0]
+            if bounds is None and dtype.kind in "iu" and dtype.itemsize == 1 and scale:
+                bounds = (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))  # a quantized input
+            x = _random_input(rng, shapes[k], dtype, bounds)
             arrays.append(x)
-            feeds[_match_name(d["name"], onnx_inputs, k)] = x
-        for d, x in zip(details, arrays):
-            interp.set_tensor(d["index"], x)
-        interp.invoke()
-        return feeds, [np.array(interp.get_tensor(o["index"]), copy=True) for o in outs]
+            feeds[name] = x
+        results = []
+        for it in (interp, other) if calibrate else (interp,):
+            if it is None:
+                results.append(None)
+                continue
+            for d, x in zip(it.get_input_details(), arrays):
+                it.set_tensor(d["index"], x)
+            it.invoke()
+            results.append([np.array(it.get_tensor(o["index"]), copy=True) for o in it.get_output_details()])
+        return (feeds, *results)
     return run
 
 
@@ -583,10 +698,12 @@ def _check_range_names(input_ranges: dict, names: list, path) -> None:
 
 
 def tflite_input_names(path) -> list[str]:
-    """The input names of the .tflite at ``path`` as LiteRT gives them (``:0`` suffixes dropped)."""
+    """The input names of the .tflite at ``path`` as LiteRT gives them, and each without its
+    ``:0`` suffix (``--input-range`` takes either)."""
     from ..verification.runtimes import tflite_interpreter
     interp = tflite_interpreter(checked_tflite(path))
-    return [d["name"].split(":")[0] for d in interp.get_input_details()]
+    names = [d["name"] for d in interp.get_input_details()]
+    return list(dict.fromkeys([n.split(":")[0] for n in names] + names))
 
 
 def open_source(path, *, input_shapes: dict | None = None, signature: str | None = None,
@@ -605,24 +722,76 @@ def open_source(path, *, input_shapes: dict | None = None, signature: str | None
     return kind, loaded
 
 
+def tflite_options(path, file, input_ranges: dict | None, verify: bool):
+    """``(input_ranges, calibration)`` of a .tflite input once tf2onnx wrote its ONNX ``file``:
+    the ranges keyed by the ONNX input names (LiteRT's end ``:0``), and -- with verification --
+    the disagreement of LiteRT's own two kernel sets per quantized or integer output
+    (:func:`tflite_calibration`), the allowance of the as-shipped run's comparison in steps."""
+    import onnx
+    header = onnx.load(str(file), load_external_data=False)  # names, shapes and scales: no weights
+    inits = {t.name for t in header.graph.initializer}
+    if input_ranges:
+        names = [i.name for i in header.graph.input if i.name not in inits]
+        input_ranges = {n + ":0" if n not in names and n + ":0" in names else n: r  # LiteRT's names end ":0"
+                        for n, r in input_ranges.items()}
+        _check_range_names(input_ranges, names, path)
+    calibration = tflite_calibration(path, header, input_ranges=input_ranges) if verify else None
+    return input_ranges, calibration
+
+
+def _quantized_shipped_failure(result) -> bool:
+    """Whether the conversion failed only in the as-shipped run, only on quantized outputs that
+    are arithmetic (not pure data movement): onnxruntime's default optimiser fuses Q/DQ around an
+    op into an integer kernel that rounds otherwise than the checked run.  Such a run is then
+    judged against the framework itself, under the quantized rule (:func:`framework_status`)."""
+    from ..verification.checks import kind
+    from ..verification.compare import float_arithmetic_outputs
+    from ..verification.quantized import output_scales
+    rep = result.report
+    if kind(rep.model_checks.get("shipped", "")) != "failed" or not rep.shipped_problems:
+        return False
+    quantized = set(output_scales(result.model)) & float_arithmetic_outputs(result.model)
+    if not set(rep.shipped_problems) <= quantized:
+        return False
+    saved = rep.model_checks["shipped"]
+    rep.model_checks["shipped"] = passed()
+    try:
+        return rep.ok
+    finally:
+        rep.model_checks["shipped"] = saved
+
+
 def framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
-                      input_ranges=None) -> str:
+                     input_ranges=None) -> str:
     """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
     :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""
     who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
     if not verify:
         return skipped(f"verification off, {who} was not run")
-    if not result.report.ok:
+    rep = result.report
+    reconsider = _quantized_shipped_failure(result)
+    if not rep.ok and not reconsider:
         return skipped(f"the conversion failed, {who} was not run")
     try:
         check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
-                                      folder=folder, loaded=loaded, input_ranges=input_ranges)
+                                      folder=folder, loaded=loaded, input_ranges=input_ranges, shipped=reconsider)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
+        if reconsider:
+            return skipped(f"the conversion failed, {who} could not be run: {framework_error_line(exc)}")
         return skipped(f"could not run both models on random inputs: {framework_error_line(exc)}")
+    if reconsider:
+        if check.ok and check.shipped and all(_agreed(v) for v in check.shipped.values()):
+            old = next(iter(rep.shipped_problems.values()))
+            figures = "; ".join(f"{k}: {v}" for k, v in check.shipped.items() if v != "bitwise") or "bitwise"
+            rep.model_checks["shipped"] = passed(
+                f"onnxruntime's default configuration fuses the quantized graph and rounds otherwise than the "
+                f"checked run ({old}); it agrees with {who} under the quantized rule on {check.trials} random "
+                f"inputs: {figures}")
+    # (otherwise the as-shipped failure stands; the framework check below reports what it saw)
     if not check.ok:
         bad = ", ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
         return failed(f"differs from {who}: {bad}")
     if check.bitwise:
         return passed(f"bitwise against {who} on {check.trials} random inputs")
     close = "; ".join(f"{k}: {v}" for k, v in check.outputs.items() if v != "bitwise")
-    return passed(f"against {who} on {check.trials} random inputs; float outputs {close}")
+    return passed(f"against {who} on {check.trials} random inputs; outputs not bitwise {close}")

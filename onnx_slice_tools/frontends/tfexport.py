@@ -52,18 +52,26 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
     constants = captured_constants(concrete)
     # the large variables kept out; if the graph reads one in a way that cannot be (a function
     # call taking the resource), everything frozen, still on this path (it inlines XLA calls)
-    for keep in ([large, {}] if large else [{}]):
-        try:
-            graph_def, feeds = _freeze_except(concrete, keep, constants)
-            model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs, constants)
-        except Exception:  # _Unfreezable, or a tf2onnx converter needing the constant:
-            continue       # tf2onnx's own path below reports what is really wrong
-        del graph_def
-        _feeds_to_initializers(model, feeds, external_data)
-        return _lower_unconverted(model)
-    model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
+    failures = Tf2onnxFailures()
+    with failures:
+        for keep in ([large, {}] if large else [{}]):
+            failures.found.clear()
+            try:
+                graph_def, feeds = _freeze_except(concrete, keep, constants)
+                model = _convert_graph_def(concrete, graph_def, sorted(feeds), opset, kwargs, constants)
+            except Exception:  # _Unfreezable, or a tf2onnx converter needing the constant:
+                continue       # tf2onnx's own path below reports what is really wrong
+            del graph_def
+            _feeds_to_initializers(model, feeds, external_data)
+            model = _lower_unconverted(model)
+            failures.require_loadable(model, None, Path(external_data).parent if external_data else None)
+            return model
+        failures.found.clear()
+        model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
     _feeds_to_initializers(model, {f"{k}:0": v for k, v in constants.items()})
-    return _lower_unconverted(model)
+    model = _lower_unconverted(model)
+    failures.require_loadable(model, None)
+    return model
 
 
 def captured_constants(concrete) -> dict:
@@ -170,7 +178,8 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
         if external_data else (None, {})
     del data
     model = None
-    with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder:
+    failures = Tf2onnxFailures()
+    with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-tflite-") as folder, failures:
         file = Path(folder) / Path(path).name
         if moved:
             try:
@@ -180,29 +189,117 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
             except Exception:  # the usual path below reports what is really wrong
                 os.truncate(external_data, size)
                 model = None
+                failures.found.clear()
         if model is None:
             if dense is not None:
                 file.write_bytes(dense)
             model = _from_tflite(tf2onnx, file if dense is not None else Path(path), path, kwargs)
-    require_converted(model, path, updates)
+    require_converted(model, path, updates)  # (the slice-update family rewritten first)
+    failures.require_loadable(model, path, Path(external_data).parent if external_data else None)
     return model
 
 
 def _from_tflite(tf2onnx, file, path, kwargs):
     """``tf2onnx.convert.from_tflite(file)``; an exception of tf2onnx on the (readable) .tflite
-    ``path`` becomes a one-line :class:`ConversionError` naming tf2onnx's reason and the file's
-    builtin ops tf2onnx has no converter for: LiteRT runs the file, so it is a failed conversion
-    (exit 1), not an unusable input."""
+    ``path`` becomes a one-line :class:`ConversionError` naming tf2onnx's reason, the file's
+    builtin ops tf2onnx has no converter for, and whether LiteRT runs the file (it is run to
+    say so: :func:`litert_runs`): a failed conversion (exit 1), not an unusable input."""
     from ..errors import first_line
     try:
         model, _ = tf2onnx.convert.from_tflite(str(file), **kwargs)
     except Exception as exc:  # tf2onnx's reader and converters raise many types
-        missing = tflite_ops_without_converter(Path(file).read_bytes())
+        data = Path(file).read_bytes()
+        missing = tflite_ops_without_converter(data)
         why = first_line(exc) + (f"; it has no converter for {', '.join(missing)}" if missing else "")
-        raise ConversionError(f"tf2onnx could not convert this .tflite ({why}); nothing written: LiteRT reads "
-                              "the file, tf2onnx cannot: convert the model's SavedModel or Keras source instead, "
-                              "or report the file to tf2onnx", path=str(path)) from None
+        litert = litert_runs(data)
+        if litert is None:
+            tail = ("LiteRT runs the file, tf2onnx cannot: convert the model's SavedModel or Keras source "
+                    "instead, or report the file to tf2onnx")
+        else:
+            tail = f"LiteRT cannot run the file either ({litert})"
+        raise ConversionError(f"tf2onnx could not convert this .tflite ({why}); nothing written: {tail}",
+                              path=str(path)) from None
     return model
+
+
+def litert_runs(data: bytes) -> str | None:
+    """None when LiteRT prepares and runs the .tflite ``data`` (on zeros, at the shapes the
+    framework check would feed); else LiteRT's first error line.  What a message may claim
+    ("LiteRT reads the file") is what was seen."""
+    import numpy as np
+
+    from ..errors import first_line
+    from ..verification.runtimes import tflite_interpreter
+    try:
+        interp = tflite_interpreter(data)
+        interp.allocate_tensors()
+        for d in interp.get_input_details():
+            interp.set_tensor(d["index"], np.zeros(d["shape"], dtype=d["dtype"]))
+        interp.invoke()
+    except Exception as exc:  # LiteRT raises RuntimeError / ValueError on what it cannot run
+        return first_line(exc) or type(exc).__name__
+    return None
+
+
+class Tf2onnxFailures:
+    """Collects the nodes tf2onnx's converters failed on while it is active (``with``): tf2onnx's
+    Python API logs "Failed to convert node" and goes on with the graph in whatever state the
+    converter left it.  ``found``: (node name, the converter's error line)."""
+
+    def __init__(self):
+        import logging
+
+        self.found: list[tuple[str, str]] = []
+        found = self.found
+
+        class _Catch(logging.Handler):
+            def emit(self, record):
+                if str(record.msg).startswith("Failed to convert node"):
+                    from ..errors import first_line
+                    exc = record.exc_info[1] if record.exc_info else None
+                    name = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+                    found.append((str(name), (first_line(exc) or type(exc).__name__) if exc else ""))
+
+        self.handler = _Catch(level=logging.ERROR)
+        self.logger = logging.getLogger("tf2onnx")
+
+    def __enter__(self):
+        self.logger.addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        self.logger.removeHandler(self.handler)
+        return False
+
+    def require_loadable(self, model, path, folder=None) -> None:
+        """When tf2onnx failed on a node and onnxruntime cannot load ``model`` (its weights
+        beside it in ``folder``, if any): a one-line :class:`ConversionError` naming tf2onnx's
+        failure -- the model is tf2onnx's, not ours, and nothing is written."""
+        if not self.found:
+            return
+        from ..errors import first_line
+        from ..verification.runtimes import FAST, onnxruntime_session
+        left = unconverted_ops(model)
+        problem = f"it left {', '.join(left)} unconverted" if left else None
+        if problem is None:
+            try:
+                if folder is not None:
+                    probe = Path(folder) / "tf2onnx-output.onnx"
+                    probe.write_bytes(model.SerializeToString())
+                    try:
+                        onnxruntime_session(str(probe), FAST)
+                    finally:
+                        probe.unlink(missing_ok=True)
+                else:
+                    onnxruntime_session(model.SerializeToString(), FAST)
+                return  # it loads: the checks judge its values
+            except Exception as exc:
+                problem = f"onnxruntime cannot load its output: {first_line(exc)}"
+        name, why = self.found[0]
+        more = f" (+{len(self.found) - 1} more nodes)" if len(self.found) > 1 else ""
+        raise ConversionError(f"tf2onnx failed to convert node {name!r}: {why}{more}; {problem}; nothing written "
+                              "(tf2onnx's failure: the rewrite and cleanup did not run)",
+                              path=None if path is None else str(path))
 
 
 def tflite_ops_without_converter(data: bytes) -> list[str]:

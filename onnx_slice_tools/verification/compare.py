@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import ModelError, StridedSliceError
 from ..errors import first_line as _line
 from .checks import PASSED, failed, kind, skipped
+from .quantized import output_steps
 from ..semantics.plan import make_plan
 from ..semantics.reference import apply_plan
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, from_openvino, from_tf, from_tflite
@@ -509,6 +510,7 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
     out_types = _elem_types(converted.graph.output)
     out_elem = [out_types.get(n, 0) for n in out_names]
     arithmetic = float_arithmetic_outputs(converted)
+    steps = output_steps(converted)  # quantized outputs: in steps (no framework to calibrate: the floor)
     for feeds, expected in runs:
         result.tried.append({k: tuple(v.shape) for k, v in feeds.items()})
         try:
@@ -521,12 +523,14 @@ def compare_models(original, converted, *, session=None, trials: int = 3, seed: 
         for name, g, e in zip(out_names, got, expected):
             if not result.outputs[name].startswith("ok"):
                 continue  # the first mismatch of an output is the one reported
-            verdict = agree(np.asarray(e), np.asarray(g), exact=name not in arithmetic, rtol=rtol)
+            verdict = agree(np.asarray(e), np.asarray(g), exact=name not in arithmetic, rtol=rtol,
+                            steps=steps.get(name))
             if not verdict.ok:
                 result.outputs[name] = f"inputs {_shapes(feeds)}: {verdict.detail} (reference vs onnxruntime)"
                 result.status = "mismatch"
             elif not verdict.bitwise:
-                result.outputs[name] = f"ok ({verdict.detail}: float arithmetic in two engines)"
+                what = "quantized arithmetic" if name in steps else "float arithmetic"
+                result.outputs[name] = f"ok ({verdict.detail}: {what} in two engines)"
     return result
 
 

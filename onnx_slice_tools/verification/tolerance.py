@@ -31,6 +31,23 @@ whose magnitude is near 1 or above.
 ``default_rtol`` holds the per-dtype defaults, set above the largest drift measured
 between the frameworks' own kernel sets (``scripts/calibrate_tolerance.py``; the
 table is in docs/benchmarks.md).
+
+Quantized outputs (``agree(..., steps=Steps(...))``) are compared in quantization steps instead:
+an integer output with a scale and zero point, or a float made by dequantizing one
+(verification/quantized.py reads which from the ONNX graph), differs from the expected values
+by ``|a - e|`` integer units, or ``|a - e| / scale`` steps.  Two correct integer kernels round
+the requantization of each layer differently (fixed-point multipliers, fused or unfused
+kernels) and a one-step difference early in a network can grow layer by layer, so a fixed
+tolerance is either too strict for deep models or too loose for shallow ones.  The allowance
+is calibrated per model and output where the framework can run twice (:func:`steps_rule`: LiteRT's
+builtin kernels against its XNNPACK kernels): ``CALIBRATION_K`` times the framework's own
+largest disagreement, and never less than ``FLOOR_STEPS`` (one step: the rounding of a single
+requantization) -- so where the framework's kernels agree exactly, one step is all that is
+allowed.  Integer outputs without a scale stay bitwise unless the framework's kernels
+disagree there (then ``CALIBRATION_K`` times their disagreement, in integer units).  Every
+value within the allowance is not enough: a systematic shift -- the median difference at
+least one step away from 0 (an input zero point off by one, a bias dropped) -- fails unless
+the framework's own kernels are shifted as much.
 """
 
 from __future__ import annotations
@@ -54,6 +71,63 @@ DEFAULT_RTOL = {
 NARROW_EPS_UNITS = 8
 #: The absolute floor, in units of the dtype's epsilon: differences this small always agree.
 FLOOR_EPS_UNITS = 8
+#: Quantized outputs: onnxruntime may differ from the framework by this many times the
+#: framework's own disagreement between two kernel sets (docs/design.md, "Quantized outputs").
+CALIBRATION_K = 2
+#: Quantized outputs: the allowance never goes below this many steps (one requantization's rounding).
+FLOOR_STEPS = 1
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How a quantized output (or an integer output the framework's kernels disagree on) is
+    compared: in steps of ``scale`` (None: an integer output's own units), up to ``allowed``
+    steps, with a median difference below ``max(1, shift)`` steps (``shift``: ``CALIBRATION_K``
+    times the framework's own median disagreement).  ``framework``: the largest
+    disagreement measured between the framework's two kernel sets, in steps (None: not
+    measured).  Made by :func:`steps_rule`."""
+
+    scale: float | None
+    allowed: float
+    shift: float = 0.0
+    framework: float | None = None
+
+    def describe(self) -> str:
+        unit = f"steps of {self.scale:.3g}" if self.scale is not None else "integer units"
+        if self.framework is None:
+            why = f"floor {FLOOR_STEPS}" if self.scale is not None else "bitwise"
+        else:
+            why = f"{CALIBRATION_K} x the framework's own {self.framework:.3g}" + \
+                (f", floor {FLOOR_STEPS}" if self.scale is not None else "")
+        return f"{unit}, allowed {self.allowed:.3g} ({why})"
+
+
+def steps_rule(scale: float | None, framework: float | None = None, shift: float = 0.0) -> Steps:
+    """The allowance of a quantized output whose step is ``scale`` (None: an integer output
+    without quantization), given the largest disagreement ``framework`` and the median one
+    ``shift`` (both in steps, absolute) measured between the framework's own kernel sets (None:
+    not measured): ``max(FLOOR_STEPS, CALIBRATION_K * framework)`` steps; without a scale, only
+    ``CALIBRATION_K * framework`` integer units (0: bitwise); a median difference up to
+    ``CALIBRATION_K * shift`` steps (at least: below one)."""
+    own = 0.0 if framework is None else float(framework)
+    floor = FLOOR_STEPS if scale is not None else 0
+    return Steps(scale, max(float(floor), CALIBRATION_K * own), CALIBRATION_K * abs(float(shift)), framework)
+
+
+def step_differences(expected, actual, scale: float | None) -> np.ndarray | None:
+    """``actual - expected`` in steps of ``scale`` (integers: in their own units), finite values
+    only; None when shapes or dtypes differ."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.shape != a.shape or e.dtype != a.dtype:
+        return None
+    if e.dtype.kind in "iub":
+        d = a.astype(np.int64) - e.astype(np.int64)
+        return d.astype(np.float64)
+    x, y = _widen(e), _widen(a)
+    keep = np.isfinite(x) & np.isfinite(y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = (y[keep] - x[keep]) / (scale if scale else 1.0)
+    return d
 
 
 @dataclass(frozen=True)
@@ -127,11 +201,14 @@ def check_rtol(rtol) -> float:
     return value
 
 
-def agree(expected, actual, *, exact: bool = False, rtol: float | None = None) -> Agreement:
+def agree(expected, actual, *, exact: bool = False, rtol: float | None = None,
+          steps: Steps | None = None) -> Agreement:
     """Compare ``actual`` with ``expected`` under the one rule (module docstring).
 
     ``exact``: the output is pure data movement, so floats too must be byte-identical.
-    ``rtol``: relative to the largest finite magnitude; ``default_rtol(dtype)`` when None."""
+    ``rtol``: relative to the largest finite magnitude; ``default_rtol(dtype)`` when None.
+    ``steps``: the output is quantized (or an integer output the framework's own kernels
+    disagree on): compared in steps (:class:`Steps`); ``exact`` still wins."""
     e, a = np.asarray(expected), np.asarray(actual)
     if e.shape != a.shape:
         return Agreement(False, False, f"shape {e.shape} vs {a.shape}")
@@ -143,6 +220,8 @@ def agree(expected, actual, *, exact: bool = False, rtol: float | None = None) -
     if e.tobytes() == a.tobytes():
         return Agreement(True, True, "bitwise")
     floating = is_float(e.dtype) or e.dtype.kind == "c"
+    if steps is not None and not exact and e.dtype.kind != "c" and (floating or e.dtype.kind in "iu"):
+        return _agree_in_steps(e, a, steps)
     if exact or not floating:
         how = " (pure data movement: compared bitwise)" if floating else ""
         return Agreement(False, False, f"{_count_unequal(e, a)} of {e.size} values differ{how}")
@@ -176,6 +255,34 @@ def agree(expected, actual, *, exact: bool = False, rtol: float | None = None) -
     bad = int(np.sum(~(diff <= allowed)))
     return Agreement(False, False, f"{bad} of {e.size} values differ by up to {rel:.2g} of the largest "
                                    f"magnitude {scale:.3g} (allowed {_fmt(tol)})")
+
+
+def _agree_in_steps(e: np.ndarray, a: np.ndarray, steps: Steps) -> Agreement:
+    if is_float(e.dtype):
+        x, y = _widen(e), _widen(a)
+        nan_x, nan_y = np.isnan(x), np.isnan(y)
+        if not np.array_equal(nan_x, nan_y):
+            return Agreement(False, False, f"NaN at different positions ({int(np.sum(nan_x != nan_y))} of {x.size})")
+        inf_x, inf_y = np.isinf(x), np.isinf(y)
+        if not np.array_equal(inf_x, inf_y) or not np.array_equal(x[inf_x], y[inf_y]):
+            return Agreement(False, False, "inf at different positions or with different signs")
+    d = step_differences(e, a, steps.scale)
+    assert d is not None  # (shape and dtype were compared first)
+    if d.size == 0:
+        return Agreement(True, False, "within tolerance: no finite values")
+    # floats dequantized from the same integers differ by whole steps up to float rounding
+    slack = 1e-3 if steps.scale is not None and is_float(e.dtype) else 0.0
+    worst = float(np.max(np.abs(d)))
+    median = float(np.median(d))
+    unit = "steps" if steps.scale is not None else "units"
+    if abs(median) >= max(1.0, steps.shift + slack) - slack:
+        return Agreement(False, False, f"systematic shift: the median value differs by {median:+.3g} {unit} "
+                                       f"({_count_unequal(e, a)} of {e.size} values differ; {steps.describe()})")
+    if worst <= steps.allowed + slack:
+        return Agreement(True, False, f"within tolerance: max |diff| {worst:.3g} {unit} ({steps.describe()})")
+    bad = int(np.sum(np.abs(d) > steps.allowed + slack))
+    return Agreement(False, False, f"{bad} of {e.size} values differ by up to {worst:.3g} {unit} "
+                                   f"({steps.describe()})")
 
 
 def _fmt(tol: float) -> str:

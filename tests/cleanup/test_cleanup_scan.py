@@ -242,6 +242,16 @@ def _transpose_pair():
     return model(nodes, [x_input([1, 4, 2, 3])], [out("y")], [c("b", [1]), c("e", [3]), c("a", [-1])])
 
 
+def _qdq_around_slice():
+    """A Slice between DequantizeLinear and QuantizeLinear of one scale (tf2onnx's QDQ form
+    around a lowered StridedSlice)."""
+    nodes = [helper.make_node("DequantizeLinear", ["q", "sc", "zp"], ["f"]),
+             helper.make_node("Slice", ["f", "b", "e", "a"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "sc", "zp"], ["y"])]
+    return model(nodes, [helper.make_tensor_value_info("q", TensorProto.UINT8, [2, 6])], [out("y", TensorProto.UINT8)],
+                 [c("b", [1]), c("e", [5]), c("a", [1]), c("sc", 0.5, np.float32), c("zp", 3, np.uint8)])
+
+
 def _cse():
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"]),
              helper.make_node("Add", ["a", "b"], ["y"])]
@@ -278,6 +288,7 @@ TRIGGERS = {
     "lift scalar": (_lift_scalar, "LiftScalarsPass", "LiftScalarsPass"),
     "merge slices": (_merge_slices, "MergeSlicesPass", "MergeSlicesPass"),
     "transposes around a slice": (_transpose_pair, "TransposeSliceTransposePass", "TransposeSliceTransposePass"),
+    "Q/DQ around a slice": (_qdq_around_slice, "QdqMovementPass", "QdqMovementPass"),
     "cse": (_cse, "CommonSubexpressionPass", "CommonSubexpressionPass"),
     "cse constants by value": (_cse_constants_by_value, "CommonSubexpressionPass", "CommonSubexpressionPass"),
     "cse in a subgraph": (_cse_in_subgraph, "CommonSubexpressionPass", "CommonSubexpressionPass"),

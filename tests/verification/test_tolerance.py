@@ -5,12 +5,16 @@ import numpy as np
 import pytest
 
 from onnx_slice_tools.verification.tolerance import (
+    CALIBRATION_K,
+    FLOOR_STEPS,
     Agreement,
+    Steps,
     absolute_floor,
     agree,
     check_rtol,
     default_rtol,
     is_float,
+    steps_rule,
 )
 
 F32 = np.float32
@@ -172,3 +176,52 @@ def test_defaults_hold_the_measured_kernel_drift_with_a_margin():
         assert default_rtol(dtype) >= 2 * drift, dtype
         exp = np.array([1.0, 0.5], dtype)
         assert agree(exp, exp + np.array([0.0, drift], dtype)).ok, dtype
+
+
+# --------------------------------------------------------------------------- quantized outputs, in steps
+
+def test_steps_rule_floor_and_calibration():
+    assert steps_rule(0.1).allowed == FLOOR_STEPS == 1          # nothing measured: one step
+    assert steps_rule(0.1, 0.0).allowed == 1                    # the framework exact: never looser than a step
+    assert steps_rule(0.1, 3.0).allowed == CALIBRATION_K * 3    # k x the framework's own disagreement
+    assert steps_rule(None).allowed == 0                        # integers without a scale: bitwise
+    assert steps_rule(None, 2.0).allowed == CALIBRATION_K * 2   # ... unless the framework's kernels disagree
+
+
+def test_integer_output_in_steps():
+    rng = np.random.default_rng(0)
+    e = rng.integers(0, 256, 1000).astype(np.uint8)
+    a = e.copy()
+    a[::7] = np.clip(e[::7].astype(int) + rng.choice([-1, 1], a[::7].size), 0, 255)
+    r = agree(e, a, steps=steps_rule(0.02))
+    assert r.ok and not r.bitwise and "1 steps" in r.detail, r.detail
+    b = e.copy()
+    b[5] = (int(e[5]) + 2) % 256
+    assert not agree(e, b, steps=steps_rule(0.02)).ok            # two steps, floor one
+    assert agree(e, b, steps=steps_rule(0.02, 1.0)).ok           # the framework itself differs by one: 2 allowed
+    assert not agree(e, a, exact=True, steps=steps_rule(0.02)).ok  # pure data movement stays bitwise
+    assert not agree(e, a).ok                                    # no step: integers bitwise
+
+
+def test_systematic_shift_is_reported_not_hidden():
+    e = np.arange(10, 200, dtype=np.uint8)
+    shifted = (e + 1).astype(np.uint8)
+    r = agree(e, shifted, steps=steps_rule(0.02, 5.0))           # within 10 steps, but every value moved
+    assert not r.ok and "systematic shift" in r.detail, r.detail
+    assert agree(e, shifted, steps=steps_rule(0.02, 5.0, shift=1.0)).ok  # the framework's kernels shifted as much
+    assert not agree(e, shifted, steps=Steps(0.02, 10.0)).ok
+
+
+def test_dequantized_float_output_in_steps_of_its_scale():
+    scale = np.float32(0.0235)
+    q = np.random.default_rng(1).integers(-128, 128, 500)
+    e = (q * scale).astype(np.float32)
+    a = ((q + (np.arange(500) % 11 == 0)) * scale).astype(np.float32)   # one step on some values
+    assert agree(e, a, steps=steps_rule(float(scale))).ok
+    a2 = ((q + 3 * (np.arange(500) % 11 == 0)) * scale).astype(np.float32)
+    r = agree(e, a2, steps=steps_rule(float(scale)))
+    assert not r.ok and "3 steps" in r.detail, r.detail
+    nan = e.copy()
+    nan[0] = np.nan
+    assert not agree(e, nan, steps=steps_rule(float(scale))).ok
+    assert not agree(e, a[:10], steps=steps_rule(float(scale))).ok  # shapes first
