@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_slice_tools.cleanup.passes import cleanup
 from onnx_slice_tools.cleanup.qdq import QdqMovementPass
-from onnx_slice_tools.cleanup.scan import may_change
+from onnx_slice_tools.cleanup.precheck import may_change
 
 U8, I8, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
 
