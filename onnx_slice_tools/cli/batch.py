@@ -46,6 +46,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -262,13 +263,16 @@ class Journal:
 
     def _read(self) -> None:
         from .. import __version__
-        try:
-            with open(self.path, "rb") as f:
-                lines = f.read().split(b"\n")
+        try:  # never through a symlink, never a FIFO or device (a read that would not end)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return
         except OSError as exc:
             raise ModelError(f"cannot read the journal: {exc.strerror}", path=str(self.path)) from None
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ModelError("the journal is not a regular file; refusing to read it", path=str(self.path))
+            lines = f.read().split(b"\n")
         for raw in lines:
             try:
                 rec = json.loads(raw)

@@ -393,7 +393,11 @@ def output_fill(typed: bool, elem: int | None, dims, data_elem: int | None, plan
     """What a rewritten output's declaration gets when it declared too little: None (nothing:
     all declared, or not a tensor, or nothing known to fill in), else (element type to set or
     None, shape to set or None) -- the data's type when the output had no type, the plan's
-    shape when it had none."""
+    shape when it had none or one the plan contradicts (:func:`declared_output_conflict`: a
+    graph output's is refused before, so only a value_info gets here)."""
+    if typed and dims is not None and elem is not None and plan_shape is not None \
+            and declared_output_conflict(dims, plan_shape):
+        return None, plan_shape  # an intermediate declaration the slice contradicts (core.decide warned)
     if typed and (dims is not None or elem is None):
         return None
     if not typed and data_elem is None:
@@ -495,7 +499,11 @@ class Rewriter:
         if base["lowering"] is None:
             fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
             return rec
-        conflict = declared_output_conflict(declared_output, base["output_shape"]) if is_graph_output else None
+        conflict = declared_output_conflict(declared_output, base["output_shape"])
+        if conflict and not is_graph_output:  # an intermediate declaration: untrusted, the plan's shape replaces it
+            fields["warnings"].append(f"declared output shape {fmt_shape(declared_output)} contradicts the slice's "
+                                      f"{fmt_shape(base['output_shape'])} ({conflict}); declared with the slice's")
+            declared_output, conflict = None, None
         if conflict:  # the model's interface declares what the slice of the trusted input dims cannot give
             error = StridedSliceError(
                 f"declared {fmt_shape(declared_output)}, but the slice of the input {fmt_shape(dims)} gives "

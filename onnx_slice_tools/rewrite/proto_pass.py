@@ -486,6 +486,8 @@ class ProtoStridedSliceRewritePass:
                 vi = g.graph.value_info.add()
                 vi.name = out
                 g.value_info[out] = vi
+        if made.tensor_type.HasField("shape"):  # a shape replaces the declared one (none, or one the plan contradicts)
+            vi.type.tensor_type.ClearField("shape")
         vi.type.MergeFrom(made)
 
 

@@ -653,7 +653,7 @@ def test_an_output_caught_mid_write_by_sigkill_is_replaced_never_a_users_file(tm
         onnx.checker.check_model(onnx.load(out / name / "model.onnx"))
 
 
-def test_a_symlink_where_the_journal_goes_is_refused_in_one_line(tmp_path, capsys):
+def test_a_symlink_or_fifo_where_the_journal_goes_is_refused_in_one_line(tmp_path, capsys):
     src, out = _folder(tmp_path, 1), tmp_path / "out"
     out.mkdir()
     victim = tmp_path / "victim.txt"
@@ -661,5 +661,10 @@ def test_a_symlink_where_the_journal_goes_is_refused_in_one_line(tmp_path, capsy
     (out / JOURNAL_NAME).symlink_to(victim)
     assert cli_main(["batch", str(src), "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and JOURNAL_NAME in err and "cannot write the journal" in err, err
+    assert err.count("\n") == 1 and JOURNAL_NAME in err and "the journal" in err, err
     assert victim.read_text() == "keep me"
+    (out / JOURNAL_NAME).unlink()
+    os.mkfifo(out / JOURNAL_NAME)  # a read that would never end
+    assert cli_main(["batch", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the journal is not a regular file" in err, err

@@ -272,3 +272,24 @@ def test_an_onnx_node_no_runtime_loads_is_invalid_input(tmp_path, capsys, edit, 
     assert err.count("\n") == 1 and str(src) in err and "node 'cond_false_383_cond/mul'" in err, err
     assert needle in err, err
     assert not out.exists()
+
+
+def test_an_intermediate_declaration_the_slice_contradicts_is_replaced_with_a_warning(tmp_path):
+    """Mutant 2531 of seed 2: a value_info of a StridedSlice's output contradicts the slice's
+    plan.  Declared shapes of intermediate values are untrusted: the output declares the slice's
+    shape instead (the record warns), and the conversion is verified (it failed strict shape
+    inference on the kept declaration: exit 1)."""
+    import onnx
+    m = onnx.load(ROOT / "models" / "tf_newaxis_outer.onnx")
+    vi = next(v for v in m.graph.value_info if v.name == "strided_slice_1:0")
+    assert vi.type.tensor_type.shape.dim[2].dim_value == 16
+    vi.type.tensor_type.shape.dim[2].dim_value = 18
+    src = tmp_path / "m.onnx"
+    src.write_bytes(m.SerializeToString())
+    from onnx_slice_tools import convert
+    result = convert(src)
+    assert result.report.verdict == "verified", result.report.problem()
+    rec = next(r for r in result.report.records if r.node == "strided_slice_1")
+    assert any("declared output shape [unk__34, 1, 18] contradicts the slice's" in w for w in rec.warnings), rec.warnings
+    out = {v.name: v for v in result.model.graph.value_info}.get("strided_slice_1:0")
+    assert out is None or [d.dim_value for d in out.type.tensor_type.shape.dim][1:] == [1, 16]
