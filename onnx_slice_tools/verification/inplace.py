@@ -1220,14 +1220,17 @@ def _present(graph, names: list, cache: dict, outer=None) -> list:
 
 
 def _names_in(graph, cache: dict, table: NodeTable | None = None) -> set:
-    """The value names ``graph`` (a graph or function) makes or takes, read once (``cache``: id(graph) -> names;
+    """The value names ``graph`` (a graph or function) makes or takes, read once (``cache``: id(graph) -> (graph, names);
     ``table``: the graph's, if read)."""
-    names = cache.get(id(graph))
-    if names is None:
-        made = (o for outs in table.outputs for o in outs) if table is not None else \
-            (o for n in graph.node for o in n.output)
-        names = cache[id(graph)] = {*made} | {getattr(i, "name", i) for i in graph.input} | \
-            {t.name for t in getattr(graph, "initializer", ())}
+    held = cache.get(id(graph))
+    if held is not None and held[0] is graph:
+        return held[1]
+    made = (o for outs in table.outputs for o in outs) if table is not None else \
+        (o for n in graph.node for o in n.output)
+    names = {*made} | {getattr(i, "name", i) for i in graph.input} | {t.name for t in getattr(graph, "initializer", ())}
+    # the graph is held with its names: a protobuf wrapper (``attr.g``) may be made afresh at each
+    # access, and a freed one's id may be given to another graph's
+    cache[id(graph)] = (graph, names)
     return names  # (function inputs are names)
 
 

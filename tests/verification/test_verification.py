@@ -724,3 +724,21 @@ def test_the_verdicts_shortcut_for_all_passed_agrees_with_every_status():
         assert rep._all_passed() == (full == "verified"), (full, rep.statuses())
         seen.add(full.split(" ")[0])
     assert seen == {"verified", "unverified", "failed"}
+
+
+def test_the_names_of_a_graph_are_never_another_graphs_that_had_its_id():
+    """A protobuf sub-message wrapper (an If branch's ``attr.g``) may be made afresh at each access,
+    and a freed one's id given to the next: the in-place taps' cache of each graph's names must
+    not answer for a graph with another graph's names (an If's else branch was then reported as
+    "could not expose" at random)."""
+    import onnx
+
+    from onnx_slice_tools.verification.inplace import _names_in
+
+    then_g = onnx.helper.make_graph([onnx.helper.make_node("Neg", ["x"], ["a"])], "then", [], [])
+    else_g = onnx.helper.make_graph([onnx.helper.make_node("Abs", ["x"], ["b"])], "else", [], [])
+    cache: dict = {}
+    assert _names_in(then_g, cache) == {"a"}
+    cache[id(else_g)] = cache.pop(id(then_g))  # what a reused id looks like to the cache
+    assert _names_in(else_g, cache) == {"b"}
+    assert _names_in(else_g, cache) == {"b"}  # (and it is cached for the graph itself)
