@@ -212,12 +212,19 @@ def _whole_size(a: AxisPlan) -> Dim:
 
 
 def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
-    flavor = spec.flavor
-    begin = None if spec.begin is None else spec.begin[i]
-    end = None if spec.end is None else spec.end[i]
-    stride = None if spec.strides is None else spec.strides[i]
-    bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
+    return _axis_plan(spec.flavor, None if spec.begin is None else spec.begin[i],
+                      None if spec.end is None else spec.end[i],
+                      None if spec.strides is None else spec.strides[i],
+                      spec.bit("begin_mask", i), spec.bit("end_mask", i), i, axis, dim, shrink)
 
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)
+def _axis_plan(flavor: str, begin: int | None, end: int | None, stride: int | None, bm: bool, em: bool,
+               i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
+    """One axis's plan from the scalars it depends on (a pure function of them, AxisPlan frozen):
+    memoized, since distinct specs share most of their axes (and a spec is planned at several
+    input sizes).  ``typed``: an int and a numpy integer of one value are kept apart, so a plan
+    holds the types its caller passed.  A rejection raises and is not memoized."""
     if shrink:
         if flavor == TF and stride is not None:
             if stride == 0:
@@ -253,10 +260,18 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
 
 def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
     """Each index's role (ellipsis/new/shrink/range) and the ellipsis position (n when implicit)."""
+    roles, ellipsis_at, notes = _roles_of(tuple(getattr(spec, m) for m in MASK_NAMES), n)
+    return list(roles), ellipsis_at, list(notes)
+
+
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+    """:func:`_roles` from the masks (in MASK_NAMES order) and n, the only fields it reads: memoized."""
+    mask = dict(zip(MASK_NAMES, masks))
     roles, notes = [], []
     ellipsis_at = n
     for i in range(n):
-        e, na, sh = spec.bit("ellipsis_mask", i), spec.bit("new_axis_mask", i), spec.bit("shrink_axis_mask", i)
+        e, na, sh = ((mask[m] >> i) & 1 for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
         if e:
             roles.append("ellipsis")
             ellipsis_at = i
@@ -271,11 +286,11 @@ def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
             roles.append("shrink")
         else:
             roles.append("range")
-    high = {m: getattr(spec, m) >> n for m in MASK_NAMES if getattr(spec, m) >> n}
+    high = {m: mask[m] >> n for m in MASK_NAMES if mask[m] >> n}
     if high:
         notes.append("mask bits at positions >= len(begin) are ignored: "
                      + ", ".join(f"{m}" for m in high))
-    return roles, ellipsis_at, notes
+    return tuple(roles), ellipsis_at, tuple(notes)
 
 
 def _openvino_scalar_shrink(spec: SliceSpec, roles: list[str]) -> int | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -149,7 +150,7 @@ _STRING_BYTES = 64
 def run_bytes(shape: tuple[int, ...], dtype: np.dtype, n_ops: int) -> int:
     """Upper bound of the bytes one check of ``shape`` holds: the input, one output per emitted
     data op and the reference's output (a slice never has more elements than its input)."""
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape)  # (ints: exact, 1 for a scalar)
     item = _STRING_BYTES if dtype.kind in "OUS" else dtype.itemsize
     return count * item * (2 + n_ops)
 
@@ -264,7 +265,7 @@ class CheckCase:
         plan = self.lowering.plan
         return plan.source if plan.source is not None else plan.spec
 
-    @property
+    @functools.cached_property  # (read for every run of the case; ``lowering`` is never reassigned)
     def runtime_fields(self) -> list[str]:
         return [f for f in ("begin", "end", "strides") if getattr(self.written_spec, f) is None]
 
