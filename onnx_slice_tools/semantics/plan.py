@@ -258,6 +258,18 @@ def _axis_plan(flavor: str, begin: int | None, end: int | None, stride: int | No
 
 # --------------------------------------------------------------------------- the plan
 
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _whole_axis(axis: int, dim: Dim) -> AxisPlan:
+    """The plan of an axis the ellipsis keeps whole (frozen: one object per (axis, dim))."""
+    return AxisPlan(axis, ALL, None, dim, begin_masked=True, end_masked=True, size=dim)
+
+
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _out_axis(source: int, size: Dim) -> OutDim:
+    """The output axis from ``axes[source]`` (frozen: one object per (source, size))."""
+    return OutDim(AXIS, source, size)
+
+
 def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
     """Each index's role (ellipsis/new/shrink/range) and the ellipsis position (n when implicit)."""
     roles, ellipsis_at, notes = _roles_of(tuple(getattr(spec, m) for m in MASK_NAMES), n)
@@ -379,7 +391,7 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         a = _plan_axis(spec, i, axis, dim, shrink)
         axes.append(a)
         if not shrink:
-            outputs.append(OutDim(AXIS, len(axes) - 1, a.size))
+            outputs.append(_out_axis(len(axes) - 1, a.size))
 
     def add_ellipsis(i: int | None) -> None:
         nonlocal full
@@ -387,9 +399,8 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
             outputs.append(OutDim(REST))
             return
         for _ in range(len(shape_t) - real_before - real_after):
-            axes.append(AxisPlan(full, ALL, None, shape_t[full], begin_masked=True, end_masked=True,
-                                 size=shape_t[full]))
-            outputs.append(OutDim(AXIS, len(axes) - 1, shape_t[full]))
+            axes.append(_whole_axis(full, shape_t[full]))
+            outputs.append(_out_axis(len(axes) - 1, shape_t[full]))
             full += 1
 
     for i, role in enumerate(roles):
