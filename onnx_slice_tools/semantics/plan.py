@@ -218,13 +218,14 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
                       spec.bit("begin_mask", i), spec.bit("end_mask", i), i, axis, dim, shrink)
 
 
-@functools.lru_cache(maxsize=1 << 16, typed=True)
+@functools.lru_cache(maxsize=1 << 13, typed=True)
 def _axis_plan(flavor: str, begin: int | None, end: int | None, stride: int | None, bm: bool, em: bool,
                i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
     """One axis's plan from the scalars it depends on (a pure function of them, AxisPlan frozen):
     memoized, since distinct specs share most of their axes (and a spec is planned at several
     input sizes).  ``typed``: an int and a numpy integer of one value are kept apart, so a plan
-    holds the types its caller passed.  A rejection raises and is not memoized."""
+    holds the types its caller passed.  A rejection raises and is not memoized.  Bounded (a few
+    MiB at most stay in a caller's process)."""
     if shrink:
         if flavor == TF and stride is not None:
             if stride == 0:
