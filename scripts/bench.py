@@ -545,11 +545,12 @@ def bench_source_memory(rows: int, tmp: Path, before: bool = True,
     return rows_out
 
 
-def _median_process_s(cmd: list, repeat: int, env=None, cpu: list | None = None) -> float:
+def _median_process_s(cmd: list, repeat: int, env=None, cpu: list | None = None, rss: list | None = None) -> float:
     """Median wall seconds of ``repeat`` fresh processes running ``cmd`` (output discarded).
     ``cpu``: a list that gets the median CPU seconds (user + system, the process and what it
-    waited for), steadier than wall time on a shared machine."""
-    times, cpus = [], []
+    waited for), steadier than wall time on a shared machine; ``rss``: a list that gets the
+    largest peak resident set (MiB) of the process or of any child it waited for."""
+    times, cpus, peaks = [], [], []
     for _ in range(repeat):
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -559,8 +560,11 @@ def _median_process_s(cmd: list, repeat: int, env=None, cpu: list | None = None)
         if proc.returncode:
             raise subprocess.CalledProcessError(proc.returncode, cmd)
         cpus.append(usage.ru_utime + usage.ru_stime)
+        peaks.append(usage.ru_maxrss / 1024)  # (KiB on Linux)
     if cpu is not None:
         cpu.append(sorted(cpus)[len(cpus) // 2])
+    if rss is not None:
+        rss.append(max(peaks))
     return sorted(times)[len(times) // 2]
 
 
@@ -674,14 +678,16 @@ def _floor_rows(label: str, rows: list, models, repeat: int, tmp: Path, verify: 
                      ("convert", _tool("convert", str(path), "-o", str(out)))]
         samples: dict = {name: ([], []) for name, _ in runs}
         row["load_average"] = os.getloadavg()[0]
+        peaks: dict = {name: [] for name, _ in runs}
         for _ in range(repeat):
             for name, cmd in runs:
                 cpu: list = []
-                samples[name][0].append(_median_process_s(cmd, 1, cpu=cpu))
+                samples[name][0].append(_median_process_s(cmd, 1, cpu=cpu, rss=peaks[name]))
                 samples[name][1].append(cpu[0])
         for name, (walls, cpus) in samples.items():
             row[f"{name}_s"] = sorted(walls)[len(walls) // 2]
             row[f"{name}_cpu_s"] = sorted(cpus)[len(cpus) // 2]
+            row[f"{name}_peak_mib"] = round(max(peaks[name]))
 
         def ratio(num, dens, k):
             values = sorted(n / sum(d) for n, *d in zip(samples[num][k], *(samples[d][k] for d in dens)))

@@ -225,3 +225,19 @@ def test_convert_grows_linearly_with_slices_in_series(every):
     calls_2, inferred_2 = _python_calls(chain_model(3000, 3000 // every))
     assert calls_2 <= 2.2 * calls_1, (calls_1, calls_2)
     assert inferred_2 <= 2.2 * inferred_1, (inferred_1, inferred_2)
+
+
+def test_convert_of_distinct_specs_grows_linearly():
+    """``convert`` with verification of twice as many StridedSlices of distinct specs (each its
+    own begin/end over [B, 64, 64, 8], each a graph output: bench.distinct_spec_model) does at
+    most about twice the work, counted (never timed): the Python calls of the whole conversion
+    (the rewrite, the per-rewrite checks at several sizes, the in-place references, the
+    as-shipped run) and the nodes handed to shape inference."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import distinct_spec_model
+    _python_calls(distinct_spec_model(50, seed=1))  # (first-use costs: imports, schemas, probes)
+    # the larger first: what the smaller then finds memoized (plans of axes) only makes it cheaper
+    calls_2, inferred_2 = _python_calls(distinct_spec_model(600, seed=3))
+    calls_1, inferred_1 = _python_calls(distinct_spec_model(300, seed=2))
+    assert calls_2 <= 2.2 * calls_1, (calls_1, calls_2)
+    assert inferred_2 <= 2.2 * inferred_1, (inferred_1, inferred_2)

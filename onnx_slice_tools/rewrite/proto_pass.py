@@ -35,6 +35,24 @@ from .core import proto_attr_value as _attr_value
 from .core import input_warnings, output_fill, parse_node, remove_if_unused, unused_domains, with_default_opset
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
+
+#: the little-endian dtype of TensorProto INT32 / INT64 raw data and the field of their typed values
+_INT_LAYOUTS = {6: ("<i4", "int32_data"), 7: ("<i8", "int64_data")}
+
+
+def _index_array(t):
+    """The array of initializer ``t``: a 1-D INT32/INT64 one (the usual begin/end/strides) read
+    straight from its raw bytes or typed values; anything else by onnx's ``numpy_helper.to_array``
+    (which also gives the errors of a malformed tensor)."""
+    layout = _INT_LAYOUTS.get(t.data_type)
+    if layout is not None and len(t.dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
+        import numpy as np
+        dtype, typed = layout
+        values = np.frombuffer(t.raw_data, dtype) if t.raw_data else np.array(getattr(t, typed), dtype)
+        if values.size == t.dims[0]:
+            return values.astype(dtype[1:], copy=False)
+    from onnx import numpy_helper
+    return numpy_helper.to_array(t)
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
 _OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
 #: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
@@ -181,8 +199,7 @@ class _Graph:
             return None
         t = self.initializers.get(name)
         if t is not None:
-            from onnx import numpy_helper
-            return index_values(numpy_helper.to_array(t), field_name)
+            return index_values(_index_array(t), field_name)
         k = self.producers.get(name)
         if k is None:
             return None

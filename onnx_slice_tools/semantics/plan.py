@@ -212,12 +212,20 @@ def _whole_size(a: AxisPlan) -> Dim:
 
 
 def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
-    flavor = spec.flavor
-    begin = None if spec.begin is None else spec.begin[i]
-    end = None if spec.end is None else spec.end[i]
-    stride = None if spec.strides is None else spec.strides[i]
-    bm, em = spec.bit("begin_mask", i), spec.bit("end_mask", i)
+    return _axis_plan(spec.flavor, None if spec.begin is None else spec.begin[i],
+                      None if spec.end is None else spec.end[i],
+                      None if spec.strides is None else spec.strides[i],
+                      spec.bit("begin_mask", i), spec.bit("end_mask", i), i, axis, dim, shrink)
 
+
+@functools.lru_cache(maxsize=1 << 13, typed=True)
+def _axis_plan(flavor: str, begin: int | None, end: int | None, stride: int | None, bm: bool, em: bool,
+               i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
+    """One axis's plan from the scalars it depends on (a pure function of them, AxisPlan frozen):
+    memoized, since distinct specs share most of their axes (and a spec is planned at several
+    input sizes).  ``typed``: an int and a numpy integer of one value are kept apart, so a plan
+    holds the types its caller passed.  A rejection raises and is not memoized.  Bounded (a few
+    MiB at most stay in a caller's process)."""
     if shrink:
         if flavor == TF and stride is not None:
             if stride == 0:
@@ -251,12 +259,32 @@ def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> Ax
 
 # --------------------------------------------------------------------------- the plan
 
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _whole_axis(axis: int, dim: Dim) -> AxisPlan:
+    """The plan of an axis the ellipsis keeps whole (frozen: one object per (axis, dim))."""
+    return AxisPlan(axis, ALL, None, dim, begin_masked=True, end_masked=True, size=dim)
+
+
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _out_axis(source: int, size: Dim) -> OutDim:
+    """The output axis from ``axes[source]`` (frozen: one object per (source, size))."""
+    return OutDim(AXIS, source, size)
+
+
 def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
     """Each index's role (ellipsis/new/shrink/range) and the ellipsis position (n when implicit)."""
+    roles, ellipsis_at, notes = _roles_of(tuple(getattr(spec, m) for m in MASK_NAMES), n)
+    return list(roles), ellipsis_at, list(notes)
+
+
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+    """:func:`_roles` from the masks (in MASK_NAMES order) and n, the only fields it reads: memoized."""
+    mask = dict(zip(MASK_NAMES, masks))
     roles, notes = [], []
     ellipsis_at = n
     for i in range(n):
-        e, na, sh = spec.bit("ellipsis_mask", i), spec.bit("new_axis_mask", i), spec.bit("shrink_axis_mask", i)
+        e, na, sh = ((mask[m] >> i) & 1 for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
         if e:
             roles.append("ellipsis")
             ellipsis_at = i
@@ -271,11 +299,11 @@ def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
             roles.append("shrink")
         else:
             roles.append("range")
-    high = {m: getattr(spec, m) >> n for m in MASK_NAMES if getattr(spec, m) >> n}
+    high = {m: mask[m] >> n for m in MASK_NAMES if mask[m] >> n}
     if high:
         notes.append("mask bits at positions >= len(begin) are ignored: "
                      + ", ".join(f"{m}" for m in high))
-    return roles, ellipsis_at, notes
+    return tuple(roles), ellipsis_at, tuple(notes)
 
 
 def _openvino_scalar_shrink(spec: SliceSpec, roles: list[str]) -> int | None:
@@ -364,7 +392,7 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         a = _plan_axis(spec, i, axis, dim, shrink)
         axes.append(a)
         if not shrink:
-            outputs.append(OutDim(AXIS, len(axes) - 1, a.size))
+            outputs.append(_out_axis(len(axes) - 1, a.size))
 
     def add_ellipsis(i: int | None) -> None:
         nonlocal full
@@ -372,9 +400,8 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
             outputs.append(OutDim(REST))
             return
         for _ in range(len(shape_t) - real_before - real_after):
-            axes.append(AxisPlan(full, ALL, None, shape_t[full], begin_masked=True, end_masked=True,
-                                 size=shape_t[full]))
-            outputs.append(OutDim(AXIS, len(axes) - 1, shape_t[full]))
+            axes.append(_whole_axis(full, shape_t[full]))
+            outputs.append(_out_axis(len(axes) - 1, shape_t[full]))
             full += 1
 
     for i, role in enumerate(roles):

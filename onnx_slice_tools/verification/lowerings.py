@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -149,7 +150,7 @@ _STRING_BYTES = 64
 def run_bytes(shape: tuple[int, ...], dtype: np.dtype, n_ops: int) -> int:
     """Upper bound of the bytes one check of ``shape`` holds: the input, one output per emitted
     data op and the reference's output (a slice never has more elements than its input)."""
-    count = int(np.prod(shape)) if shape else 1
+    count = math.prod(shape)  # (ints: exact, 1 for a scalar)
     item = _STRING_BYTES if dtype.kind in "OUS" else dtype.itemsize
     return count * item * (2 + n_ops)
 
@@ -264,7 +265,7 @@ class CheckCase:
         plan = self.lowering.plan
         return plan.source if plan.source is not None else plan.spec
 
-    @property
+    @functools.cached_property  # (read for every run of the case; ``lowering`` is never reassigned)
     def runtime_fields(self) -> list[str]:
         return [f for f in ("begin", "end", "strides") if getattr(self.written_spec, f) is None]
 
@@ -413,6 +414,7 @@ class _CaseRun:
     baseline_shape: tuple = ()
     must_fail: list = field(default_factory=list)  # (feed, values, reason)
     wrong_lengths: list = field(default_factory=list)  # (feed, values, reason): a vector of another length
+    plans: dict = field(default_factory=dict)  # input shape -> the plan there (no runtime fields: one per shape)
 
 
 #: The runtime the per-rewrite checks run on: onnxruntime, or another of verification/runtimes.py for the
@@ -504,7 +506,7 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
 def _set_baseline(p: _CaseRun, rng) -> dict | None:
     """A valid feed of the case's cheapest shape, fed in every run that does not compare it."""
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
-        drawn = _draw(p, shape, rng)
+        drawn = _draw(p, shape, rng, reference=False)
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
             p.wrong_lengths = _wrong_lengths(p.case, p.index, drawn[0])
@@ -640,6 +642,7 @@ def _run_group(group: list[_CaseRun], opset: int, rng, budget: int, proto=None) 
                 extra += more
             _run_batch(session, group, batch, rng, opset)
     for p in group:
+        p.plans.clear()  # (its runs are done: the plans go before the next group's are made)
         _run_must_fail(p, opset, group, session)
     return []
 
@@ -811,11 +814,16 @@ def _inside_candidates(dim) -> list[int]:
     return list(range(-d, d)) or [0]
 
 
-def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60, inputs: dict | None = None):
+def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60, inputs: dict | None = None,
+          reference: bool = True):
     """(feed, expected output, runtime values) for one run of a case, or None when the framework
     rejects every draw of runtime values (e.g. a shrink index on a size-0 dim).  Rejected
     draws are kept (up to MUST_FAIL_DRAWS) as must-fail cases.  ``inputs``: (shape, dtype) ->
-    random tensor, shared by the cases of one run (read only: drawn here when missing)."""
+    random tensor, shared by the cases of one run (read only: drawn here when missing).
+    ``reference``: False for a feed only (a baseline, never compared): a case without runtime
+    fields then gets None as its expected output (its plan is still made: it says whether the
+    framework's result is defined there); one with runtime fields draws as usual (the
+    reference says which values are valid)."""
     case, i = p.case, p.index
     spec = case.written_spec
     key = (shape, np.dtype(case.dtype))
@@ -827,7 +835,10 @@ def _draw(p: _CaseRun, shape: tuple, rng: np.random.Generator, tries: int = 60, 
     fields = case.runtime_fields
     if not fields:
         try:
-            return {f"x{i}": x}, apply_plan(make_plan(spec, shape), x), None
+            plan = p.plans.get(shape)
+            if plan is None:
+                plan = p.plans[shape] = make_plan(spec, shape)
+            return {f"x{i}": x}, apply_plan(plan, x) if reference else None, None
         except StridedSliceError as exc:  # not expected (sizes are chosen valid) but for TFLite's
             if exc.undefined or exc.unsupported:  # sizes where its result is undefined or no slice
                 return None  # (an ``offset`` on dims known only at run time): no result to compare

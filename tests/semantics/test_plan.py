@@ -114,3 +114,27 @@ def test_apply_plan_refuses_a_plan_with_run_time_values(spec):
     x = np.arange(12).reshape(3, 4)
     with pytest.raises(ValueError, match="given at run time"):
         apply_plan(make_plan(spec, x.shape), x)
+
+
+def test_memoized_axes_keep_the_callers_values_and_errors():
+    """The per-axis plans are memoized (plan._axis_plan): a numpy integer and an int of one value
+    stay apart (a plan holds what its caller passed), a rejection raises every time, and a
+    plan made after others equals the one made first."""
+    from onnx_slice_tools.semantics.spec import SliceSpec
+    first = make_plan(SliceSpec("tf", (np.int64(1), 0), (np.int64(3), 4), (1, 1)), (5, 6))
+    again = make_plan(SliceSpec("tf", (1, 0), (3, 4), (1, 1)), (5, 6))
+    assert type(first.axes[0].begin) is np.int64 and type(again.axes[0].begin) is int
+    assert first == again and first.output_shape == (2, 4)
+    for _ in range(2):
+        with pytest.raises(StridedSliceError, match="out of bounds"):
+            make_plan(SliceSpec("tf", (7,), (8,), (1,), shrink_axis_mask=1), (5,))
+    bad = SliceSpec("tf", (0,), (4,), (0,))
+    for _ in range(2):
+        with pytest.raises(StridedSliceError, match="non-zero"):
+            make_plan(bad, (5,))
+    roles_first = make_plan(SliceSpec("tf", (0, 0, 0), (1, 1, 1), (1, 1, 1), ellipsis_mask=2, shrink_axis_mask=3),
+                            (4, 5, 6, 7))
+    roles_again = make_plan(SliceSpec("tf", (0, 0, 0), (1, 1, 1), (1, 1, 1), ellipsis_mask=2, shrink_axis_mask=3),
+                            (4, 5, 6, 7))
+    assert roles_first == roles_again and roles_first.notes == roles_again.notes
+    assert any("ellipsis_mask wins" in n for n in roles_first.notes)
