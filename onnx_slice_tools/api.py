@@ -5,6 +5,7 @@ helpers the command line uses (``verify_records``, ``verify_model_file``, ``comp
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -414,7 +415,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         inplace = _verify(report, proto, baseline, result, lower_opset, budget, ship_ahead=ahead,
                           removed_domains=domains_before - holder.domains(),
                           keep_session=cleanup and not converting and not clean[1],
-                          baseline_holders=holder.baseline_holders)
+                          baseline_holders=holder.baseline_holders, label=ctx.label)
     checked = None
     if verify and holder.needs_checked_run(result, converting):
         checked = _checked_run(inplace, proto, budget)
@@ -624,7 +625,7 @@ def _baseline_proto(model, m, upgraded: bool):
 @paused_gc()  # (many small acyclic objects: see graphs/allocation.py)
 def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget, removed_domains, *,
             keep_session: bool = False, ship_ahead: bool = False,
-            baseline_holders: list | None = None):
+            baseline_holders: list | None = None, label=None):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
     thread from the start; the other checks run meanwhile.  Returns the in-place run (None when
@@ -636,7 +637,9 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     as-shipped session (shipped.SessionAhead, onnxruntime's default configuration) builds in a
     thread of its own while the other checks run (the in-place run holds it: ``.ahead``).
     ``baseline_holders``: the positions of ``baseline``'s main-graph nodes that hold subgraphs,
-    when the input's read found them (rewrite.proto_pass.scan of the model ``baseline`` copies)."""
+    when the input's read found them (rewrite.proto_pass.scan of the model ``baseline`` copies).
+    ModelError (``label``: the input) when the output fails strict shape inference at a node of
+    the input's own that contradicts the rewrites' proven shapes (:func:`_contradicting_node`)."""
     from .verification.inplace import start_inplace
     from .verification.structure import structural_diff
     statics, ahead = None, None
@@ -665,6 +668,10 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     t4 = time.perf_counter()
     problem = structural_diff(baseline, proto, result.changes, removed_domains, pending.table, baseline_holders)
     report.model_checks["structure"] = PASSED if problem is None else failed(problem)
+    corrupt = problem is None and statics is not None and _contradicting_node(report, statics, proto, result.changes, label)
+    if corrupt:
+        pending.result()  # (its session thread ends before the error leaves)
+        raise corrupt
     report.model_checks.update(statics or {})  # (after the structural proof's: the order reports give)
     report.timings["verify_static"] = report.timings.get("verify_static", 0.0) + time.perf_counter() - t4
     t5 = time.perf_counter()
@@ -674,6 +681,50 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     report.record_inplace = inplace.inplace
     report.timings["verify_model"] = started + time.perf_counter() - t5
     return pending
+
+
+def _contradicting_node(report: Report, statics: dict, proto, changes, label) -> ModelError | None:
+    """The input's own inconsistency that only the rewrite made visible, as a ModelError; None
+    when the failure may be the rewrite's.  A StridedSlice of a custom domain hides its output's
+    shape from onnx's inference, so a node after it whose attributes or declared outputs
+    contradict that shape (a Transpose ``perm`` out of range, Conv ``pads`` of another length, a
+    declared output of another shape) passes the original's checks.  Once the slice is ONNX,
+    strict shape inference of the output fails at that node.  The input is at fault when (a)
+    the structural proof passed: the node is the input's own, byte for byte (it is no node the
+    rewrite added, nor reads a value the rewrite renamed); and (b) every per-rewrite check
+    passed: each rewritten output has the reference's shape at its input's shape, so the shapes
+    reaching the node are the slices' true ones.  Any inference failure at such a node is the
+    input's (a function call without the outputs its function declares, too).  Otherwise (a
+    rewrite failed its check, the node is the rewrite's, onnx names no node or a name several
+    nodes share) it stays a failed check (exit 1).  The shapes are trusted as every check
+    trusts them: the per-rewrite reference is the plan's (semantics/reference.py), which the
+    differential tests hold to the frameworks' runtimes."""
+    from .graphs.walk import proto_graphs
+    from .verification.checks import kind, node_at_fault
+    status = statics.get("strict_shape_inference")
+    at = node_at_fault(detail(status)) if kind(status) == "failed" else None
+    if at is None or not at[1] or not report.rewrites_passed():
+        return None
+    op, name, words = at
+    nodes = [n for g, _, _ in proto_graphs(proto) for n in g.node if n.name == name and n.op_type == op]
+    renamed = set(changes.renamed.values())
+    if len(nodes) != 1 or tuple(nodes[0].output) in changes.added_nodes or renamed.intersection(nodes[0].input):
+        return None
+    return ModelError(f"node {name!r} ({op}): {_field_at_fault(nodes[0], words)}: {words} (onnx shape inference, "
+                      "once the StridedSlice nodes that hid its input shapes are rewritten, every rewrite checked)",
+                      path=label)
+
+
+def _field_at_fault(node, words: str) -> str:
+    """The field of ``node`` onnx's inference error ``words`` is about: an attribute it names,
+    the declared output ("existing shape/type"), an input or output by position."""
+    attribute = next((a.name for a in node.attribute if re.search(rf"\b{re.escape(a.name)}\b", words)), None)
+    if attribute is not None:
+        return f"attribute {attribute!r}"
+    if "existing" in words:  # the inferred and the declared shape or type differ
+        return f"output {node.output[0]!r} as declared" if len(node.output) == 1 else "outputs as declared"
+    position = re.search(r"\b(Input|Output) (\d+)", words)
+    return f"{position.group(1).lower()}s[{position.group(2)}]" if position else "inputs, attributes or outputs"
 
 
 def _upgrade_opset(m, target: int, label):

@@ -116,6 +116,12 @@ class Report:
                 out.append((f"node {r.node!r} in place", inplace))
         return out
 
+    def rewrites_passed(self) -> bool:
+        """Whether every record was rewritten and its per-rewrite check passed (shape and
+        values against the reference at the record's own input shape)."""
+        return all(r.error is None and kind(_rewrite_status(self.record_checks.get(i))) == "passed"
+                   for i, r in enumerate(self.records))
+
     def _all_passed(self) -> bool:
         """Whether every status :meth:`statuses` lists passed, asked of each distinct status once
         (records share their signature's check and, mostly, one in-place status): the verdict of

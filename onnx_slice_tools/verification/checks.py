@@ -8,6 +8,7 @@ here too, so ``from .checks import kind`` keeps reading the one vocabulary.
 from __future__ import annotations
 
 import os
+import re
 
 from ..errors import first_line as _first_line
 from .status import (NOT_RUN, PASSED, Status, detail, failed, kind, passed, skipped,  # noqa: F401 - the vocabulary
@@ -50,6 +51,21 @@ def static_checks(proto, original=None, *, inferred: list | None = None) -> dict
                 if _first_line(orig_exc) == problem:
                     checks[name] = skipped(f"the original fails it too: {problem}")
     return checks
+
+
+#: where onnx's strict shape inference names the node it failed at
+_AT_NODE = re.compile(r"\(op_type:([^,()]*), node name: ([^()]*?)\): ")
+
+
+def node_at_fault(problem: str) -> tuple[str, str, str] | None:
+    """(op type, node name, onnx's words) of the innermost node a strict shape inference
+    failure names (``(op_type:Mul, node name: mul): [ShapeInferenceError] ...``; a node in a
+    subgraph is named after the node holding it); None when it names none."""
+    found = list(_AT_NODE.finditer(problem))
+    if not found:
+        return None
+    last = found[-1]
+    return last.group(1), last.group(2), problem[last.end():].strip()
 
 
 def skeleton_bytes(proto) -> bytes:

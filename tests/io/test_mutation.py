@@ -144,12 +144,15 @@ def test_explain_accepts_its_own_help_examples(tmp_path):
     assert hostile.check(tmp_path, ARGS["explain_strides_help_example"]) == "ok"
 
 
-def test_a_function_call_without_outputs_is_a_clean_failure(tmp_path):
+def test_a_function_call_without_outputs_is_invalid_input(tmp_path):
     """The in-place run named the outputs it adds to a call after its first output (IndexError
-    on a call with none): now a plain check failure from shape inference."""
+    on a call with none); then it was a plain check failure from shape inference (exit 1).  The
+    call is the input's own node and the slice in its function was rewritten and checked: the
+    input is unusable (exit 2), naming the node and the field onnx's inference names."""
     outcome = hostile.check(tmp_path, hostile.model_case(
         hostile._saver(STRUCTURE["function_called_with_no_outputs"]), "convert-verify"))
-    assert outcome.startswith("failed:") and "Output 0 is out of bounds" in outcome, outcome
+    assert outcome.startswith("invalid:") and "node 'call' (F): outputs[0]: Output 0 is out of bounds" in outcome, \
+        outcome
 
 
 def test_hostile_batch_slice(tmp_path):
@@ -293,3 +296,98 @@ def test_an_intermediate_declaration_the_slice_contradicts_is_replaced_with_a_wa
     assert any("declared output shape [unk__34, 1, 18] contradicts the slice's" in w for w in rec.warnings), rec.warnings
     out = {v.name: v for v in result.model.graph.value_info}.get("strided_slice_1:0")
     assert out is None or [d.dim_value for d in out.type.tensor_type.shape.dim][1:] == [1, 16]
+
+
+# --------------------------------------------------------------------------- nodes after a custom-op slice
+
+_TF = "ai.onnx.converters.tensorflow"
+
+
+def _after_slice(after, out_shape=None, extra_inits=()):
+    """image [1, 8, 8, 3] -> a TensorFlow StridedSlice ``image[..., 0:2]`` -> ``after`` -> y.  The
+    custom-op slice hides its output's shape from onnx's inference, so the original's own
+    checks cannot see a contradiction in ``after``; once it is rewritten, the shape is known."""
+    import numpy as np
+    from onnx import TensorProto as T
+    from onnx import helper, numpy_helper
+    ss = helper.make_node("StridedSlice", ["image", "b", "e", "s"], ["sl"], name="ss", domain=_TF, begin_mask=7,
+                          end_mask=7, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)
+    inits = [numpy_helper.from_array(np.array(v, np.int32), n)
+             for n, v in (("b", [0, 0, 0, 0]), ("e", [0, 0, 0, 2]), ("s", [1, 1, 1, 1]))]
+    g = helper.make_graph([ss] + after, "g", [helper.make_tensor_value_info("image", T.FLOAT, [1, 8, 8, 3])],
+                          [helper.make_tensor_value_info("y", T.FLOAT, out_shape)], inits + list(extra_inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_TF, 1)])
+
+
+def _transpose(perm):
+    from onnx import helper
+    return _after_slice([helper.make_node("Transpose", ["sl"], ["y"], name="t", perm=perm)], [1, 2, 8, 8])
+
+
+def _conv(pads):
+    import numpy as np
+    from onnx import helper, numpy_helper
+    return _after_slice([helper.make_node("Conv", ["sl", "w"], ["y"], name="conv", pads=pads)], [1, 4, 8, 2],
+                        extra_inits=[numpy_helper.from_array(np.ones((4, 8, 1, 1), np.float32), "w")])
+
+
+def _mul(out_shape):
+    from onnx import helper
+    return _after_slice([helper.make_node("Mul", ["sl", "sl"], ["y"], name="mul")], out_shape=out_shape)
+
+
+@pytest.mark.parametrize("model, sound, needle", [
+    # seeds 2-4 at --mutants 3300 --verify 0.3: a bit flip in perm, in pads' length, in a declared dim
+    (_transpose, [0, 3, 1, 2], "node 't' (Transpose): attribute 'perm': [TypeInferenceError] Invalid attribute perm"),
+    (_conv, [0, 0, 0, 0], "node 'conv' (Conv): attribute 'pads': [ShapeInferenceError] Attribute pads has incorrect size"),
+    (_mul, [1, 8, 8, 2], "node 'mul' (Mul): output 'y' as declared: [ShapeInferenceError] Inferred shape and existing"),
+], ids=["transpose_perm", "conv_pads", "mul_declared_output"])
+def test_a_node_contradicting_the_shapes_the_rewrite_makes_known_is_invalid_input(tmp_path, capsys, model, sound,
+                                                                                  needle):
+    """The original passes its own checks (the custom-op slice hides the shape); the output
+    failed strict shape inference at the input's own node, after every per-rewrite check and
+    the structural proof passed: that node contradicts the slice's true shape (exit 2, naming
+    file, node and field).  The same model with a sound value converts verified."""
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.cli.main import main
+    good = tmp_path / "good.onnx"
+    good.write_bytes(model(sound).SerializeToString())
+    assert convert(good).report.verdict == "verified"
+    corrupt = {"t": [0, 3, 1, 7], "conv": [1, 1, 1], "mul": [1, 8, 8, 5]}
+    name = next(n.name for n in model(sound).graph.node if n.name != "ss")
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(model(corrupt[name]).SerializeToString())
+    assert main(["convert", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{src}: ") and needle in err, err
+    assert not out.exists()
+    assert main(["convert", str(src), "-o", str(out), "--no-verify"]) == 0  # nothing checked: converted as given
+
+
+def _one_short(args):  # the Slice's ends one short: another shape (the rewrite's own node fails inference)
+    return [(axis, start, end - 1 if end > 0 else end, step) for axis, start, end, step in args]
+
+
+def _shifted(args):  # starts and ends one further: the same shape, other values
+    return [(axis, start + 1, end + 1 if end > 0 else end, step) for axis, start, end, step in args]
+
+
+@pytest.mark.parametrize("model, value, wrong", [
+    (_mul, [1, 8, 8, 2], _one_short),   # valid model: inference fails at the rewrite's own Slice
+    (_transpose, [0, 3, 1, 2], _shifted),  # valid model: only the values are wrong
+    (_transpose, [0, 3, 1, 7], _shifted),  # corrupt perm too: the rewrite's failure is the verdict
+], ids=["valid_wrong_shape", "valid_wrong_values", "corrupt_and_wrong_values"])
+def test_a_wrong_rewrite_still_fails(tmp_path, capsys, monkeypatch, model, value, wrong):
+    """A rewrite that gets the slice wrong (its Slice op's arguments tampered with) is a failed
+    check (exit 1), never input blamed: the per-rewrite check fails, so a strict shape
+    inference failure at a later node of the input is not taken as the input's contradiction."""
+    from onnx_slice_tools.cli.main import main
+    from onnx_slice_tools.lowering import lower
+    real = lower._slice_op
+    monkeypatch.setattr(lower, "_slice_op", lambda args: real(wrong(args)))
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    src.write_bytes(model(value).SerializeToString())
+    assert main(["convert", str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{src}: ") and "once the StridedSlice nodes" not in err, err
+    assert not out.exists()
