@@ -246,6 +246,8 @@ def tflite_float_twin(model: bytes) -> bytes | None:
     no hybrid op (full-integer or float files: nothing to dequantize)."""
     import flatbuffers  # optional dependency (TensorFlow's and LiteRT's)
     from ai_edge_litert import schema_py_generated as schema  # optional dependency
+    if not _has_hybrid_op(schema, model):  # read in place: a float file's weights are not copied
+        return None
     m = schema.ModelT.InitFromPackedBuf(bytearray(model), 0)
     found = 0
     for g in m.subgraphs or []:
@@ -278,6 +280,26 @@ def tflite_float_twin(model: bytes) -> bytes | None:
     builder = flatbuffers.Builder(max(1024, len(model)))
     builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def _has_hybrid_op(schema, model: bytes) -> bool:
+    """Whether an op of the .tflite ``model`` takes a float32 first input and a quantized int8
+    constant (read through the flatbuffer in place, nothing copied)."""
+    root = schema.Model.GetRootAs(model, 0)
+    int8, float32 = schema.TensorType.INT8, schema.TensorType.FLOAT32
+    for g in range(root.SubgraphsLength()):
+        sub = root.Subgraphs(g)
+        for k in range(sub.OperatorsLength()):
+            ins = [int(i) for i in sub.Operators(k).InputsAsNumpy() if i >= 0] \
+                if sub.Operators(k).InputsLength() else []
+            if not ins or sub.Tensors(ins[0]).Type() != float32:
+                continue
+            for i in ins[1:]:
+                t = sub.Tensors(i)
+                q = t.Quantization()
+                if t.Type() == int8 and q is not None and q.ScaleLength() and root.Buffers(t.Buffer()).DataLength():
+                    return True
+    return False
 
 
 # --------------------------------------------------------------------------- element types and OrtValues

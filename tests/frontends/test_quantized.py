@@ -333,6 +333,7 @@ def test_hybrid_float_output_is_calibrated_on_litert_s_own_kernels(tmp_path):
     assert entry[0] == RELATIVE
     assert entry[1] > default_rtol(np.float32), "the model is meant to exercise hybrid rounding beyond 1e-2"
     assert f"(allowed {CALIBRATION_K * entry[1]:.3g})" in check.outputs[name], check.outputs
+    assert "LiteRT's own" in check.outputs[name], check.outputs
     assert rep.model_checks["shipped"].startswith("passed"), rep.model_checks["shipped"]
 
 
