@@ -181,10 +181,10 @@ def measure(path: Path, trials: int = 3) -> dict:
     import tf2onnx
 
     import onnx_slice_tools as ost
-    from onnx_slice_tools.frontends.sources import quiet_frameworks, tflite_runner
+    from onnx_slice_tools.frontends.sources import kernel_disagreement, quiet_frameworks, tflite_runner
     from onnx_slice_tools.verification.input_ranges import index_input_ranges
-    from onnx_slice_tools.verification.quantized import output_scales, output_steps
-    from onnx_slice_tools.verification.tolerance import agree, step_differences
+    from onnx_slice_tools.verification.quantized import RELATIVE, output_rtols, output_scales, output_steps
+    from onnx_slice_tools.verification.tolerance import agree
 
     row: dict = {"model": path.stem}
     with quiet_frameworks():
@@ -218,14 +218,9 @@ def measure(path: Path, trials: int = 3) -> dict:
         run = tflite_runner(str(path), index_input_ranges(ours), calibrate=True)
         rng = np.random.default_rng(1)
         runs = [run(rng, session.get_inputs()) for _ in range(trials)]
-    own: dict = {}
-    for _, builtin, xnn in runs:
-        for name, a, b in zip(names, builtin, xnn or builtin):
-            d = step_differences(a, b, scales.get(name)) if name in scales or a.dtype.kind in "iu" else None
-            if d is not None and d.size:
-                was = own.get(name, (0.0, 0.0))
-                own[name] = (max(was[0], float(np.max(np.abs(d)))), max(was[1], abs(float(np.median(d)))))
+    own = kernel_disagreement(ours, names, [(builtin, o) for _, builtin, others in runs for o in others])
     steps = output_steps(ours, own, [n for n, a in zip(names, runs[0][1]) if a.dtype.kind in "iu"])
+    rtols = output_rtols(own, {n: a.dtype for n, a in zip(names, runs[0][1])})
     row["scales"] = {n: scales.get(n) for n in names}
 
     def against(sess, label):
@@ -233,14 +228,15 @@ def measure(path: Path, trials: int = 3) -> dict:
         for feeds, builtin, _ in runs:
             got = sess.run(None, feeds)
             for name, a, b in zip(names, builtin, got):
-                res = agree(a, np.asarray(b), steps=steps.get(name))
+                res = agree(a, np.asarray(b), steps=steps.get(name), rtol=rtols.get(name))
                 if not res.ok:
                     return _short(res.detail)
                 if not res.bitwise:
                     worst = _short(res.detail)
         return worst
 
-    row["xnnpack"] = "; ".join(f"{own[n][0]:.3g} steps" if n in scales else f"{own[n][0]:.3g} units"
+    row["xnnpack"] = "; ".join(f"rel {own[n][1]:.2g}" if own[n][0] == RELATIVE else
+                               f"{own[n][0]:.3g} steps" if n in scales else f"{own[n][0]:.3g} units"
                                for n in names if n in own) or "-"
     row["ours_vs_litert"] = against(session, "ours")
     if peer_session is not None:
@@ -271,7 +267,7 @@ def main(argv=None) -> int:
             files.append(f)
     files += [Path(p) for p in args.extra]
     rows = []
-    print("| model | LiteRT XNNPACK vs builtin | tf2onnx vs LiteRT | ours vs LiteRT | ours: verdict | "
+    print("| model | LiteRT own kernel sets vs builtin | tf2onnx vs LiteRT | ours vs LiteRT | ours: verdict | "
           "nodes ours / tf2onnx | Q+DQ ours / tf2onnx |")
     print("|---|---|---|---|---|---|---|")
     for f in files:

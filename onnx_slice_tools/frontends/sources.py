@@ -422,15 +422,17 @@ def _agreed(status: str) -> bool:
     return status == "bitwise" or status.startswith("within tolerance")
 
 
-def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False, steps=None) -> str:
+def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: bool = False, steps=None,
+                   rtol: float | None = None) -> str:
     """The framework's output against onnxruntime's under the one float rule
     (:func:`.tolerance.agree`): "bitwise", "within tolerance: ..." or what differs.  ``exact``:
     the output is pure data movement in the ONNX graph, so floats too must be bitwise.  Other
     outputs may differ by rounding: the rewrite only moves data, but the arithmetic around it
     (a MatMul, a convolution) runs in another order in onnxruntime than in TensorFlow/TFLite.
-    ``steps``: the output is quantized (tolerance.Steps): compared in steps."""
+    ``steps``: the output is quantized (tolerance.Steps): compared in steps.  ``rtol``: a float
+    output's calibrated tolerance (tolerance.calibrated_rtol; None: the default)."""
     from ..verification.tolerance import agree
-    return agree(framework, onnx_output, exact=exact, steps=steps).detail
+    return agree(framework, onnx_output, exact=exact, steps=steps, rtol=rtol).detail
 
 
 def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
@@ -456,7 +458,8 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     from ..verification.compare import float_arithmetic_outputs
     from ..verification.lowerings import make_session
     from ..verification.input_ranges import index_input_ranges
-    from ..verification.quantized import output_steps
+    from ..verification.quantized import output_rtols, output_steps, relative_disagreement
+    from ..verification.tolerance import CALIBRATION_K, default_rtol
     from ..verification.runtimes import SHIPPED, onnxruntime_session
     kind = source_kind(path)
     tf, _, _ = _frameworks(path)
@@ -481,23 +484,29 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
         run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
     runs = []
     for _ in range(trials):
-        feeds, expected, *other = run(rng, onnx_inputs)
+        feeds, expected, *other = run(rng, onnx_inputs)  # (other: LiteRT's other kernel sets)
         got = session.run(None, feeds)
         if len(got) != len(expected):
             check.outputs["outputs"] = f"{len(got)} outputs, framework {len(expected)}"
             return check
-        runs.append((expected, got, other[0] if other else None,
+        runs.append((expected, got, other[0] if other else [],
                      default.run(None, feeds) if default is not None else None))
-    calibration = _disagreement(onnx_model, onnx_names, [(e, o) for e, _, o, _ in runs if o is not None])
+    calibration = kernel_disagreement(onnx_model, onnx_names, [(e, o) for e, _, others, _ in runs for o in others])
     check.calibration = calibration
     integers = [n for n, x in zip(onnx_names, runs[0][0]) if np.asarray(x).dtype.kind in "iu"] if runs else []
     steps = check.steps = output_steps(onnx_model, calibration, integers)
+    dtypes = {n: np.asarray(x).dtype for n, x in zip(onnx_names, runs[0][0])} if runs else {}
+    rtols = output_rtols(calibration, dtypes)
+    calibrated = {n: f" (= {CALIBRATION_K} x LiteRT's own {rel:.3g}: its kernel sets disagree)"
+                  for n, rel in relative_disagreement(calibration).items()
+                  if n in rtols and rtols[n] > default_rtol(dtypes[n])}
     for expected, got, _, as_shipped in runs:
         for results, outs in ((check.outputs, got), (check.shipped, as_shipped)):
             if outs is None:
                 continue
             for name, a, b in zip(onnx_names, expected, outs):
-                status = compare_output(a, b, exact=name not in arithmetic, steps=steps.get(name))
+                status = compare_output(a, b, exact=name not in arithmetic, steps=steps.get(name),
+                                        rtol=rtols.get(name)) + calibrated.get(name, "")
                 before = results.get(name, "bitwise")
                 if _agreed(before) and (before == "bitwise" or not _agreed(status)):  # keep the first failure
                     results[name] = status
@@ -505,17 +514,26 @@ def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder
     return check
 
 
-def _disagreement(onnx_model, names, pairs) -> dict:
-    """{output name: (largest, |median|) difference in steps} between the framework's two kernel
-    sets over ``pairs`` (builtin outputs, XNNPACK outputs), for the outputs that are quantized
-    (verification/quantized.output_scales) or integer."""
-    from ..verification.quantized import output_scales
-    from ..verification.tolerance import step_differences
+def kernel_disagreement(onnx_model, names, pairs) -> dict:
+    """{output name: (largest, |median|) difference in steps} between the framework's kernel
+    sets over ``pairs`` (builtin outputs, another kernel set's outputs), for the outputs that are
+    quantized (verification/quantized.output_scales) or integer; and {output name: (RELATIVE,
+    largest relative difference)} for the float arithmetic outputs that are not quantized
+    (tolerance.relative_difference; quantized.output_rtols)."""
+    from ..verification.compare import float_arithmetic_outputs
+    from ..verification.quantized import RELATIVE, output_scales
+    from ..verification.tolerance import is_float, relative_difference, step_differences
     scales = output_scales(onnx_model)
+    arithmetic = float_arithmetic_outputs(onnx_model) if pairs else set()
     found: dict = {}
     for expected, other in pairs:
         for name, a, b in zip(names, expected, other):
             a, b = np.asarray(a), np.asarray(b)
+            if name not in scales and is_float(a.dtype):
+                rel = relative_difference(a, b) if name in arithmetic else None
+                if rel is not None:
+                    found[name] = (RELATIVE, max(rel, found.get(name, (RELATIVE, 0.0))[1]))
+                continue
             if name not in scales and a.dtype.kind not in "iu":
                 continue
             d = step_differences(a, b, scales.get(name))
@@ -529,34 +547,34 @@ def _disagreement(onnx_model, names, pairs) -> dict:
 
 def tflite_calibration(path, onnx_model, *, trials: int = 3, seed: int = 0, input_ranges: dict | None = None) -> dict:
     """The framework's own disagreement on a ``.tflite`` file: LiteRT's builtin kernels against
-    its XNNPACK kernels on the random inputs of the framework check, per quantized or integer
-    output of ``onnx_model`` (its conversion; weights need not be loaded): {output name:
-    (largest, |median|) difference in steps}.  {} when LiteRT cannot run the file."""
+    its XNNPACK kernels (and, for a file with hybrid ops, its float kernels on the dequantized
+    weights) on the random inputs of the framework check, per quantized or integer output of
+    ``onnx_model`` (its conversion; weights need not be loaded): {output name: (largest,
+    |median|) difference in steps}, and per float arithmetic output of a hybrid file: {output
+    name: (RELATIVE, largest relative difference)} (:func:`kernel_disagreement`).  {} when
+    LiteRT cannot run the file."""
     from ..verification.input_ranges import index_input_ranges
     ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
     names = [o.name for o in onnx_model.graph.output]
     inits = {t.name for t in onnx_model.graph.initializer}
     onnx_inputs = [_Named(i.name) for i in onnx_model.graph.input if i.name not in inits]
     rng = np.random.default_rng(seed)
-    if not _needs_calibration(onnx_model):
-        return {}
     try:
         with quiet_frameworks():
-            run = tflite_runner(path, ranges, calibrate=True)
+            run = tflite_runner(path, ranges, calibrate=_needs_calibration(onnx_model))
             pairs = []
             for _ in range(trials):
-                _, expected, other = run(rng, onnx_inputs)
-                if other is not None:
-                    pairs.append((expected, other))
+                _, expected, *other = run(rng, onnx_inputs)
+                pairs += [(expected, o) for o in (other[0] if other else [])]
     except Exception:  # LiteRT cannot run it: the framework check says so itself
         return {}
-    return _disagreement(onnx_model, names, pairs)
+    return kernel_disagreement(onnx_model, names, pairs)
 
 
 def _needs_calibration(onnx_model) -> bool:
-    """Whether a graph output is quantized or integer: only those are compared under the
-    framework's own disagreement (float outputs keep the float rule), so only then is LiteRT's
-    second kernel set loaded."""
+    """Whether a graph output is quantized or integer, so that LiteRT's XNNPACK kernels are
+    loaded to calibrate it; float outputs are calibrated only when the file has a hybrid op
+    (:func:`tflite_runner` decides that from the file itself)."""
     from ..verification.quantized import output_scales
     integer = {2, 3, 4, 5, 6, 7, 12, 13}
     return bool(output_scales(onnx_model)) or any(o.type.tensor_type.elem_type in integer
@@ -604,23 +622,36 @@ def tflite_input_shapes(interp) -> list:
 
 
 def tflite_runner(path, ranges=None, calibrate: bool = False):
-    """run(rng, onnx_inputs) -> (feeds, LiteRT's builtin outputs[, XNNPACK's outputs or None]).
-    Integer inputs: ``ranges`` ({ONNX input name: (lo, hi)}) where given; a quantized input (a
-    scale in the file) the whole range of its type; other integers the small default."""
-    from ..verification.runtimes import tflite_interpreter
+    """run(rng, onnx_inputs) -> (feeds, LiteRT's builtin outputs, [the outputs of LiteRT's other
+    kernel sets]).  The other kernel sets (the framework's own disagreement, tolerance.py): with
+    ``calibrate``, its XNNPACK kernels; and whenever the file has hybrid ("dynamic range") ops,
+    its XNNPACK kernels and its float kernels on the dequantized weights
+    (runtimes.tflite_float_twin) -- LiteRT's hybrid kernels quantize activations on the fly, so
+    its own float arithmetic on the same weights differs from them (float files, full-integer
+    files: no twin, and the float rule stays the default).  Integer inputs: ``ranges`` ({ONNX
+    input name: (lo, hi)}) where given; a quantized input (a scale in the file) the whole range
+    of its type; other integers the small default."""
+    from ..verification.runtimes import tflite_float_twin, tflite_interpreter
     data = Path(path).read_bytes()
     interp = tflite_interpreter(data)
     shapes = tflite_input_shapes(interp)
     details = interp.get_input_details()
-    other = None
-    if calibrate:
+    try:
+        twin = tflite_float_twin(data)
+    except Exception:  # an unusual flatbuffer: no twin, LiteRT's own kernels only
+        twin = None
+    others = []
+    for content, xnnpack in ((data, True), (twin, False)) if calibrate or twin is not None else ():
+        if content is None:
+            continue
         try:
-            other = tflite_interpreter(data, xnnpack=True)
-            for d, dims in zip(other.get_input_details(), shapes):
-                other.resize_tensor_input(d["index"], dims, strict=True)
-            other.allocate_tensors()
-        except (RuntimeError, ValueError):  # XNNPACK refuses the file: nothing to calibrate with
-            other = None
+            it = tflite_interpreter(content, xnnpack=xnnpack)
+            for d, dims in zip(it.get_input_details(), shapes):
+                it.resize_tensor_input(d["index"], dims, strict=True)
+            it.allocate_tensors()
+            others.append(it)
+        except (RuntimeError, ValueError):  # LiteRT refuses this kernel set: nothing to calibrate with
+            continue
     ranges = ranges or {}
 
     def run(rng, onnx_inputs):
@@ -636,15 +667,17 @@ def tflite_runner(path, ranges=None, calibrate: bool = False):
             arrays.append(x)
             feeds[name] = x
         results = []
-        for it in (interp, other) if calibrate else (interp,):
-            if it is None:
-                results.append(None)
-                continue
-            for d, x in zip(it.get_input_details(), arrays):
-                it.set_tensor(d["index"], x)
-            it.invoke()
+        for k, it in enumerate((interp, *others)):
+            try:
+                for d, x in zip(it.get_input_details(), arrays):
+                    it.set_tensor(d["index"], x)
+                it.invoke()
+            except (RuntimeError, ValueError):
+                if k == 0:  # LiteRT's builtin kernels: the framework check's answer
+                    raise
+                continue  # another kernel set fails on these inputs: nothing to calibrate with
             results.append([np.array(it.get_tensor(o["index"]), copy=True) for o in it.get_output_details()])
-        return (feeds, *results)
+        return feeds, results[0], results[1:]
     return run
 
 

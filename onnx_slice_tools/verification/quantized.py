@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tolerance import Steps, steps_rule
+from .tolerance import Steps, calibrated_rtol, steps_rule
 
 #: Nodes whose first output holds values of their first input (moved, selected, reshaped): the
 #: quantization grid of the input is the output's.
@@ -70,8 +70,9 @@ def output_steps(proto, calibration: dict | None = None, integers=()) -> dict[st
     """{graph output name: Steps} for each quantized output of ``proto`` (:func:`output_scales`)
     and each name in ``integers`` (integer outputs without a scale) that ``calibration`` lists.
     ``calibration``: {output name: (largest, median) disagreement of the framework's own two kernel
-    sets, in steps}; an output it does not list gets the floor (quantized) or nothing (bitwise)."""
-    calibration = calibration or {}
+    sets, in steps}; an output it does not list gets the floor (quantized) or nothing (bitwise).
+    Entries tagged :data:`RELATIVE` (float outputs, :func:`output_rtols`) are not steps: ignored."""
+    calibration = {k: v for k, v in (calibration or {}).items() if not _relative(v)}
     steps = {}
     for name, scale in output_scales(proto).items():
         own = calibration.get(name)
@@ -80,3 +81,25 @@ def output_steps(proto, calibration: dict | None = None, integers=()) -> dict[st
         if name not in steps and calibration.get(name) is not None and calibration[name][0] > 0:
             steps[name] = steps_rule(None, *calibration[name])
     return steps
+
+
+#: The tag of a calibration entry for a float output that is not quantized:
+#: ``(RELATIVE, largest relative disagreement)`` of the framework's own kernel sets.
+RELATIVE = "relative"
+
+
+def _relative(entry) -> bool:
+    return isinstance(entry, tuple) and len(entry) == 2 and entry[0] == RELATIVE
+
+
+def relative_disagreement(calibration: dict | None) -> dict[str, float]:
+    """{output name: the framework's own largest relative disagreement} of the float outputs
+    ``calibration`` lists as :data:`RELATIVE`."""
+    return {name: float(entry[1]) for name, entry in (calibration or {}).items() if _relative(entry)}
+
+
+def output_rtols(calibration: dict | None, dtypes: dict) -> dict[str, float]:
+    """{output name: rtol} for the float outputs ``calibration`` lists as :data:`RELATIVE`
+    (``tolerance.calibrated_rtol`` of the dtype in ``dtypes``, {name: numpy dtype})."""
+    return {name: calibrated_rtol(dtypes[name], rel)
+            for name, rel in relative_disagreement(calibration).items() if name in dtypes}

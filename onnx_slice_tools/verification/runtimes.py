@@ -235,6 +235,73 @@ def tflite_interpreter(model: bytes, *, xnnpack: bool = False):
                        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
 
 
+def tflite_float_twin(model: bytes) -> bytes | None:
+    """The .tflite ``model`` with the int8 constant weights of its hybrid ("dynamic range") ops
+    dequantized to float32: an op whose first input is float32 and that takes a quantized int8
+    constant (LiteRT then quantizes the activations on the fly and computes in integers) gets
+    that constant as ``scale * (q - zero_point)`` (per-axis along its quantized dimension), so
+    LiteRT runs its float kernel on the same weights.  The twin's disagreement with the file
+    under LiteRT's builtin kernels is the framework's own disagreement on float outputs of
+    hybrid arithmetic (verification/tolerance.py, ``calibrated_rtol``).  None when the file has
+    no hybrid op (full-integer or float files: nothing to dequantize)."""
+    import flatbuffers  # optional dependency (TensorFlow's and LiteRT's)
+    from ai_edge_litert import schema_py_generated as schema  # optional dependency
+    if not _has_hybrid_op(schema, model):  # read in place: a float file's weights are not copied
+        return None
+    m = schema.ModelT.InitFromPackedBuf(bytearray(model), 0)
+    found = 0
+    for g in m.subgraphs or []:
+        tensors = g.tensors or []
+        hybrid: set[int] = set()
+        for op in g.operators or []:
+            ins = [i for i in (op.inputs if op.inputs is not None else []) if i >= 0]
+            if not ins or tensors[ins[0]].type != schema.TensorType.FLOAT32:
+                continue
+            hybrid.update(i for i in ins[1:] if tensors[i].type == schema.TensorType.INT8)
+        for i in sorted(hybrid):
+            t = tensors[i]
+            q, buf = t.quantization, m.buffers[t.buffer]
+            if q is None or q.scale is None or len(q.scale) == 0 or buf.data is None or len(buf.data) == 0:
+                continue
+            values = np.frombuffer(bytes(bytearray(buf.data)), np.int8).astype(np.float32)
+            values = values.reshape([int(d) for d in t.shape]) if t.shape is not None else values
+            scale = np.asarray(q.scale, np.float32)
+            zero = np.asarray(q.zeroPoint if q.zeroPoint is not None and len(q.zeroPoint) else
+                              np.zeros(scale.size), np.float32)
+            if scale.size > 1:
+                shape = [1] * values.ndim
+                shape[q.quantizedDimension] = -1
+                scale, zero = scale.reshape(shape), zero.reshape(shape)
+            buf.data = np.frombuffer(((values - zero) * scale).astype(np.float32).tobytes(), np.uint8)
+            t.type, t.quantization = schema.TensorType.FLOAT32, None
+            found += 1
+    if not found:
+        return None
+    builder = flatbuffers.Builder(max(1024, len(model)))
+    builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _has_hybrid_op(schema, model: bytes) -> bool:
+    """Whether an op of the .tflite ``model`` takes a float32 first input and a quantized int8
+    constant (read through the flatbuffer in place, nothing copied)."""
+    root = schema.Model.GetRootAs(model, 0)
+    int8, float32 = schema.TensorType.INT8, schema.TensorType.FLOAT32
+    for g in range(root.SubgraphsLength()):
+        sub = root.Subgraphs(g)
+        for k in range(sub.OperatorsLength()):
+            ins = [int(i) for i in sub.Operators(k).InputsAsNumpy() if i >= 0] \
+                if sub.Operators(k).InputsLength() else []
+            if not ins or sub.Tensors(ins[0]).Type() != float32:
+                continue
+            for i in ins[1:]:
+                t = sub.Tensors(i)
+                q = t.Quantization()
+                if t.Type() == int8 and q is not None and q.ScaleLength() and root.Buffers(t.Buffer()).DataLength():
+                    return True
+    return False
+
+
 # --------------------------------------------------------------------------- element types and OrtValues
 
 STRING = 8

@@ -50,8 +50,8 @@ from .runtimes import (
     onnxruntime_session,
     release,
 )
-from .quantized import output_steps
-from .tolerance import agree, default_rtol
+from .quantized import output_steps, relative_disagreement
+from .tolerance import agree, calibrated_rtol, default_rtol, is_float
 
 #: ONNX integer element types (8 to 64 bits)
 INT_ELEMS = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
@@ -139,12 +139,15 @@ def compare_outputs(checked: CheckedRun, got: dict, exact: AbstractSet, computes
 
 
 def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None, first: bool = False,
-                    steps=None, measured: dict | None = None) -> dict:
+                    steps=None, measured: dict | None = None, relative: dict | None = None) -> dict:
     """Graph output name -> why it does not agree with the checked run, for each output of
     ``got`` that does not (``first``: only the first one).  ``steps``: {output name:
     tolerance.Steps} of the quantized outputs (compared in steps); ``measured``: filled with
-    output name -> the comparison's figures for the quantized outputs that agreed but not bitwise."""
+    output name -> the comparison's figures for the quantized outputs that agreed but not bitwise.
+    ``relative``: {output name: the framework's own relative disagreement} of float outputs
+    (quantized.relative_disagreement): compared at ``tolerance.calibrated_rtol``."""
     steps = steps or {}
+    relative = relative or {}
     problems: dict = {}
     outputs = checked.outputs
     for name, actual in got.items():
@@ -154,7 +157,7 @@ def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes
             if want.shape == actual.shape and want.dtype == actual.dtype and want.dtype.kind not in "OUS" \
                     and want.tobytes() == actual.tobytes():
                 continue
-        problem = _problem(checked, name, actual, exact, computes_in, steps.get(name), measured)
+        problem = _problem(checked, name, actual, exact, computes_in, steps.get(name), measured, relative.get(name))
         if problem is not None:
             problems[name] = problem
             if first:
@@ -163,7 +166,7 @@ def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes
 
 
 def _problem(checked: CheckedRun, name: str, actual, exact: AbstractSet, computes_in, steps=None,
-             measured: dict | None = None) -> str | None:
+             measured: dict | None = None, relative: float | None = None) -> str | None:
     if name not in checked.outputs:
         return f"output {name!r} was not produced by the checked run"
     expected = checked.outputs[name]
@@ -187,8 +190,10 @@ def _problem(checked: CheckedRun, name: str, actual, exact: AbstractSet, compute
             return f"output {name!r}: strings differ"
         return None
     rtol = None
+    if relative is not None and is_float(expected.dtype):
+        rtol = calibrated_rtol(expected.dtype, relative)
     if computes_in is not None and expected.dtype.kind in "fc":
-        rtol = max(default_rtol(expected.dtype), default_rtol(computes_in))
+        rtol = max(rtol or default_rtol(expected.dtype), default_rtol(computes_in))
     result = agree(expected, actual, exact=name in exact, rtol=rtol, steps=steps)
     if result.ok and steps is not None and not result.bitwise and measured is not None:
         measured[name] = result.detail
@@ -235,13 +240,15 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
     integers = [o for o in outputs if checked.elems.get(o) in INT_ELEMS]
     steps = output_steps(proto, calibration, integers)
+    relative = relative_disagreement(calibration)
     return {label[r]: _run_one(r, data, proto, checked, outputs, exact, compared if r == ONNXRUNTIME else None,
-                               ahead if r == ONNXRUNTIME else None, steps)
+                               ahead if r == ONNXRUNTIME else None, steps, relative)
             for r in names}
 
 
 def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: AbstractSet,
-             compared: dict | None = None, ahead: SessionAhead | None = None, steps=None) -> str:
+             compared: dict | None = None, ahead: SessionAhead | None = None, steps=None,
+             relative: dict | None = None) -> str:
     where = f"{runtime} (default configuration)"
     try:
         session = ahead.take(data) if ahead is not None else None
@@ -264,7 +271,8 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
     narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
     release(session)
     measured: dict = {}
-    problems = output_problems(checked, got, exact, narrow, first=compared is None, steps=steps, measured=measured)
+    problems = output_problems(checked, got, exact, narrow, first=compared is None, steps=steps, measured=measured,
+                               relative=relative)
     if compared is not None:
         compared.update(dict.fromkeys(got))
         compared.update(problems)

@@ -114,6 +114,35 @@ def steps_rule(scale: float | None, framework: float | None = None, shift: float
     return Steps(scale, max(float(floor), CALIBRATION_K * own), CALIBRATION_K * abs(float(shift)), framework)
 
 
+def calibrated_rtol(dtype, framework: float | None) -> float:
+    """The rtol of a float output that is not quantized, given the framework's own largest
+    relative disagreement ``framework`` on it (relative to the output's largest magnitude,
+    measured between its kernel sets; None: not measured): ``max(default_rtol(dtype),
+    CALIBRATION_K * framework)`` -- never looser than the default where the framework is exact.
+    For a .tflite with hybrid ("dynamic range") ops, whose kernels quantize activations on the
+    fly, the kernel sets are LiteRT's builtin kernels, its XNNPACK kernels and its float kernels
+    on the dequantized weights (runtimes.tflite_float_twin)."""
+    base = default_rtol(dtype)
+    return base if framework is None else max(base, CALIBRATION_K * float(framework))
+
+
+def relative_difference(expected, actual) -> float | None:
+    """``max |actual - expected|`` over the finite values, relative to the largest finite
+    magnitude of ``expected`` (if that is 0, of ``actual``, as :func:`agree`; 0.0 when both
+    are all 0); None when shapes or dtypes differ or the
+    dtype is not float."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.shape != a.shape or e.dtype != a.dtype or not is_float(e.dtype):
+        return None
+    x, y = _widen(e), _widen(a)
+    keep = np.isfinite(x) & np.isfinite(y)
+    scale = float(np.max(np.abs(x[keep]), initial=0.0)) or float(np.max(np.abs(y[keep]), initial=0.0))
+    if scale == 0.0:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.max(np.abs(y[keep] - x[keep]), initial=0.0)) / scale
+
+
 def step_differences(expected, actual, scale: float | None) -> np.ndarray | None:
     """``actual - expected`` in steps of ``scale`` (integers: in their own units), finite values
     only; None when shapes or dtypes differ."""

@@ -260,3 +260,100 @@ def test_litert_runs_is_asked_not_assumed(tmp_path):
     data[len(data) // 2:] = bytes(len(data) - len(data) // 2)  # weights and subgraph zeroed
     why = litert_runs(bytes(data))
     assert why and "\n" not in why
+
+
+def _hybrid_module():
+    """Four 3x3 convolutions with biases, no activations, a slice at the end, for a dynamic-range
+    ("hybrid") .tflite: int8 weights, float I/O; LiteRT's hybrid kernels quantize the activations
+    on the fly, so its float kernels on the same (dequantized) weights differ from them by more
+    than the default float rtol after four layers."""
+    rng = np.random.default_rng(0)
+
+    class H(tf.Module):
+        def __init__(self):
+            self.ws = [tf.Variable(rng.standard_normal((3, 3, a, b)).astype(np.float32) * 0.25)
+                       for a, b in ((4, 16), (16, 16), (16, 16), (16, 16))]
+            self.bs = [tf.Variable(rng.standard_normal(16).astype(np.float32) * 0.5) for _ in range(4)]
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 16, 16, 4], tf.float32)])
+        def __call__(self, x):
+            for w, b in zip(self.ws, self.bs):
+                x = tf.nn.conv2d(x, w, 1, "SAME") + b
+            return x[:, 1:, ::2, :]
+    return H()
+
+
+def _planted_float(model: onnx.ModelProto, how: str) -> onnx.ModelProto:
+    """A hybrid model's conversion with a planted error: the first Conv's bias dropped (carried
+    through three layers), or the last Conv's weights scaled 1.25x (a Mul on its weight input)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    convs = [n for n in g.node if n.op_type == "Conv"]
+    conv = convs[0] if how == "dropped bias" else convs[-1]
+    if how == "dropped bias":
+        assert len(conv.input) == 3, "the bias is the Conv's third input"
+        del conv.input[2]
+        return m
+    g.initializer.append(numpy_helper.from_array(np.array(1.25, np.float32), "planted_k"))
+    g.node.append(onnx.helper.make_node("Mul", [conv.input[1], "planted_k"], ["planted_w"]))
+    conv.input[1] = "planted_w"
+    onnx_sorted = onnx.ModelProto()
+    onnx_sorted.CopyFrom(m)
+    order = {n.output[0]: n for n in g.node}
+    del onnx_sorted.graph.node[:]
+    done: set = set()
+
+    def visit(n):  # topological order: the planted Mul before its Conv
+        if id(n) in done:
+            return
+        for i in n.input:
+            if i in order:
+                visit(order[i])
+        done.add(id(n))
+        onnx_sorted.graph.node.append(n)
+    for n in g.node:
+        visit(n)
+    return onnx_sorted
+
+
+def test_hybrid_float_output_is_calibrated_on_litert_s_own_kernels(tmp_path):
+    """A dynamic-range .tflite: its float output is accepted within k x LiteRT's own disagreement
+    (its hybrid kernels against its float kernels on the dequantized weights), in the framework
+    check and the as-shipped run; the figure is measured, not assumed."""
+    from onnx_slice_tools.verification.quantized import RELATIVE
+    from onnx_slice_tools.verification.tolerance import CALIBRATION_K, default_rtol
+    path = _tflite(tmp_path / "hybrid_dyn.tflite", _hybrid_module(), "dyn")
+    result = convert(str(path))
+    rep = result.report
+    assert rep.verdict == "verified", dict(rep.model_checks)
+    check = verify_against_source(path, result.model, trials=2)
+    assert check.ok, check.outputs
+    (name, entry), = check.calibration.items()
+    assert entry[0] == RELATIVE
+    assert entry[1] > default_rtol(np.float32), "the model is meant to exercise hybrid rounding beyond 1e-2"
+    assert f"(allowed {CALIBRATION_K * entry[1]:.3g})" in check.outputs[name], check.outputs
+    assert "LiteRT's own" in check.outputs[name], check.outputs
+    assert rep.model_checks["shipped"].startswith("passed"), rep.model_checks["shipped"]
+
+
+@pytest.mark.parametrize("how", ["dropped bias", "weights scaled 1.25x"])
+def test_hybrid_planted_errors_still_fail(tmp_path, how):
+    path = _tflite(tmp_path / "hybrid_dyn.tflite", _hybrid_module(), "dyn")
+    good = convert(str(path)).model
+    bad = _planted_float(good, how)
+    check = verify_against_source(path, bad, trials=2)
+    assert not check.ok, (how, check.outputs, check.calibration)
+
+
+def test_float_tflite_is_not_calibrated_looser(tmp_path):
+    """A float .tflite (no hybrid op): no float twin, the default float rule."""
+    from onnx_slice_tools.verification.runtimes import tflite_float_twin
+    path = _tflite(tmp_path / "hybrid_f32.tflite", _hybrid_module(), "f32")
+    assert tflite_float_twin(path.read_bytes()) is None
+    path8 = _tflite(tmp_path / "hybrid_i8f.tflite", _hybrid_module(), "i8f",
+                    lambda: ([np.random.default_rng(k).standard_normal((1, 16, 16, 4)).astype(np.float32)]
+                             for k in range(8)))
+    assert tflite_float_twin(path8.read_bytes()) is None   # full integer: no hybrid op
+    check = verify_against_source(path, convert(str(path)).model, trials=2)
+    assert check.ok and not check.calibration, (check.outputs, check.calibration)

@@ -7,7 +7,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from onnx_slice_tools.verification.inplace import CheckedRun
-from onnx_slice_tools.verification.quantized import output_scales, output_steps
+from onnx_slice_tools.verification.quantized import RELATIVE, output_scales, output_steps, relative_disagreement
 from onnx_slice_tools.verification.shipped import output_problems
 from onnx_slice_tools.verification.tolerance import CALIBRATION_K
 
@@ -98,3 +98,22 @@ def test_verify_a_b_compares_quantized_outputs_in_steps():
             t.CopyFrom(numpy_helper.from_array(np.array(101, np.uint8), "yz"))
     bad = compare_models(original, shifted)
     assert bad.status == "mismatch" and "systematic shift" in bad.outputs["y"], bad.outputs
+
+
+def test_float_output_calibrated_relative_in_the_as_shipped_run():
+    """A float output the calibration lists as RELATIVE (a hybrid .tflite's): the as-shipped run
+    allows k x that figure, never less than the default; an error beyond it still fails."""
+    rng = np.random.default_rng(4)
+    y = rng.standard_normal(300).astype(np.float32)
+    checked = CheckedRun({}, {"y": y}, {"y": TensorProto.FLOAT}, {})
+    noisy = (y + 0.017 * np.abs(y).max() * rng.uniform(-1, 1, 300)).astype(np.float32)
+    calibration = {"y": (RELATIVE, 0.015)}
+    steps = output_steps(qdq_graph(), {"r": (RELATIVE, 0.015), "y": (RELATIVE, 0.5)})
+    assert "r" not in steps and steps["y"].allowed == 1   # a RELATIVE entry is no figure in steps
+    assert relative_disagreement(calibration) == {"y": 0.015}
+    assert output_problems(checked, {"y": noisy}, frozenset()) != {}                    # the default 1e-2
+    assert output_problems(checked, {"y": noisy}, frozenset(), relative={"y": 0.015}) == {}
+    assert output_problems(checked, {"y": noisy}, frozenset(), relative={"y": 0.001}) != {}  # never looser than asked
+    scaled = (y * np.float32(1.25)).astype(np.float32)
+    assert output_problems(checked, {"y": scaled}, frozenset(), relative={"y": 0.015}) != {}
+    assert output_problems(checked, {"y": noisy}, frozenset({"y"}), relative={"y": 0.015}) != {}  # data movement: bitwise

@@ -11,9 +11,11 @@ from onnx_slice_tools.verification.tolerance import (
     Steps,
     absolute_floor,
     agree,
+    calibrated_rtol,
     check_rtol,
     default_rtol,
     is_float,
+    relative_difference,
     steps_rule,
 )
 
@@ -225,3 +227,24 @@ def test_dequantized_float_output_in_steps_of_its_scale():
     nan[0] = np.nan
     assert not agree(e, nan, steps=steps_rule(float(scale))).ok
     assert not agree(e, a[:10], steps=steps_rule(float(scale))).ok  # shapes first
+
+
+def test_float_output_calibrated_on_the_framework_s_own_disagreement():
+    """A float output that is not quantized (a hybrid int8 model's, float I/O): k x the
+    framework's own relative disagreement, never looser than the default where it is exact."""
+    assert calibrated_rtol(F32, None) == default_rtol(F32)            # nothing measured: the default
+    assert calibrated_rtol(F32, 0.0) == default_rtol(F32)             # the framework exact: the default
+    assert calibrated_rtol(F32, 1e-3) == default_rtol(F32)            # below the default: never tighter
+    assert calibrated_rtol(F32, 0.015) == pytest.approx(CALIBRATION_K * 0.015)
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal(400).astype(F32)
+    noisy = (e + 0.017 * np.abs(e).max() * rng.uniform(-1, 1, 400)).astype(F32)
+    assert relative_difference(e, noisy) == pytest.approx(0.017, rel=0.05)
+    assert not agree(e, noisy).ok                                     # beyond the default 1e-2
+    r = agree(e, noisy, rtol=calibrated_rtol(F32, 0.015))
+    assert r.ok and "allowed 3e-02" in r.detail, r.detail
+    scaled = (e * F32(1.25)).astype(F32)                               # a weight scaled 1.25x
+    assert not agree(e, scaled, rtol=calibrated_rtol(F32, 0.015)).ok
+    assert relative_difference(e, e[:10]) is None
+    assert relative_difference(np.zeros(3, F32), np.ones(3, F32)) == 1.0  # (of the actual's magnitude, as agree)
+    assert relative_difference(np.arange(3), np.arange(3)) is None    # integers: not relative
