@@ -778,3 +778,41 @@ def test_the_names_of_a_graph_are_never_another_graphs_that_had_its_id():
     cache[id(else_g)] = cache.pop(id(then_g))  # what a reused id looks like to the cache
     assert _names_in(else_g, cache) == {"b"}
     assert _names_in(else_g, cache) == {"b"}  # (and it is cached for the graph itself)
+
+
+@pytest.mark.parametrize("elem", [TensorProto.FLOAT, TensorProto.INT32, TensorProto.BOOL])
+def test_carried_loop_taps_give_back_each_iteration_exactly(elem):
+    """Carried taps (elements and dims appended per iteration) cut back into the iterations'
+    tensors: one that grows from empty ([0, 2], [1, 2], [2, 2]) and a scalar, per element type."""
+    from onnx_slice_tools.verification.inplace import _carry_through_loop, _iterations
+    np_type = helper.tensor_dtype_to_np_dtype(elem)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Concat", ["s_in", "row"], ["s_out"], axis=0),
+         helper.make_node("Cast", ["i"], ["k"], to=elem)],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("s_in", elem, None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", elem, None)],
+        [numpy_helper.from_array(np.ones((1, 2), np_type), "row")])
+    loop = helper.make_node("Loop", ["M", "", "s0"], ["s_final"], name="loop", body=body)
+    model = _model([loop], [helper.make_tensor_value_info("M", TensorProto.INT64, []),
+                            helper.make_tensor_value_info("s0", elem, [0, 2])],
+                   [helper.make_tensor_value_info("s_final", elem, None)])
+    g = model.graph
+    node, body = g.node[0], g.node[0].attribute[0].g
+    taps = {name: _carry_through_loop(g, node, body, name, e) for name, e in (("s_in", elem), ("k", elem))}
+    for flat, dims in taps.values():
+        g.output.extend([helper.make_empty_tensor_value_info(flat), helper.make_empty_tensor_value_info(dims)])
+    names = [o.name for o in g.output]
+    for m in (0, 3):
+        got = dict(zip(names, _run(model, {"M": np.array(m, np.int64), "s0": np.zeros((0, 2), np_type)})))
+        carried = {flat: dims for flat, dims in taps.values()}
+        grown = _iterations(got, taps["s_in"][0], carried)
+        assert [a.shape for a in grown] == [(k, 2) for k in range(m)]
+        assert all(a.dtype == np_type and (a == np.ones((k, 2), np_type)).all() for k, a in enumerate(grown))
+        scalars = _iterations(got, taps["k"][0], carried)
+        assert [a.shape for a in scalars] == [()] * m
+        assert [a.item() for a in scalars] == [np.asarray(k).astype(np_type).item() for k in range(m)]
+        assert got["s_final"].shape == (m, 2)  # the Loop's own output is untouched
