@@ -816,3 +816,23 @@ def test_carried_loop_taps_give_back_each_iteration_exactly(elem):
         assert [a.shape for a in scalars] == [()] * m
         assert [a.item() for a in scalars] == [np.asarray(k).astype(np_type).item() for k in range(m)]
         assert got["s_final"].shape == (m, 2)  # the Loop's own output is untouched
+
+
+def test_loop_taps_that_run_neither_stacked_nor_carried_say_so(monkeypatch):
+    """When the Loop taps fail both ways (stacking: the tensor grows; carrying: sabotaged here),
+    the check runs without them and both the rewrite's status and the model's ``model_run`` say
+    the taps could not run, with onnxruntime's error -- never "no rewrite in the main graph"."""
+    from onnx_slice_tools.verification import inplace
+    real = inplace._carry_through_loop
+
+    def broken(g, node, body, name, elem):
+        flat, dims = real(g, node, body, name, elem)
+        concat = next(n for n in body.node if list(n.output) == [f"{flat}_out"])
+        concat.attribute[0].i = 1  # (1-D tensors: no axis 1)
+        return flat, dims
+    monkeypatch.setattr(inplace, "_carry_through_loop", broken)
+    rep = convert(_loop_model(grow=True)).report
+    status = rep.inplace_of(0)
+    assert status.startswith("skipped: taps through the Loop could not run (onnxruntime "), status
+    assert rep.model_checks["model_run"] == status, rep.model_checks
+    assert rep.verdict.startswith("unverified (") and rep.ok
