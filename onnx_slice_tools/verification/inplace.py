@@ -458,14 +458,16 @@ def _status(checked: list, pending: list, taps, marks: dict, runs: int | None = 
     runs = _RUNS + _BRANCH_RUNS if runs is None else runs
     for r in pending:
         marks[id(r)] = (skipped(f"its If branch was not taken in {runs} runs on random inputs")
-                     if id(r) in taps.branch else skipped("its Loop ran no iteration on random inputs")
+                     if id(r) in taps.branch else skipped(f"its Loop ran no iteration in {runs} runs on random inputs")
                      if id(r) in taps.loop else skipped("not run"))
     problems = [f"node {r.node!r}: {detail(marks[id(r)])}" for r in checked
                 if marks.get(id(r)) is not None and kind(marks[id(r)]) == "failed"]
     if problems:
         return failed(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
     if pending:
-        return skipped(f"{len(pending)} of {len(checked)} rewrites not reached (If branch not taken, Loop not run)")
+        why = {detail(marks[id(r)]).removeprefix("its ") for r in pending}
+        return skipped(f"{len(pending)} of {len(checked)} rewrites not reached ("
+                       + (why.pop() if len(why) == 1 else "If branch not taken, Loop not run") + ")")
     return PASSED
 
 
@@ -569,11 +571,12 @@ class InplaceRun:
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
                        inferred=inferred)
         self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
-        self.attempt = _Attempt(proto, records, loops=True, **self.kw)
+        self.attempt = _Attempt(proto, records, loops=STACKED, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
-        changes shape between iterations: then the check runs again without them.  A deferred
+        changes shape between iterations: then the check runs again with them carried (any
+        shapes), and if that fails too, without them.  A deferred
         rewrite whose reference raises (or has no defined result) on the run's tensors means the
         random inputs are ones the original rejects: the check runs again without deferring,
         where the converted model's own run shows whether it fails there too (and the sizes
@@ -582,15 +585,20 @@ class InplaceRun:
         deferred = [r for r in self.attempt.checked if id(r) in self.attempt.taps.deferred]
         if any(self.marks.get(id(r)) not in (None, AWAITING) for r in deferred):
             self.kw["defer"] = False
-            self.attempt = _Attempt(self.proto, self.records, loops=True, **self.kw)
+            self.attempt = _Attempt(self.proto, self.records, loops=STACKED, **self.kw)
             result = self.attempt.result()
-        in_loops = [r for r in self.records if r.lowering is not None and " > Loop " in r.graph]
-        if kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops:
-            first = result.status
-            self.attempt = _Attempt(self.proto, self.records, loops=False, **self.kw)
+        in_loops = [r for r in self.records if id(r) in self.attempt.taps.loop]
+        for loops in (CARRIED, None):
+            if not (kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops):
+                break
+            why = skipped(f"taps through the Loop could not run ({detail(result.status)})")
+            self.attempt = _Attempt(self.proto, self.records, loops=loops, **self.kw)
             result = self.attempt.result()
-            for r in in_loops:
-                self.marks[id(r)] = skipped(f"taps through the Loop could not run ({detail(first)})")
+            if loops is None:
+                for r in in_loops:
+                    self.marks[id(r)] = why
+                if not self.attempt.checked:  # (every rewrite is in a Loop body: none was checked)
+                    result.status = why
         self.awaiting = {self.attempt.taps.deferred[id(r)]: r for r in self.attempt.checked
                          if self.marks.get(id(r)) is AWAITING}
         self.passed = result.status if kind(result.status) == "passed" else None  # (before the as-shipped run)
@@ -677,6 +685,9 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
                       ahead=ahead, inferred=inferred)
 
 
+#: Loop taps (_tap_model's ``loops``): stacked scan outputs, or carried values that take any shapes
+STACKED, CARRIED = "stacked", "carried"
+
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
 AWAITING = skipped("awaits the as-shipped run")
 #: ... and once the as-shipped run gave its reference output, bitwise: what checked it, said
@@ -688,7 +699,7 @@ class _Attempt:
     only once shape inference at the chosen sizes has succeeded (in a helper process):
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
-    def __init__(self, proto, records: list, *, loops: bool, memory_budget: int, weight_bytes: int, load_weights,
+    def __init__(self, proto, records: list, *, loops: str | None, memory_budget: int, weight_bytes: int, load_weights,
                  seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None,
                  inferred=None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
@@ -697,6 +708,7 @@ class _Attempt:
         self.table = self.liveness.table
         self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
         self.keep_session = keep_session
+        self.loops = loops
         self.session: Any = None
         self.error: Exception | None = None
         self.thread: threading.Thread | None = None
@@ -953,7 +965,10 @@ class _Attempt:
                     break  # an earlier run checked some: the rest stay "not reached"
                 shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
                 failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
-                grow = [k for k in _dims_reaching(proto, _failing_node(str(exc))) if k not in self.pins]
+                at = _failing_node(str(exc))
+                if self.loops == STACKED and at in taps.loop_nodes:
+                    return skip_all(failure)  # (stacking may be what fails: the next attempt carries them)
+                grow = [k for k in _dims_reaching(proto, at) if k not in self.pins]
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > _MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
@@ -1060,9 +1075,9 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
             if marks[id(r)] != PASSED:
                 break
         return reached
-    if id(r) in taps.loop:  # stacked per iteration
-        fetched = {orig: got[name] for orig, name in taps.views[id(r)].items()}
-        iterations = min(len(v) for v in fetched.values())
+    if id(r) in taps.loop:  # per iteration
+        fetched = {orig: _iterations(got, name, taps.carried) for orig, name in taps.views[id(r)].items()}
+        iterations = min(len(v) for v in fetched.values()) if fetched else 0
         for k in range(iterations):
             marks[id(r)] = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
             if marks[id(r)] != PASSED:
@@ -1080,6 +1095,8 @@ class _Taps:
     views: dict = dataclasses.field(default_factory=dict)   # id(record) -> {tensor name: fetched name}
     branch: dict = dataclasses.field(default_factory=dict)  # id(record) -> (fetched condition, then?)
     loop: set = dataclasses.field(default_factory=set)      # id(record) of rewrites in Loop bodies
+    loop_nodes: set = dataclasses.field(default_factory=set)  # names of the Loop nodes tapped
+    carried: dict = dataclasses.field(default_factory=dict)  # fetched elements -> fetched shapes (CARRIED)
     calls: dict = dataclasses.field(default_factory=dict)   # id(record) -> [view per call of its function]
     elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
     deferred: dict = dataclasses.field(default_factory=dict)  # id(record) -> its output, left to the as-shipped run
@@ -1121,12 +1138,15 @@ class _Taps:
         return name
 
 
-def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = frozenset(),
+def _tap_model(proto, records: list, loops: str | None = STACKED, deferred: frozenset = frozenset(),
                table: NodeTable | None = None):
     """A copy of ``proto`` exposing, as graph outputs, what reaches each rewrite and what it
     gives: main-graph tensors directly; tensors of an ``If`` branch through extra outputs of
     both branches (an empty tensor of the type in the other one) and of the If node; tensors
-    of a ``Loop`` body (with ``loops``) as extra scan outputs, stacked per iteration.
+    of a ``Loop`` body per iteration, by ``loops``: STACKED as extra scan outputs (one tensor,
+    which onnxruntime refuses when the tensor changes shape between iterations), CARRIED as
+    extra loop-carried values that append each iteration's elements and shape (any shapes, a
+    copy of what is held at each iteration), None: not tapped.
     ``deferred``: main-graph rewrite outputs (graph outputs of ``proto``) not fetched -- the
     as-shipped run gives them: the copy neither outputs nor computes them (it keeps only the
     nodes its outputs need).  ``table``: ``proto``'s main graph's, if read."""
@@ -1190,12 +1210,20 @@ def _tap_model(proto, records: list, loops: bool = True, deferred: frozenset = f
             for view in taps.calls[id(r)]:
                 for name, fetched in view.items():
                     taps.elems[fetched] = elem[name]
-        elif loops and len(bodies.get(r.graph, ())) == 1:
+        elif loops is not None and len(bodies.get(r.graph, ())) == 1:
             node, body = bodies[r.graph][0]
             names = _present(body, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
-            taps.views[id(r)] = {name: taps.fetch(_tap_through_loop(node, body, name, elem[name]))
-                                 for name in names}
+            view = taps.views[id(r)] = {}
+            for name in names:
+                if loops == CARRIED:
+                    flat, dims = _carry_through_loop(g, node, body, name, elem[name])
+                    taps.carried[taps.fetch(flat)] = taps.fetch(dims)
+                    taps.elems[dims] = 7
+                    view[name] = flat
+                else:
+                    view[name] = taps.fetch(_tap_through_loop(node, body, name, elem[name]))
             taps.loop.add(id(r))
+            taps.loop_nodes.add(node.name)
         for name, fetched in taps.views.get(id(r), {}).items():
             taps.elems[fetched] = elem[name]
     for name in taps.names:
@@ -1264,6 +1292,53 @@ def _tap_through_loop(node, body, name: str, elem: int) -> str:
     body.output.append(helper.make_tensor_value_info(inner, elem, None))
     node.output.append(tap)
     return tap
+
+
+def _carry_through_loop(g, node, body, name: str, elem: int) -> tuple[str, str]:
+    """Expose ``name`` of Loop ``node``'s body (in graph ``g``) as two new loop-carried values:
+    its elements appended at each iteration (1-D) and its rank and dims appended (int64).
+    Returns their final values' names (see :func:`_iterations`)."""
+    from onnx import helper
+    tap = f"{name}::carry_loop"
+    if tap in node.output:
+        return tap, f"{tap}_dims"
+    made: list = []
+    for out, typ in ((tap, elem), (f"{tap}_dims", 7)):
+        g.initializer.append(helper.make_tensor(f"{out}_init", typ, [0], []))
+        n_carried = len(node.input) - 2  # (inputs: trip count, condition, carried values)
+        node.input.append(f"{out}_init")
+        body.input.append(helper.make_tensor_value_info(f"{out}_in", typ, None))
+        # (outputs: condition, carried values, scan outputs; the node's: carried, scan)
+        body.output.insert(1 + n_carried, helper.make_tensor_value_info(f"{out}_out", typ, None))
+        node.output.insert(n_carried, out)
+        made.append(out)
+    flat, dims = made
+    body.node.extend([
+        helper.make_node("Constant", [], [f"{flat}_minus1"], value=helper.make_tensor(f"{flat}_minus1", 7, [1], [-1])),
+        helper.make_node("Reshape", [name, f"{flat}_minus1"], [f"{flat}_flat"]),
+        helper.make_node("Concat", [f"{flat}_in", f"{flat}_flat"], [f"{flat}_out"], axis=0),
+        helper.make_node("Shape", [name], [f"{dims}_shape"]),
+        helper.make_node("Shape", [f"{dims}_shape"], [f"{dims}_rank"]),
+        helper.make_node("Concat", [f"{dims}_in", f"{dims}_rank", f"{dims}_shape"], [f"{dims}_out"], axis=0),
+    ])
+    return flat, dims
+
+
+def _iterations(got: dict, name: str, carried: dict) -> list:
+    """The per-iteration values of a Loop tap ``name`` in the run ``got``: the stacked scan
+    output's slices, or (``carried``: elements -> dims) the carried elements cut and reshaped
+    by the dims appended with them (rank, then each dim)."""
+    if name not in carried:
+        return list(got[name])
+    flat, dims = np.asarray(got[name]).reshape(-1), np.asarray(got[carried[name]]).reshape(-1).tolist()
+    values, at, k = [], 0, 0
+    while k < len(dims):
+        shape = tuple(int(d) for d in dims[k + 1:k + 1 + int(dims[k])])
+        k += 1 + int(dims[k])
+        size = int(np.prod(shape, dtype=np.int64))
+        values.append(flat[at:at + size].reshape(shape))
+        at += size
+    return values
 
 
 def _tap_through_if(node, branch: str, name: str, elem: int) -> str:

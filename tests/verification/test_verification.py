@@ -444,23 +444,59 @@ def test_rewrite_in_a_loop_body_is_checked_every_iteration():
     assert len(result.model.graph.node[0].output) == 1, "taps leaked into the converted model"
 
 
-def test_loop_taps_that_cannot_stack_fall_back_honestly(tmp_path, capfd):
+def test_loop_taps_of_a_tensor_that_changes_shape_are_carried(tmp_path, capfd):
+    """Scan outputs cannot stack a tensor that grows every iteration (onnxruntime: "Inconsistent
+    shape in loop output"): the taps are then carried through the Loop, and the rewrite is
+    checked in place on every iteration (the model's verdict: verified)."""
     result = convert(_loop_model(grow=True))
-    inplace = result.report.inplace_of(0)
-    assert inplace.startswith("skipped: taps through the Loop could not run (onnxruntime fails"), inplace
-    assert "Inconsistent shape in loop output" in inplace
-    assert result.report.verdict.startswith("unverified (") and result.report.ok
+    assert result.report.records[0].graph == "main > Loop 'loop'.body"
+    assert result.report.inplace_of(0) == "passed", result.report.statuses()
+    assert result.report.model_checks["model_run"] == "passed"
+    assert len(result.model.graph.node[0].output) == 1, "taps leaked into the converted model"
     src, dst = tmp_path / "loop.onnx", tmp_path / "out.onnx"
     onnx.save(_loop_model(grow=True), src)
     capfd.readouterr()
     assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
     out, err = capfd.readouterr()
-    assert err == "" and "NOT fully verified" in out  # failed runs are statuses, never onnxruntime logs
+    # (the only skip: the original's own checker failure -- its Loop output has no shape)
+    assert err == "" and out.endswith("NOT fully verified: checker skipped (the original fails it too: "
+                                      "Field 'shape' of 'type' is required but missing.)\n"), out
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     got = _run(result.model, {"M": np.array(2, np.int64), "x": x})[0]
     want = np.concatenate([x[:, ::-1], x[:, ::-1]])[:, ::-1]
     want = np.concatenate([want, want])
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("grow", [False, True], ids=["stacked", "carried"])
+def test_in_place_check_in_a_loop_body_catches_a_tampered_slice(grow):
+    """The Loop-body rewrite replaced by an Identity (same shape, values not reversed): the
+    in-place check fails on the first iteration, with taps stacked and with taps carried."""
+    from onnx_slice_tools.verification.inplace import run_inplace
+    result = convert(_loop_model(grow))
+    bad = onnx.ModelProto()
+    bad.CopyFrom(result.model)
+    body = bad.graph.node[0].attribute[0].g
+    k = next(k for k, n in enumerate(body.node) if n.op_type == "Slice")
+    body.node[k].CopyFrom(helper.make_node("Identity", [body.node[k].input[0]], list(body.node[k].output)))
+    run = run_inplace(bad, result.report.records, memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
+    assert run.status.startswith("failed: node 'ss_r': iteration 0: "), run.status
+    assert run.inplace[0].startswith("failed: iteration 0: ")
+
+
+def test_a_loop_that_runs_no_iteration_says_so():
+    """Trip count 0 on every input: the body's rewrite is never reached, and the statuses say
+    that (the Loop ran no iteration), never "passed" nor "no rewrite in the main graph"."""
+    model = _loop_model(grow=False)
+    model.graph.input.pop(0)
+    model.graph.node.insert(0, helper.make_node("Constant", [], ["M"], value=_ints("M", [])))
+    del model.graph.node[0].attribute[0].t.dims[:]
+    model.graph.node[0].attribute[0].t.int64_data[:] = [0]
+    rep = convert(model).report
+    assert rep.inplace_of(0) == "skipped: its Loop ran no iteration in 10 runs on random inputs", rep.statuses()
+    assert rep.model_checks["model_run"] == \
+        "skipped: 1 of 1 rewrites not reached (Loop ran no iteration in 10 runs on random inputs)"
+    assert rep.verdict.startswith("unverified (")
 
 
 def test_shape_inference_that_would_abort_the_process_is_isolated(capfd):
@@ -742,3 +778,61 @@ def test_the_names_of_a_graph_are_never_another_graphs_that_had_its_id():
     cache[id(else_g)] = cache.pop(id(then_g))  # what a reused id looks like to the cache
     assert _names_in(else_g, cache) == {"b"}
     assert _names_in(else_g, cache) == {"b"}  # (and it is cached for the graph itself)
+
+
+@pytest.mark.parametrize("elem", [TensorProto.FLOAT, TensorProto.INT32, TensorProto.BOOL])
+def test_carried_loop_taps_give_back_each_iteration_exactly(elem):
+    """Carried taps (elements and dims appended per iteration) cut back into the iterations'
+    tensors: one that grows from empty ([0, 2], [1, 2], [2, 2]) and a scalar, per element type."""
+    from onnx_slice_tools.verification.inplace import _carry_through_loop, _iterations
+    np_type = helper.tensor_dtype_to_np_dtype(elem)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Concat", ["s_in", "row"], ["s_out"], axis=0),
+         helper.make_node("Cast", ["i"], ["k"], to=elem)],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("s_in", elem, None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", elem, None)],
+        [numpy_helper.from_array(np.ones((1, 2), np_type), "row")])
+    loop = helper.make_node("Loop", ["M", "", "s0"], ["s_final"], name="loop", body=body)
+    model = _model([loop], [helper.make_tensor_value_info("M", TensorProto.INT64, []),
+                            helper.make_tensor_value_info("s0", elem, [0, 2])],
+                   [helper.make_tensor_value_info("s_final", elem, None)])
+    g = model.graph
+    node, body = g.node[0], g.node[0].attribute[0].g
+    taps = {name: _carry_through_loop(g, node, body, name, e) for name, e in (("s_in", elem), ("k", elem))}
+    for flat, dims in taps.values():
+        g.output.extend([helper.make_empty_tensor_value_info(flat), helper.make_empty_tensor_value_info(dims)])
+    names = [o.name for o in g.output]
+    for m in (0, 3):
+        got = dict(zip(names, _run(model, {"M": np.array(m, np.int64), "s0": np.zeros((0, 2), np_type)})))
+        carried = {flat: dims for flat, dims in taps.values()}
+        grown = _iterations(got, taps["s_in"][0], carried)
+        assert [a.shape for a in grown] == [(k, 2) for k in range(m)]
+        assert all(a.dtype == np_type and (a == np.ones((k, 2), np_type)).all() for k, a in enumerate(grown))
+        scalars = _iterations(got, taps["k"][0], carried)
+        assert [a.shape for a in scalars] == [()] * m
+        assert [a.item() for a in scalars] == [np.asarray(k).astype(np_type).item() for k in range(m)]
+        assert got["s_final"].shape == (m, 2)  # the Loop's own output is untouched
+
+
+def test_loop_taps_that_run_neither_stacked_nor_carried_say_so(monkeypatch):
+    """When the Loop taps fail both ways (stacking: the tensor grows; carrying: sabotaged here),
+    the check runs without them and both the rewrite's status and the model's ``model_run`` say
+    the taps could not run, with onnxruntime's error -- never "no rewrite in the main graph"."""
+    from onnx_slice_tools.verification import inplace
+    real = inplace._carry_through_loop
+
+    def broken(g, node, body, name, elem):
+        flat, dims = real(g, node, body, name, elem)
+        concat = next(n for n in body.node if list(n.output) == [f"{flat}_out"])
+        concat.attribute[0].i = 1  # (1-D tensors: no axis 1)
+        return flat, dims
+    monkeypatch.setattr(inplace, "_carry_through_loop", broken)
+    rep = convert(_loop_model(grow=True)).report
+    status = rep.inplace_of(0)
+    assert status.startswith("skipped: taps through the Loop could not run (onnxruntime "), status
+    assert rep.model_checks["model_run"] == status, rep.model_checks
+    assert rep.verdict.startswith("unverified (") and rep.ok
