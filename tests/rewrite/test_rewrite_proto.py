@@ -287,7 +287,11 @@ def test_one_model_through_the_pipeline_on_each_holder(tmp_path):
     a, b = (make_session(str(tmp_path / f)).run(None, feeds) for f in ("fast.onnx", "full.onnx"))
     for u, v in zip(a, b, strict=True):
         np.testing.assert_array_equal(u, v)  # (pure data movement: bitwise)
-    np.testing.assert_array_equal(dict(zip([o.name for o in fast.model.graph.output], a))["c"], x[:, 1:3])
+    got = dict(zip([o.name for o in fast.model.graph.output], a))
+    w = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for name, want in {"c": x[:, 1:3], "sq": x[:, 1] * x[:, 1], "k": np.maximum(x, 0)[:, 1:2], "sh": x[:, 2],
+                       "rt": x[:, 1:3], "branch": -x, "ws": w[:, :3], "r": np.maximum(x, 0)}.items():
+        np.testing.assert_array_equal(got[name], want, err_msg=name)
 
 
 def test_the_protobuf_holder_converts_and_verifies_without_importing_onnx_ir(tmp_path):
