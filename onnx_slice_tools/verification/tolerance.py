@@ -256,12 +256,9 @@ def agree(expected, actual, *, exact: bool = False, rtol: float | None = None,
         return Agreement(False, False, f"{_count_unequal(e, a)} of {e.size} values differ{how}")
     tol = default_rtol(e.dtype) if rtol is None else check_rtol(rtol)
     x, y = _widen(e), _widen(a)
-    nan_x, nan_y = np.isnan(x), np.isnan(y)
-    if not np.array_equal(nan_x, nan_y):
-        return Agreement(False, False, f"NaN at different positions ({int(np.sum(nan_x != nan_y))} of {x.size})")
-    inf_x, inf_y = np.isinf(x), np.isinf(y)
-    if not np.array_equal(inf_x, inf_y) or not np.array_equal(x[inf_x], y[inf_y]):
-        return Agreement(False, False, "inf at different positions or with different signs")
+    special = _special_values_differ(x, y)
+    if special is not None:
+        return Agreement(False, False, special)
     finite = np.isfinite(x)
     fx, fy = x[finite], y[finite]
     scale = float(np.max(np.abs(fx), initial=0.0))
@@ -286,15 +283,24 @@ def agree(expected, actual, *, exact: bool = False, rtol: float | None = None,
                                    f"magnitude {scale:.3g} (allowed {_fmt(tol)})")
 
 
+def _special_values_differ(x: np.ndarray, y: np.ndarray) -> str | None:
+    """Why two widened float arrays disagree on their NaN or inf values (position or sign), or None:
+    every comparison of floats first asks this, then compares the finite values."""
+    nan_x, nan_y = np.isnan(x), np.isnan(y)
+    if not np.array_equal(nan_x, nan_y):
+        return f"NaN at different positions ({int(np.sum(nan_x != nan_y))} of {x.size})"
+    inf_x, inf_y = np.isinf(x), np.isinf(y)
+    if not np.array_equal(inf_x, inf_y) or not np.array_equal(x[inf_x], y[inf_y]):
+        return "inf at different positions or with different signs"
+    return None
+
+
 def _agree_in_steps(e: np.ndarray, a: np.ndarray, steps: Steps) -> Agreement:
     if is_float(e.dtype):
         x, y = _widen(e), _widen(a)
-        nan_x, nan_y = np.isnan(x), np.isnan(y)
-        if not np.array_equal(nan_x, nan_y):
-            return Agreement(False, False, f"NaN at different positions ({int(np.sum(nan_x != nan_y))} of {x.size})")
-        inf_x, inf_y = np.isinf(x), np.isinf(y)
-        if not np.array_equal(inf_x, inf_y) or not np.array_equal(x[inf_x], y[inf_y]):
-            return Agreement(False, False, "inf at different positions or with different signs")
+        special = _special_values_differ(x, y)
+        if special is not None:
+            return Agreement(False, False, special)
     d = step_differences(e, a, steps.scale)
     assert d is not None  # (shape and dtype were compared first)
     if d.size == 0:
