@@ -24,7 +24,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
-from ..semantics.plan import make_plan, shape_conflict
+from ..semantics.plan import declared_conflict, make_plan, shape_conflict
 from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, check_flavor, from_openvino, from_tf, from_tflite
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
@@ -373,11 +373,7 @@ def declared_output_conflict(declared, planned) -> str | None:
     against a number is less information, not a contradiction).  For a graph output (the
     model's interface) the rewrite refuses the node as invalid input; an intermediate
     declaration (value_info) is left to the checks (docs/design.md, "Shapes the lowering trusts")."""
-    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
-
-
-def _declared_vs_planned(a, b) -> str | None:
-    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
+    return declared_conflict(declared, planned)
 
 
 def input_warnings(declared, derived) -> list:

@@ -433,3 +433,15 @@ def shape_conflict(shape: Sequence[Dim] | None, other: Sequence[Dim] | None,
         if problem:
             return f"dim {i}: {problem}"
     return None
+
+
+def declared_conflict(declared: Sequence[Dim] | None, planned: Sequence[Dim] | None) -> str | None:
+    """A shape a model declares for a slice's output that contradicts the plan: another rank, or
+    another number for a dim both know.  (Exporters name unknown dims ``unk__7``: a name where the
+    plan knows the size is less information, not a contradiction.)  The one rule of the rewrite
+    (a graph output's declaration) and of the per-rewrite checks."""
+    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
+
+
+def _declared_vs_planned(a: Dim, b: Dim) -> str | None:
+    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None

@@ -39,6 +39,7 @@ from ..errors import StridedSliceError
 from ..errors import first_line
 from ..lowering.lower import RESHAPE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
+from ..semantics.plan import declared_conflict
 from ..semantics.reference import apply_plan
 from .runtimes import NOT_ASKED, ONNXRUNTIME, OPENVINO, SHIPPED, onnxruntime_session, require, session_options  # noqa: F401 - re-exported
 from .runtimes import make_session as runtime_session
@@ -278,17 +279,6 @@ def _dims_compatible(inferred: Dim, planned: Dim, lenient: bool = False) -> bool
     if isinstance(inferred, int):  # plan says symbolic/unknown, inference made up a number --
         return lenient and planned is None  # or folded run-time indices the plan left unknown
     return True
-
-
-def declared_conflict(declared: tuple | None, planned: tuple | None) -> str | None:
-    """A shape the original model declared for the node's output contradicts the plan: another
-    rank, or another number for a dim both know.  (Exporters name unknown dims ``unk__7``:
-    a name where the plan knows the size is less information, not a contradiction.)"""
-    return shape_conflict(declared, planned, _declared_vs_planned, "planned ")
-
-
-def _declared_vs_planned(a: Dim, b: Dim) -> str | None:
-    return f"declared {a} != planned {b}" if isinstance(a, int) and isinstance(b, int) and a != b else None
 
 
 def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
