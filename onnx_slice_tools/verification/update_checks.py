@@ -6,7 +6,7 @@ on starts drawn in range, at both ends and far out of range on both sides (int32
 extremes).  The result must equal the reference of semantics/update.py bitwise (pure data
 movement); GELU's float results are judged by the product's tolerance rule
 (``tolerance.agree``) against a float64 evaluation of its definition.  The status is written
-into ``record.check`` ("passed: ..." or "failed: ...").
+into ``record.check`` (a ``status.Status``: passed or failed, with why).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from ..semantics import update as semantics
 from . import runtimes
 from .inputs import random_values
+from .status import failed, passed
 from .tolerance import agree
 
 #: Starts drawn for a run-time index vector, besides the in-range ones.
@@ -91,7 +92,7 @@ def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
     try:
         session = runtimes.onnxruntime_session(model.SerializeToString(), runtimes.SHIPPED)
     except Exception as exc:  # onnxruntime refuses the graph
-        record.check = f"failed: onnxruntime refused the lowering ({str(exc).splitlines()[0]})"
+        record.check = failed(f"onnxruntime refused the lowering ({str(exc).splitlines()[0]})")
         return record.check
     runs = 0
     try:
@@ -105,10 +106,10 @@ def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
             elif got.shape != expected.shape or got.dtype != expected.dtype or got.tobytes() != expected.tobytes():
                 raise AssertionError(f"differs from the reference (shape {got.shape} vs {expected.shape})")
     except Exception as exc:
-        record.check = f"failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        record.check = failed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return record.check
     rule = "within tolerance" if record.op_type == "TFL_GELU" else "bitwise"
-    record.check = f"passed: {runs} run(s) in onnxruntime equal the reference ({rule})"
+    record.check = passed(f"{runs} run(s) in onnxruntime equal the reference, {rule}")
     return record.check
 
 
