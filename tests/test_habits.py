@@ -152,3 +152,21 @@ def test_the_timing_check_finds_comments_and_docstrings():
               '    return "3 ms"  # a string is not a comment\n')
     assert [v.split(": ", 1)[1] for v in _timings(Path("m.py"), source)] == [
         "# 1.4x faster since docs/benchmarks.md §8", "docstring cites '~0.04 s'", "docstring cites '12 µs'"]
+
+
+#: A test that skips itself when a package is missing: the oracles (TensorFlow, LiteRT,
+#: OpenVINO, tf2onnx) are declared in the ``oracles`` extra and CI installs them, so a missing
+#: one must fail the suite, not thin it out.
+_SKIP_IF_MISSING = re.compile(r"\bimportorskip\s*\(")
+
+
+def test_no_test_skips_itself_for_a_missing_package():
+    tests = Path(__file__).parent
+    found = [f"{f}:{n}" for f in sorted(tests.rglob("*.py")) if f != Path(__file__)
+             for n, line in enumerate(f.read_text().splitlines(), 1) if _SKIP_IF_MISSING.search(line)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_skip_check_finds_importorskip():
+    assert _SKIP_IF_MISSING.search('tf = pytest.importorskip("tensorflow")')
+    assert not _SKIP_IF_MISSING.search("import tensorflow as tf")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+import tensorflow as tf
 from onnx import numpy_helper
 
 from onnx_slice_tools import convert
@@ -18,7 +19,6 @@ from onnx_slice_tools.cli.main import main as cli_main
 from onnx_slice_tools.frontends.sources import quiet_frameworks, verify_against_source
 from onnx_slice_tools.verification.quantized import output_scales
 
-tf = pytest.importorskip("tensorflow")
 
 
 def _conv_module(out_slice: bool):
