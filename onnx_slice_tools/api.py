@@ -259,9 +259,10 @@ class _ProtoHolder:
         return self.proto
 
     def budget(self) -> Budget:
+        if not self.ctx.verify:  # (no check counts: verification's modules stay unimported)
+            return Budget(self.ctx.memory)
         from .verification.inplace import budget_weight_bytes
-        weights = budget_weight_bytes(self.proto, held=True) if self.ctx.verify else 0  # (every weight inline)
-        return Budget(self.ctx.memory, weights)
+        return Budget(self.ctx.memory, budget_weight_bytes(self.proto, held=True))  # (every weight inline)
 
     def needs_checked_run(self, result, converting: bool) -> bool:
         return True
@@ -345,9 +346,11 @@ class _IrHolder:
         return proto
 
     def budget(self) -> Budget:
-        from .verification.inplace import budget_weight_bytes
         m, source = self.model, self.source
-        weights = budget_weight_bytes(m, held=self.ctx.weights_held) if self.ctx.verify else 0
+        if not self.ctx.verify:  # (no check counts: verification's modules stay unimported)
+            return Budget(self.ctx.memory)
+        from .verification.inplace import budget_weight_bytes
+        weights = budget_weight_bytes(m, held=self.ctx.weights_held)
         if not _external_tensors(m):
             return Budget(self.ctx.memory, weights)
         return Budget(self.ctx.memory, weights, lambda p: _with_external_data(p, source))
