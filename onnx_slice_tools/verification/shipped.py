@@ -27,6 +27,7 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 
 from ..errors import first_line as _line
+from .budget import Budget
 from .checks import PASSED, failed, passed, skipped
 from .exact import FLOAT_ELEMS, MOVEMENT, exact_outputs  # noqa: F401 - re-exported
 from .inplace import (
@@ -100,19 +101,18 @@ class SessionAhead:
         self.session = None
 
 
-def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, seed: int = 0
-                 ) -> CheckedRun | str:
+def baseline_run(proto, *, budget: Budget, seed: int = 0) -> CheckedRun | str:
     """A checked run where there is no in-place run (nothing was rewritten, yet the model
-    changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs.
-    Returns the run, or a ``skipped: ...`` status."""
+    changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs, within
+    ``budget`` (verification/budget.py).  Returns the run, or a ``skipped: ...`` status."""
     from ..rewrite.shapes import skeleton
     try:
         sizes, shapes = choose_sizes(skeleton(proto))
     except Skip as exc:
         return skipped(str(exc))
-    need = run_need(proto, shapes, weight_bytes=weight_bytes)
-    if need > memory_budget:
-        return skipped(over_budget(need, memory_budget, {}))
+    need = run_need(proto, shapes, weight_bytes=budget.weight_bytes)
+    if need > budget.memory:
+        return skipped(over_budget(need, budget.memory, {}))
     try:
         feeds = random_feeds(proto, sizes, shapes, np.random.default_rng(seed))
     except Skip as exc:
@@ -121,7 +121,7 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
     elems = {vi.name: vi.type.tensor_type.elem_type for vi in proto.graph.input}
     elems.update({o: shapes[o][0] for o in outputs if o in shapes})
     try:
-        session = onnxruntime_session(serialized(proto, load_weights), FAST)
+        session = onnxruntime_session(serialized(proto, budget.load_weights), FAST)
         got = run_taps(session, feeds, outputs, elems)
     except Exception as exc:  # a model onnxruntime cannot run: reported, not raised
         foreign = foreign_ops(proto)
@@ -211,13 +211,14 @@ def foreign_ops(proto) -> list:
     return list(dict.fromkeys(found))
 
 
-def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), memory_budget: int,
-                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None,
+def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), budget: Budget,
+                   why_none: str | None = None, compared: dict | None = None,
                    liveness: Liveness | None = None, ahead: SessionAhead | None = None,
                    calibration: dict | None = None) -> dict:
     """check name -> status of the as-shipped run of ``proto`` (see the module doc): ``shipped``
-    (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``).
-    ``checked``: the run to agree with; None -> skipped with ``why_none``.  ``compared``: filled,
+    (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``), within
+    ``budget`` (verification/budget.py).  ``checked``: the run to agree with; None -> skipped
+    with ``why_none``.  ``compared``: filled,
     when onnxruntime's run compared its outputs, with graph output name -> None (agreed) or the
     problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle).
     ``liveness``: ``proto``'s, when the in-place run already read it (inplace.Liveness).
@@ -232,11 +233,11 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
         return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     held = checked.held_bytes()
-    need = run_need(proto, checked.shapes, weight_bytes=weight_bytes, liveness=liveness) + held
-    if need > memory_budget:
-        why = skipped(over_budget(need, memory_budget, {}))
+    need = run_need(proto, checked.shapes, weight_bytes=budget.weight_bytes, liveness=liveness) + held
+    if need > budget.memory:
+        why = skipped(over_budget(need, budget.memory, {}))
         return {label[r]: why for r in names}
-    data = serialized(proto, load_weights)
+    data = serialized(proto, budget.load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
     integers = [o for o in outputs if checked.elems.get(o) in INT_ELEMS]
     steps = output_steps(proto, calibration, integers)
