@@ -200,6 +200,11 @@ def _peer(runtime, dims):
     return peer_model(rows, runtime, dims)[0]
 
 
+def _at_ir_version(model, version):
+    model.ir_version = version
+    return model
+
+
 def _at_opset(model, opset):
     model.opset_import[0].version = opset
     for n in model.graph.node:  # (Constant's value_ints is opset 12's: below, the same values as a tensor)
@@ -219,6 +224,7 @@ _SET = {  # name: (model, options, nodes rewritten: exactly, or at least when ne
        for r in (False, True) for d in ("declared", "symbolic", "unknown rank")},
     **{f"corners-opset{o}": (lambda o=o: _at_opset(_corner_model(), o), {}, 7) for o in (11, 17)},
     "shared": (_shared_model, {}, 3),
+    "shared-ir-version-5": (lambda: _at_ir_version(_shared_model(), 5), {}, 3),  # (raised to what opset 17 needs)
 }
 
 
