@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .verification.budget import Budget
 from .verification.checks import check_model, static_checks
 from .verification.checks import PASSED, detail, failed, passed, skipped
 from .errors import ModelError
@@ -79,10 +79,12 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     from .verification.runtimes import parse_runtimes, require
     from .lowering.targets import get_target
     if isinstance(model, (str, os.PathLike)) and source_kind(model) is not None and source is None:
-        return _convert_source(model, flavor=flavor, opset=opset, verify=verify, strict=strict,  # tf2onnx first
+        from .frontends.sources import open_source  # (the input and its options checked before any work)
+        opened = open_source(model, input_shapes=input_shapes, output_names=output_names, signature=signature,
+                             input_ranges=input_ranges)
+        return _convert_source(opened, flavor=flavor, opset=opset, verify=verify, strict=strict,  # tf2onnx first
                                verify_memory=verify_memory, cleanup=cleanup, target=target, verify_on=verify_on,
-                               fix_slices=fix_slices, input_shapes=input_shapes, output_names=output_names,
-                               signature=signature, input_ranges=input_ranges)
+                               fix_slices=fix_slices)
     given = [k for k, v in dict(input_shapes=input_shapes, output_names=output_names, signature=signature,
                                 input_ranges=input_ranges).items() if v]
     if given:
@@ -115,24 +117,24 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     return done
 
 
-def _convert_source(path, *, input_shapes: dict | None = None, output_names=None, signature: str | None = None,
-                    input_ranges: dict | None = None, **options):
-    """:func:`convert` of a framework input: tf2onnx with StridedSlice kept
+def _convert_source(opened, **options):
+    """:func:`convert` of a framework input (``opened``: frontends.sources.Source, the input with
+    its options, checked and read by ``open_source``): tf2onnx with StridedSlice kept
     (:func:`frontends.sources.export_source`), the normal ONNX path (lowering, verification,
     cleanup), then -- with verification, when nothing failed -- the result against the framework
     itself on random inputs, as ``model_checks["framework"]`` (one check: convert, batch and
     report.json agree)."""
     import tempfile
 
-    from .frontends.sources import export_source, framework_status, open_source, tflite_options
-    framework, loaded = open_source(path, input_shapes=input_shapes, signature=signature, input_ranges=input_ranges)
+    from .frontends.sources import export_source, framework_status, tflite_options
+    path = opened.path
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
     updates: list = []  # the slice-update family tf2onnx left raw, rewritten and checked (frontends/updates.py)
-    file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
-                         output_names=output_names, signature=signature, loaded=loaded, updates=updates)
+    file = export_source(opened, folder.name, opset=options.get("opset"), updates=updates)
     calibration = None
-    if framework == "tflite":
-        input_ranges, calibration = tflite_options(path, file, input_ranges, options.get("verify", True))
+    if opened.kind == "tflite":
+        input_ranges, calibration = tflite_options(path, file, opened.input_ranges, options.get("verify", True))
+        opened = replace(opened, input_ranges=input_ranges)
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
         result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, **options)
@@ -143,8 +145,7 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
     if updates:
         from .frontends.updates import updates_status
         rep.model_checks["slice_updates"] = updates_status(updates)
-    rep.model_checks["framework"] = framework_status(path, framework, result, options.get("verify", True),
-                                                     input_shapes, signature, Path(folder.name), loaded, input_ranges)
+    rep.model_checks["framework"] = framework_status(opened, result, options.get("verify", True), Path(folder.name))
     return result
 
 
@@ -166,21 +167,6 @@ class Context:
     fix_slices: bool = False
     weights_held: bool = False
     calibration: dict | None = None
-
-
-def _same(proto):
-    return proto
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What the whole-model checks count against the memory budget: ``weight_bytes`` of the
-    model's weights (inplace.budget_weight_bytes) and how to read them in (``load_weights``: a
-    proto -> the proto with its external weights inline)."""
-
-    memory: int
-    weight_bytes: int = 0
-    load_weights: Callable = _same
 
 
 class _ProtoHolder:
@@ -259,9 +245,10 @@ class _ProtoHolder:
         return self.proto
 
     def budget(self) -> Budget:
+        if not self.ctx.verify:  # (no check counts: verification's modules stay unimported)
+            return Budget(self.ctx.memory)
         from .verification.inplace import budget_weight_bytes
-        weights = budget_weight_bytes(self.proto, held=True) if self.ctx.verify else 0  # (every weight inline)
-        return Budget(self.ctx.memory, weights)
+        return Budget(self.ctx.memory, budget_weight_bytes(self.proto, held=True))  # (every weight inline)
 
     def needs_checked_run(self, result, converting: bool) -> bool:
         return True
@@ -345,9 +332,11 @@ class _IrHolder:
         return proto
 
     def budget(self) -> Budget:
-        from .verification.inplace import budget_weight_bytes
         m, source = self.model, self.source
-        weights = budget_weight_bytes(m, held=self.ctx.weights_held) if self.ctx.verify else 0
+        if not self.ctx.verify:  # (no check counts: verification's modules stay unimported)
+            return Budget(self.ctx.memory)
+        from .verification.inplace import budget_weight_bytes
+        weights = budget_weight_bytes(m, held=self.ctx.weights_held)
         if not _external_tensors(m):
             return Budget(self.ctx.memory, weights)
         return Budget(self.ctx.memory, weights, lambda p: _with_external_data(p, source))
@@ -425,8 +414,8 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     proto = shipped
     m = holder.model
     if cleanup and result.modified:  # what is saved is what the cleanup check ran
-        m, proto = _cleanup(report, m, proto, source, verify, ctx.memory, inplace, clean,
-                            holder.cleanup_weight_bytes(budget))
+        m, proto = _cleanup(report, m, proto, source, verify, replace(budget, weight_bytes=holder.cleanup_weight_bytes(budget)),
+                            inplace, clean)
     if verify:  # last: the bytes ConvertResult.save writes
         _check_shipped(report, proto, checked, budget, inplace, ctx.calibration)
     return holder.result(proto, report, m)
@@ -444,8 +433,7 @@ def _checked_run(inplace, proto, budget: Budget):
         if inplace.checked is not None:
             return inplace.checked
         return skipped(f"no checked run to compare with (model_run {inplace.last.status})")
-    return baseline_run(proto, memory_budget=budget.memory, weight_bytes=budget.weight_bytes,
-                        load_weights=budget.load_weights)
+    return baseline_run(proto, budget=budget)
 
 
 def _check_conversion(report: Report, proto, baseline, checked, load_weights) -> None:
@@ -472,9 +460,7 @@ def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None,
     liveness = inplace.liveness if inplace is not None and inplace.proto is proto else None  # (cleanup: a new proto)
     ahead = getattr(inplace, "ahead", None)
     try:
-        report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, memory_budget=budget.memory,
-                                                  weight_bytes=budget.weight_bytes,
-                                                  load_weights=budget.load_weights, why_none=why,
+        report.model_checks.update(shipped_checks(proto, run, runtimes=report.verify_on, budget=budget, why_none=why,
                                                   compared=compared, liveness=liveness, ahead=ahead,
                                                   calibration=calibration))
     finally:
@@ -543,8 +529,7 @@ def _provably_clean(report: Report, proto, asked: bool, table=None) -> tuple:
     return proto, clean
 
 
-def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inplace=None, clean=(None, False),
-             weight_bytes: int = 0):
+def _cleanup(report: Report, m, before, source, verify: bool, budget: Budget, inplace=None, clean=(None, False)):
     """The cleanup passes (cleanup/passes.py) on the rewritten ``m``, after its verification, and --
     with ``verify`` -- their own check: the model before and after cleanup run in onnxruntime
     on the same random inputs (cleanup.cleanup_check).  Returns (model, proto) after; when
@@ -552,8 +537,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     passes may still have touched it (e.g. trailing empty inputs dropped).  ``inplace``: the
     in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
-    it is, with no onnx-ir model, when they change nothing.  ``weight_bytes``: the weights the
-    check's runs count against ``budget`` (inplace.budget_weight_bytes).  When the proto-level pre-check
+    it is, with no onnx-ir model, when they change nothing.  ``budget``: what the check's runs
+    may hold (its ``weight_bytes``: the weights they count, inplace.budget_weight_bytes).  When the proto-level pre-check
     (cleanup/precheck.py) proves no pass can change ``before``, the passes do not run: the report is
     the one they would give (``clean``: :func:`_provably_clean`'s answer, used when it is of ``before``)."""
     from .cleanup.precheck import nothing_to_clean, unchanged_report
@@ -592,8 +577,8 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: int, inpla
     if verify:
         t = time.perf_counter()
         report.model_checks["cleanup"] = cleanup_check(
-            before, after, memory_budget=budget, weight_bytes=weight_bytes,
-            load_weights=lambda p: _with_external_data(p, source) if _external_tensors(m) else p,
+            before, after, budget=replace(budget, load_weights=lambda p: _with_external_data(p, source)
+                                          if _external_tensors(m) else p),
             run_before=run_before, sized=sized, vectors=index_vectors(before, report.records)[0])
         report.timings["verify_cleanup"] = time.perf_counter() - t
     return m, after
@@ -655,8 +640,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     t2 = time.perf_counter()
     pending = None
     if result.modified:  # taps added, session started: counted in verify_model
-        pending = start_inplace(proto, report.records, memory_budget=budget.memory, weight_bytes=budget.weight_bytes,
-                                load_weights=budget.load_weights, keep_session=keep_session, defer=not keep_session,
+        pending = start_inplace(proto, report.records, budget=budget, keep_session=keep_session, defer=not keep_session,
                                 ahead=ahead, inferred=inferred[0] if inferred else None)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()

@@ -55,6 +55,7 @@ import onnx_ir as ir
 
 from ..errors import first_line as _first_line
 from ..graphs.walk import proto_graphs
+from ..verification.budget import Budget
 from .base import CleanupPass, graphs_of, op_counts
 from .common_subexpression import CommonSubexpressionPass
 from .fold_shape_arithmetic import FoldShapeArithmeticPass
@@ -221,17 +222,16 @@ def _session(proto):
     return onnxruntime_session(proto)
 
 
-def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes: int = 0,
-                  load_weights=None, trials: int = 2, seed: int = 0, run_before=None, sized=None,
-                  vectors: dict | None = None) -> str:
+def cleanup_check(before_proto, after_proto, *, budget: Budget, trials: int = 2, seed: int = 0,
+                  run_before=None, sized=None, vectors: dict | None = None) -> str:
     """Run the model before and after cleanup in onnxruntime on the same random inputs and
     compare every graph output bitwise (shape, dtype, bytes).  Inputs are sized as for the
     in-place run (inplace.choose_sizes: small, grown only where shape inference needs it), then,
     when the model rejects them, a few other small size assignments (all dims 4, 6, 8; distinct
-    sizes), each within ``memory_budget`` (inplace.run_need, counting ``weight_bytes``:
-    inplace.budget_weight_bytes).  Returns
+    sizes), each within ``budget.memory`` (inplace.run_need, counting ``budget.weight_bytes``:
+    inplace.budget_weight_bytes; verification/budget.py).  Returns
     "passed", "skipped: ..." (no sizes the model before cleanup runs on, or the budget) or
-    "failed: ...".  ``load_weights(proto)``: the proto with its external weights read in.
+    "failed: ...".  ``budget.load_weights(proto)``: the proto with its external weights read in.
     ``run_before(feeds) -> outputs``: a session of the model before cleanup that already exists
     (the in-place check's, whose taps only add outputs): no second session of it.  ``sized``:
     ``inplace.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
@@ -265,7 +265,7 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
     keys = [k for k in sizes if k not in pins]
     candidates = [sizes] + [{**{k: v for k in keys}, **pins} for v in (4, 6, 8)] + \
                  [{**{k: 2 + i for i, k in enumerate(keys)}, **pins}, {**{k: 4 + 2 * i for i, k in enumerate(keys)}, **pins}]
-    load = load_weights or (lambda p: p)
+    load = budget.load_weights
     s_after = None
     rng = np.random.default_rng(seed)
     problem = "no sizes tried"
@@ -277,9 +277,9 @@ def cleanup_check(before_proto, after_proto, *, memory_budget: int, weight_bytes
         got_shapes, bad = (shapes, None) if n == 0 else infer_at_sizes(sk, cand)
         if bad is not None:
             continue
-        need = run_need(before_proto, got_shapes, weight_bytes=weight_bytes)
-        if need > memory_budget:
-            problem = over_budget(need, memory_budget, cand)
+        need = run_need(before_proto, got_shapes, weight_bytes=budget.weight_bytes)
+        if need > budget.memory:
+            problem = over_budget(need, budget.memory, cand)
             continue
         if s_after is None:
             if run_before is None:

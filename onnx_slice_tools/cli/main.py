@@ -113,9 +113,9 @@ def verdict_text(rep, v: str | None = None) -> str:
     """The summary words of a conversion that did not fail (one rule: Report.verdict; ``v``:
     it, when the caller has it)."""
     from ..verification.checks import detail
-    from ..verification.inplace import AS_SHIPPED
     v = rep.verdict if v is None else v
     if v == "verified":
+        from ..verification.inplace import AS_SHIPPED  # (here: an unverified conversion does without it)
         inplace = list(rep.record_inplace.values()).count("passed")  # (keyed by record position)
         shipped_too = list(rep.record_inplace.values()).count(AS_SHIPPED)  # (settled by the as-shipped run)
         framework = detail(rep.model_checks.get("framework", ""))

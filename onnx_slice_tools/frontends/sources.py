@@ -28,6 +28,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,9 +119,29 @@ def load_source(path, *, opset: int | None = None, input_shapes: dict | None = N
     (SavedModel, Keras); ``output_names``: names for the ONNX outputs (default for a SavedModel:
     the signature's output keys, sorted); ``signature``: the SavedModel signature to convert
     (default ``serving_default``); ``opset``: the default-domain opset (default 17)."""
-    kind = _checked_kind(path, input_shapes, signature)
+    source = Source(path, _checked_kind(path, input_shapes, signature), input_shapes, output_names, signature)
     with quiet_frameworks():
-        return _load(path, kind, opset or 17, input_shapes, output_names, signature)
+        return _load(source, opset or 17)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A framework input and the options given for it, as one value (:func:`open_source` checks
+    and reads it before any work): ``path``; ``kind`` (:func:`source_kind`); ``input_shapes``
+    ({input: dims}, SavedModel/Keras); ``output_names`` (the ONNX outputs' names);
+    ``signature`` (a SavedModel's); ``input_ranges`` ({input: (lo, hi)}: the integer inputs'
+    values in the checks); ``loaded`` (:func:`load_tf` of a SavedModel or Keras input, loaded
+    once for the export and the framework check; None: not loaded yet, or a .tflite).  The
+    export (:func:`export_source`) and the framework check (:func:`framework_status`,
+    :func:`verify_against_source`) read it whole."""
+
+    path: Any
+    kind: str | None
+    input_shapes: dict | None = None
+    output_names: list | None = None
+    signature: str | None = None
+    input_ranges: dict | None = None
+    loaded: Any = None
 
 
 def _checked_kind(path, input_shapes, signature) -> str:
@@ -136,30 +157,29 @@ def _checked_kind(path, input_shapes, signature) -> str:
     return kind
 
 
-def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
-                  output_names: list[str] | None = None, signature: str | None = None, loaded=None,
-                  updates: list | None = None) -> Path:
-    """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
+def export_source(source, folder, *, opset: int | None = None, updates: list | None = None) -> Path:
+    """:func:`load_source` of ``source`` (a path, or a :class:`Source` from :func:`open_source`:
+    its options and what it loaded) written to ``folder/model.onnx`` with its large initializers in
     ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
     variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
     without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
     has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
     tf2onnx still made in memory are written there when of 1 MiB or more.
-    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check).
     ``updates``: a list that gets the records of the slice-update rewrites (frontends/updates.py)."""
     import onnx
     folder = Path(folder)
     file, data = folder / "model.onnx", folder / "model.onnx.data"
-    kind = _checked_kind(path, input_shapes, signature)
+    if not isinstance(source, Source):  # a path given alone: no options
+        source = Source(source, _checked_kind(source, None, None))
     with quiet_frameworks():
-        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded, updates)
+        model = _load(source, opset or 17, data, updates)
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file
 
 
-def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None,
-          updates=None):
+def _load(source: Source, opset, external_data=None, updates=None):
+    path, kind, output_names = source.path, source.kind or "", source.output_names  # (kind: _checked_kind's)
     tf, tf2onnx, onnx = _frameworks(path)
     traced = None
     try:
@@ -167,7 +187,8 @@ def _load(path, kind, opset, input_shapes, output_names, signature=None, externa
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
                                   large_buffer_bytes=LARGE_VARIABLE_BYTES, updates=updates)
         else:
-            fn, sig, keys = traced = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+            fn, sig, keys = traced = source.loaded or _tf_callable(tf, path, kind, source.input_shapes,
+                                                                    source.signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
             require_converted(model, path, updates)
@@ -435,11 +456,12 @@ def compare_output(framework: np.ndarray, onnx_output: np.ndarray, *, exact: boo
     return agree(framework, onnx_output, exact=exact, steps=steps, rtol=rtol).detail
 
 
-def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
+def verify_against_source(source, onnx_model, *, trials: int = 3, seed: int = 0,
                           input_shapes: dict | None = None, signature: str | None = None,
                           folder=None, loaded=None, input_ranges: dict | None = None,
                           shipped: bool = False) -> SourceCheck:
-    """Run the original (TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
+    """Run the original ``source`` (a path with the options given here, or a :class:`Source`
+    holding them; TFLite interpreter / TensorFlow) and ``onnx_model`` (onnxruntime) on the
     same random inputs; compare every output.  ``folder``: where ``onnx_model``'s external data
     lives (onnxruntime maps it from there instead of reading it into memory); ``loaded``: see
     :func:`load_tf`.  SavedModel/Keras: integer inputs feeding indices are drawn inside the range
@@ -448,40 +470,40 @@ def verify_against_source(path, onnx_model, *, trials: int = 3, seed: int = 0,
     per axis across inputs (a token_ids and a padding_mask of one model stay the same shape).
     ``shipped``: also run ``onnx_model`` in onnxruntime's default configuration on the same inputs
     and compare it with the framework under the same rule (``check.shipped``)."""
+    if not isinstance(source, Source):
+        source = Source(source, source_kind(source), input_shapes, None, signature, input_ranges, loaded)
     with quiet_frameworks():
-        return _verify(path, onnx_model, trials, seed, input_shapes, signature, folder, loaded, input_ranges,
-                       shipped)
+        return _verify(source, onnx_model, trials, seed, folder, shipped)
 
 
-def _verify(path, onnx_model, trials, seed, input_shapes, signature=None, folder=None, loaded=None,
-            input_ranges=None, shipped=False) -> SourceCheck:
+def _verify(source: Source, onnx_model, trials, seed, folder=None, shipped=False) -> SourceCheck:
     from ..verification.compare import float_arithmetic_outputs
     from ..verification.lowerings import make_session
     from ..verification.input_ranges import index_input_ranges
     from ..verification.quantized import output_rtols, output_steps, relative_disagreement
     from ..verification.tolerance import CALIBRATION_K, default_rtol
     from ..verification.runtimes import SHIPPED, onnxruntime_session
-    kind = source_kind(path)
+    path = source.path
     tf, _, _ = _frameworks(path)
     if folder is None:
-        source = onnx_model.SerializeToString()
-        session = make_session(source)
+        onnx_bytes = onnx_model.SerializeToString()
+        session = make_session(onnx_bytes)
     else:  # a file beside its external data: onnxruntime accepts a path where it takes bytes
         checked = Path(folder) / "checked.onnx"
         checked.write_bytes(onnx_model.SerializeToString())
-        source = str(checked)
-        session = make_session(source)
-    default = onnxruntime_session(source, SHIPPED) if shipped else None
+        onnx_bytes = str(checked)
+        session = make_session(onnx_bytes)
+    default = onnxruntime_session(onnx_bytes, SHIPPED) if shipped else None
     onnx_inputs = session.get_inputs()
     onnx_names = [o.name for o in session.get_outputs()]
     rng = np.random.default_rng(seed)
     check = SourceCheck()
     arithmetic = float_arithmetic_outputs(onnx_model)
-    ranges = {**index_input_ranges(onnx_model), **(input_ranges or {})}
-    if kind == "tflite":
+    ranges = {**index_input_ranges(onnx_model), **(source.input_ranges or {})}
+    if source.kind == "tflite":
         run = tflite_runner(path, ranges, calibrate=_needs_calibration(onnx_model))
     else:
-        run = _tf_runner(tf, path, kind, input_shapes, signature, loaded, ranges)
+        run = _tf_runner(tf, source, ranges)
     runs = []
     for _ in range(trials):
         feeds, expected, *other = run(rng, onnx_inputs)  # (other: LiteRT's other kernel sets)
@@ -681,8 +703,8 @@ def tflite_runner(path, ranges=None, calibrate: bool = False):
     return run
 
 
-def _tf_runner(tf, path, kind, input_shapes, signature=None, loaded=None, ranges=None):
-    fn, sig, _ = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
+def _tf_runner(tf, source: Source, ranges=None):
+    fn, sig, _ = source.loaded or _tf_callable(tf, source.path, source.kind, source.input_shapes, source.signature)
     ranges = ranges or {}
 
     def run(rng, onnx_inputs):
@@ -739,10 +761,10 @@ def tflite_input_names(path) -> list[str]:
     return list(dict.fromkeys([n.split(":")[0] for n in names] + names))
 
 
-def open_source(path, *, input_shapes: dict | None = None, signature: str | None = None,
-                input_ranges: dict | None = None):
+def open_source(path, *, input_shapes: dict | None = None, output_names: list | None = None,
+                signature: str | None = None, input_ranges: dict | None = None) -> Source:
     """A framework input and its options checked before any work (one-line ModelError), and
-    read: ``(kind, loaded)`` where ``loaded`` is :func:`load_tf` of a SavedModel or Keras input
+    read: the :class:`Source`, whose ``loaded`` is :func:`load_tf` of a SavedModel or Keras input
     (None for a .tflite), loaded once for the export and the framework check."""
     kind = _checked_kind(path, input_shapes, signature)
     if input_ranges and kind == "tflite":  # named as LiteRT names the file's inputs
@@ -752,7 +774,7 @@ def open_source(path, *, input_shapes: dict | None = None, signature: str | None
         loaded = load_tf(path, input_shapes=input_shapes, signature=signature)
         if input_ranges:
             _check_range_names(input_ranges, [spec.name for spec in loaded[1]], path)
-    return kind, loaded
+    return Source(path, kind, input_shapes, output_names, signature, input_ranges, loaded)
 
 
 def tflite_options(path, file, input_ranges: dict | None, verify: bool):
@@ -794,11 +816,11 @@ def _quantized_shipped_failure(result) -> bool:
         rep.model_checks["shipped"] = saved
 
 
-def framework_status(path, kind, result, verify: bool, input_shapes, signature, folder=None, loaded=None,
-                     input_ranges=None) -> str:
-    """The ``framework`` check's status: passed (bitwise, or within the float tolerance of
+def framework_status(source: Source, result, verify: bool, folder=None) -> str:
+    """The ``framework`` check of ``result`` (the conversion of ``source``'s export): passed
+    (bitwise, or within the float tolerance of
     :func:`compare_output`, with its figures), failed (what differs), or skipped (why it did not run)."""
-    who = "the TFLite interpreter" if kind == "tflite" else "TensorFlow"
+    who = "the TFLite interpreter" if source.kind == "tflite" else "TensorFlow"
     if not verify:
         return skipped(f"verification off, {who} was not run")
     rep = result.report
@@ -806,8 +828,7 @@ def framework_status(path, kind, result, verify: bool, input_shapes, signature, 
     if not rep.ok and not reconsider:
         return skipped(f"the conversion failed, {who} was not run")
     try:
-        check = verify_against_source(path, result.model, input_shapes=input_shapes, signature=signature,
-                                      folder=folder, loaded=loaded, input_ranges=input_ranges, shipped=reconsider)
+        check = verify_against_source(source, result.model, folder=folder, shipped=reconsider)
     except Exception as exc:  # the framework or onnxruntime could not run the models on random inputs
         if reconsider:
             return skipped(f"the conversion failed, {who} could not be run: {framework_error_line(exc)}")

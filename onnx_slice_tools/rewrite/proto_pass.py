@@ -160,8 +160,9 @@ class _Graph:
             if hit is None:
                 hit = self._by_bytes[key] = _decl(vi.type)
             self._declared[vi.name] = hit
-        # (an output's declaration, the data's element type, the plan's shape) -> a TypeProto to
-        # merge into the declaration, or None (nothing to fill in)
+        # (an output's declaration, the data's element type, the plan's shape) -> (a TypeProto to
+        # merge into the declaration, whether its shape replaces a declared one), or None (nothing
+        # to fill in)
         self.filled_types: dict = {}
 
     @property
@@ -491,9 +492,11 @@ class ProtoStridedSliceRewritePass:
         if made is _UNSET:
             elem, dims, typed = declared
             fill = output_fill(typed, elem, dims, key[1], key[2])
-            made = g.filled_types[key] = None if fill is None else _filled_type(*fill)
+            replaces = fill is not None and fill[1] is not None and dims is not None  # (a shape the plan contradicts)
+            made = g.filled_types[key] = None if fill is None else (_filled_type(*fill), replaces)
         if made is None:
             return
+        made, replaces = made
         k = g.outputs.get(out)
         if k is not None:
             vi = g.output_list[k]
@@ -503,7 +506,7 @@ class ProtoStridedSliceRewritePass:
                 vi = g.graph.value_info.add()
                 vi.name = out
                 g.value_info[out] = vi
-        if made.tensor_type.HasField("shape"):  # a shape replaces the declared one (none, or one the plan contradicts)
+        if replaces:
             vi.type.tensor_type.ClearField("shape")
         vi.type.MergeFrom(made)
 

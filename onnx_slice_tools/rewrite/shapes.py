@@ -42,13 +42,14 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
             return declared
     keep, table = None, None
     if names is not None and has_subgraphs is False and not proto.functions:
-        table = NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
-        keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
-        if len(keep) == len(table):
+        nodes = proto.graph.node
+        keep = _ancestors(nodes, names)  # inference of a node reads only its inputs' types
+        if len(keep) == len(nodes):
             keep = None
-        else:
-            table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
-                                           [table.inputs[k] for k in keep], [table.outputs[k] for k in keep], [])
+        else:  # the kept nodes alone read into the table the rounds read (no node holds a subgraph)
+            kept = [nodes[k] for k in keep]
+            table = NodeTable.from_columns([n.op_type for n in kept], [n.domain for n in kept],
+                                           [tuple(n.input) for n in kept], [tuple(n.output) for n in kept], [])
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
@@ -417,13 +418,14 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
     return out
 
 
-def _ancestors(table: NodeTable, names) -> list:
-    """Indices (in order) of the main-graph nodes (``table``: the graph's) that ``names`` depend
-    on: their producers, and their inputs' producers, transitively (no subgraphs: their outer
-    reads are not inputs)."""
-    inputs = table.inputs
+def _ancestors(nodes, names) -> list:
+    """Indices (in order) of the main-graph nodes (``nodes``: the graph's NodeProtos) that
+    ``names`` depend on: their producers, and their inputs' producers, transitively (no
+    subgraphs: their outer reads are not inputs).  Reads every node's outputs and only the
+    kept nodes' inputs: most of a model is not upstream of its slices' inputs."""
     producers: dict[str, int] = {}
-    for position, outputs in enumerate(table.outputs):
+    for position, node in enumerate(nodes):
+        outputs = node.output
         if len(outputs) == 1:  # the common case, without the iterator
             if outputs[0]:
                 producers[outputs[0]] = position
@@ -432,7 +434,7 @@ def _ancestors(table: NodeTable, names) -> list:
     todo = [producers[n] for n in names if n in producers]
     seen = set(todo)
     while todo:
-        for name in inputs[todo.pop()]:
+        for name in nodes[todo.pop()].input:
             k = producers.get(name)
             if k is not None and k not in seen:
                 seen.add(k)

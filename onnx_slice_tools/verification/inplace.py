@@ -25,6 +25,7 @@ import itertools
 
 import numpy as np
 
+from .budget import Budget
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from .exact import exact_outputs
 from .structure import same_values, structural_diff  # noqa: F401 - re-exported
@@ -545,14 +546,12 @@ class InplaceResult:
     inplace: dict = dataclasses.field(default_factory=dict)  # position in ``records`` -> that rewrite's status
 
 
-def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                seed: int = 0) -> InplaceResult:
+def run_inplace(proto, records: list, *, budget: Budget, seed: int = 0) -> InplaceResult:
     """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
     model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
     with taps; the result's ``inplace`` maps each rewrite's position in ``records`` to its
     status.  ``start_inplace(...).result()``."""
-    return start_inplace(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
-                         load_weights=load_weights, seed=seed).result()
+    return start_inplace(proto, records, budget=budget, seed=seed).result()
 
 
 class InplaceRun:
@@ -561,13 +560,13 @@ class InplaceRun:
     session is most of the check's time), so the caller's other checks run meanwhile;
     :meth:`result` runs and compares."""
 
-    def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
+    def __init__(self, proto, records: list, *, budget: Budget, seed: int,
                  keep_session: bool = False, defer: bool = False, ahead=None, inferred=None):
         self.proto, self.records = proto, records
         self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
         self.table = NodeTable(proto.graph)  # (read once for every pass over the model's nodes below)
         self.liveness = Liveness(proto, self.table)  # (the memory estimates of every attempt and of the as-shipped run)
-        self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
+        self.kw = dict(budget=budget, seed=seed,
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
                        inferred=inferred)
         self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
@@ -661,12 +660,12 @@ class InplaceRun:
         return None if last is None else last.checked
 
 
-def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights,
-                  seed: int = 0, keep_session: bool = False, defer: bool = False, ahead=None,
-                  inferred=None) -> InplaceRun:
+def start_inplace(proto, records: list, *, budget: Budget, seed: int = 0, keep_session: bool = False,
+                  defer: bool = False, ahead=None, inferred=None) -> InplaceRun:
     """:func:`run_inplace` begun: the session builds in a thread until ``.result()``.
-    ``load_weights(proto) -> proto`` reads external weights in (only for a run that fits
-    ``memory_budget`` by :func:`run_need`; ``weight_bytes``: :func:`budget_weight_bytes`).
+    ``budget``: the run fits ``budget.memory`` by :func:`run_need` (the weights charged
+    ``budget.weight_bytes``: :func:`budget_weight_bytes`); ``budget.load_weights`` reads external
+    weights in for a run that fits.
 
     ``defer``: the caller runs ``proto``'s graph outputs as shipped (verification/shipped.py)
     on this run's inputs and then calls :meth:`InplaceRun.settle`.  A main-graph rewrite whose
@@ -680,8 +679,7 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
     ``proto`` is the model that ships: held as ``.ahead`` for the as-shipped run.
     ``inferred``: the strict shape inference of ``proto`` (checks.static_checks), if it passed:
     the shapes of a model whose input sizes are all declared."""
-    return InplaceRun(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
-                      load_weights=load_weights, seed=seed, keep_session=keep_session, defer=defer,
+    return InplaceRun(proto, records, budget=budget, seed=seed, keep_session=keep_session, defer=defer,
                       ahead=ahead, inferred=inferred)
 
 
@@ -699,14 +697,14 @@ class _Attempt:
     only once shape inference at the chosen sizes has succeeded (in a helper process):
     onnxruntime's own inference of a model whose dims go negative aborts the process."""
 
-    def __init__(self, proto, records: list, *, loops: str | None, memory_budget: int, weight_bytes: int, load_weights,
+    def __init__(self, proto, records: list, *, loops: str | None, budget: Budget,
                  seed: int, keep_session: bool, marks: dict, defer: bool = False, liveness: Liveness | None = None,
                  inferred=None):
         self.marks = marks  # id(record) -> in-place status, shared with the InplaceRun
         self.inferred = inferred  # the strict shape inference of ``proto`` (a ModelProto), if it passed
         self.liveness = liveness or Liveness(proto)
         self.table = self.liveness.table
-        self.proto, self.budget, self.weight_bytes, self.seed = proto, memory_budget, weight_bytes, seed
+        self.proto, self.budget, self.weight_bytes, self.seed = proto, budget.memory, budget.weight_bytes, seed
         self.keep_session = keep_session
         self.loops = loops
         self.session: Any = None
@@ -732,7 +730,7 @@ class _Attempt:
             self.skip = InplaceResult(skipped("no rewrite in the main graph, its If branches, Loop bodies or the "
                                               "functions it calls") if rewritten else PASSED)
             return
-        self._prepare(load_weights)
+        self._prepare(budget.load_weights)
 
     def _sizes(self) -> tuple[dict, dict]:
         """:func:`choose_sizes` of ``proto``'s skeleton, once (Skip raised each time asked).

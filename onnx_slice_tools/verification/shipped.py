@@ -23,10 +23,13 @@ the tensors' storage differs from the written ``.onnx`` + ``.data`` pair.
 from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from ..errors import first_line as _line
+from .budget import Budget
 from .checks import PASSED, failed, passed, skipped
 from .exact import FLOAT_ELEMS, MOVEMENT, exact_outputs  # noqa: F401 - re-exported
 from .inplace import (
@@ -100,19 +103,18 @@ class SessionAhead:
         self.session = None
 
 
-def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, seed: int = 0
-                 ) -> CheckedRun | str:
+def baseline_run(proto, *, budget: Budget, seed: int = 0) -> CheckedRun | str:
     """A checked run where there is no in-place run (nothing was rewritten, yet the model
-    changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs.
-    Returns the run, or a ``skipped: ...`` status."""
+    changes: an opset conversion): ``proto`` untapped in a FAST session on random inputs, within
+    ``budget`` (verification/budget.py).  Returns the run, or a ``skipped: ...`` status."""
     from ..rewrite.shapes import skeleton
     try:
         sizes, shapes = choose_sizes(skeleton(proto))
     except Skip as exc:
         return skipped(str(exc))
-    need = run_need(proto, shapes, weight_bytes=weight_bytes)
-    if need > memory_budget:
-        return skipped(over_budget(need, memory_budget, {}))
+    need = run_need(proto, shapes, weight_bytes=budget.weight_bytes)
+    if need > budget.memory:
+        return skipped(over_budget(need, budget.memory, {}))
     try:
         feeds = random_feeds(proto, sizes, shapes, np.random.default_rng(seed))
     except Skip as exc:
@@ -121,7 +123,7 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
     elems = {vi.name: vi.type.tensor_type.elem_type for vi in proto.graph.input}
     elems.update({o: shapes[o][0] for o in outputs if o in shapes})
     try:
-        session = onnxruntime_session(serialized(proto, load_weights), FAST)
+        session = onnxruntime_session(serialized(proto, budget.load_weights), FAST)
         got = run_taps(session, feeds, outputs, elems)
     except Exception as exc:  # a model onnxruntime cannot run: reported, not raised
         foreign = foreign_ops(proto)
@@ -131,23 +133,34 @@ def baseline_run(proto, *, memory_budget: int, weight_bytes: int, load_weights, 
                       frozenset(exact_outputs(proto, shapes)))
 
 
-def compare_outputs(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None, steps=None) -> str | None:
-    """The first graph output of ``got`` that does not agree with the checked run, or None.
-    ``computes_in``: a narrower float type the runtime computes in (OpenVINO's CPU plugin
-    defaults to bfloat16 where the CPU has it): float outputs then get that type's tolerance."""
-    return next(iter(output_problems(checked, got, exact, computes_in, first=True, steps=steps).values()), None)
+@dataclass(frozen=True)
+class OutputRule:
+    """How a run's graph outputs are compared with the checked run's, as one value: ``exact``
+    (the outputs of pure data movement: bitwise); ``steps`` ({output name: tolerance.Steps} of the
+    quantized outputs: compared in steps); ``relative`` ({output name: the framework's own
+    relative disagreement} of float outputs, quantized.relative_disagreement: compared at
+    ``tolerance.calibrated_rtol``); ``computes_in`` (a narrower float type the runtime computes in
+    -- OpenVINO's CPU plugin defaults to bfloat16 where the CPU has it: float outputs then get
+    that type's tolerance)."""
+
+    exact: AbstractSet = frozenset()
+    steps: dict = field(default_factory=dict)
+    relative: dict = field(default_factory=dict)
+    computes_in: Any = None
 
 
-def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes_in=None, first: bool = False,
-                    steps=None, measured: dict | None = None, relative: dict | None = None) -> dict:
-    """Graph output name -> why it does not agree with the checked run, for each output of
-    ``got`` that does not (``first``: only the first one).  ``steps``: {output name:
-    tolerance.Steps} of the quantized outputs (compared in steps); ``measured``: filled with
-    output name -> the comparison's figures for the quantized outputs that agreed but not bitwise.
-    ``relative``: {output name: the framework's own relative disagreement} of float outputs
-    (quantized.relative_disagreement): compared at ``tolerance.calibrated_rtol``."""
-    steps = steps or {}
-    relative = relative or {}
+def compare_outputs(checked: CheckedRun, got: dict, rule: OutputRule) -> str | None:
+    """The first graph output of ``got`` that does not agree with the checked run under
+    ``rule``, or None."""
+    return next(iter(output_problems(checked, got, rule, first=True).values()), None)
+
+
+def output_problems(checked: CheckedRun, got: dict, rule: OutputRule, first: bool = False,
+                    measured: dict | None = None) -> dict:
+    """Graph output name -> why it does not agree with the checked run under ``rule``, for each
+    output of ``got`` that does not (``first``: only the first one).  ``measured``: filled with
+    output name -> the comparison's figures for the quantized outputs that agreed but not bitwise."""
+    exact, steps, relative = rule.exact, rule.steps, rule.relative
     problems: dict = {}
     outputs = checked.outputs
     for name, actual in got.items():
@@ -157,7 +170,7 @@ def output_problems(checked: CheckedRun, got: dict, exact: AbstractSet, computes
             if want.shape == actual.shape and want.dtype == actual.dtype and want.dtype.kind not in "OUS" \
                     and want.tobytes() == actual.tobytes():
                 continue
-        problem = _problem(checked, name, actual, exact, computes_in, steps.get(name), measured, relative.get(name))
+        problem = _problem(checked, name, actual, exact, rule.computes_in, steps.get(name), measured, relative.get(name))
         if problem is not None:
             problems[name] = problem
             if first:
@@ -211,13 +224,14 @@ def foreign_ops(proto) -> list:
     return list(dict.fromkeys(found))
 
 
-def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), memory_budget: int,
-                   weight_bytes: int, load_weights, why_none: str | None = None, compared: dict | None = None,
+def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,), budget: Budget,
+                   why_none: str | None = None, compared: dict | None = None,
                    liveness: Liveness | None = None, ahead: SessionAhead | None = None,
                    calibration: dict | None = None) -> dict:
     """check name -> status of the as-shipped run of ``proto`` (see the module doc): ``shipped``
-    (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``).
-    ``checked``: the run to agree with; None -> skipped with ``why_none``.  ``compared``: filled,
+    (onnxruntime, always) and ``shipped_openvino`` (when OpenVINO is among ``runtimes``), within
+    ``budget`` (verification/budget.py).  ``checked``: the run to agree with; None -> skipped
+    with ``why_none``.  ``compared``: filled,
     when onnxruntime's run compared its outputs, with graph output name -> None (agreed) or the
     problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle).
     ``liveness``: ``proto``'s, when the in-place run already read it (inplace.Liveness).
@@ -232,23 +246,22 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
         return {label[r]: skipped(why_none or "no checked run to compare with") for r in names}
     outputs = list(dict.fromkeys(o.name for o in proto.graph.output))
     held = checked.held_bytes()
-    need = run_need(proto, checked.shapes, weight_bytes=weight_bytes, liveness=liveness) + held
-    if need > memory_budget:
-        why = skipped(over_budget(need, memory_budget, {}))
+    need = run_need(proto, checked.shapes, weight_bytes=budget.weight_bytes, liveness=liveness) + held
+    if need > budget.memory:
+        why = skipped(over_budget(need, budget.memory, {}))
         return {label[r]: why for r in names}
-    data = serialized(proto, load_weights)
+    data = serialized(proto, budget.load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
     integers = [o for o in outputs if checked.elems.get(o) in INT_ELEMS]
     steps = output_steps(proto, calibration, integers)
-    relative = relative_disagreement(calibration)
-    return {label[r]: _run_one(r, data, proto, checked, outputs, exact, compared if r == ONNXRUNTIME else None,
-                               ahead if r == ONNXRUNTIME else None, steps, relative)
+    rule = OutputRule(exact, steps, relative_disagreement(calibration))
+    return {label[r]: _run_one(r, data, proto, checked, outputs, rule, compared if r == ONNXRUNTIME else None,
+                               ahead if r == ONNXRUNTIME else None)
             for r in names}
 
 
-def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, exact: AbstractSet,
-             compared: dict | None = None, ahead: SessionAhead | None = None, steps=None,
-             relative: dict | None = None) -> str:
+def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: list, rule: OutputRule,
+             compared: dict | None = None, ahead: SessionAhead | None = None) -> str:
     where = f"{runtime} (default configuration)"
     try:
         session = ahead.take(data) if ahead is not None else None
@@ -271,8 +284,8 @@ def _run_one(runtime: str, data: bytes, proto, checked: CheckedRun, outputs: lis
     narrow = session.arithmetic_dtype() if hasattr(session, "arithmetic_dtype") else None
     release(session)
     measured: dict = {}
-    problems = output_problems(checked, got, exact, narrow, first=compared is None, steps=steps, measured=measured,
-                               relative=relative)
+    problems = output_problems(checked, got, replace(rule, computes_in=narrow), first=compared is None,
+                               measured=measured)
     if compared is not None:
         compared.update(dict.fromkeys(got))
         compared.update(problems)
@@ -295,5 +308,5 @@ def converted_check(proto, checked: CheckedRun | None, *, load_weights, why_none
         got = run_taps(session, checked.feeds, outputs, checked.elems)
     except Exception as exc:
         return failed(f"onnxruntime cannot run the converted model: {_line(exc)}")
-    problem = compare_outputs(checked, got, checked.exact)
+    problem = compare_outputs(checked, got, OutputRule(checked.exact))
     return PASSED if problem is None else failed(f"the converted model disagrees with the checked run: {problem}")

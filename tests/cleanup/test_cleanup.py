@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
+from onnx_slice_tools.verification.budget import Budget
 from onnx_slice_tools.verification.lowerings import DEFAULT_VERIFY_MEMORY
 from onnx_slice_tools.cleanup.passes import (
     cleanup, cleanup_check, op_counts,
@@ -186,7 +187,7 @@ def test_cleanup_check_catches_a_changed_value():
     before = model(nodes, [x_input(["N", "M"])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                    i1 + [c("m1", [-1])])
     after, _ = clean(before)
-    assert cleanup_check(before, after, memory_budget=DEFAULT_VERIFY_MEMORY) == "passed"
+    assert cleanup_check(before, after, budget=Budget(DEFAULT_VERIFY_MEMORY)) == "passed"
     broken = onnx.ModelProto()
     broken.CopyFrom(after)
     for t in broken.graph.initializer:
@@ -195,7 +196,7 @@ def test_cleanup_check_catches_a_changed_value():
             break
     else:
         pytest.fail("the lifted Add constant is not an initializer")
-    assert cleanup_check(before, broken, memory_budget=DEFAULT_VERIFY_MEMORY).startswith("failed: ")
+    assert cleanup_check(before, broken, budget=Budget(DEFAULT_VERIFY_MEMORY)).startswith("failed: ")
 
 
 # --------------------------------------------------------------------------- hypothesis

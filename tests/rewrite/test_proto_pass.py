@@ -9,7 +9,6 @@ import collections
 from onnx import TensorProto, helper
 from test_rewrite_proto import _corner_model, _load_script, _peer
 
-from onnx_slice_tools.graphs.table import NodeTable
 from onnx_slice_tools.graphs.walk import proto_nodes
 from onnx_slice_tools.rewrite.proto_pass import model_names, scan
 from onnx_slice_tools.rewrite.shapes import _ancestors, _own_skeleton, derive_shapes
@@ -28,7 +27,7 @@ def test_protobuf_holder_derives_the_shapes_of_the_slice_inputs_only():
         assert derive_shapes(model, names=names) == {n: full[n] for n in names if n in full}
         assert derive_shapes(model, names=names, has_subgraphs=False) == {n: full[n] for n in names if n in full}
     chain = bench.synthetic_model(96, True)
-    keep = _ancestors(NodeTable(chain.graph), scan(chain.graph).inputs)
+    keep = _ancestors(chain.graph.node, scan(chain.graph).inputs)
     assert [chain.graph.node[k].op_type for k in keep] == ["Relu"] * 11
     plain = bench.synthetic_model(64, False)
     assert _own_skeleton(plain, 1024, has_subgraphs=False) and not _own_skeleton(plain, 1024, has_subgraphs=None)

@@ -1,20 +1,18 @@
-"""What the two holders of ``api._pipeline`` differ in, and only that (the pipeline after the
-rewrite is one function over either holder, tested once elsewhere): the protobuf holder
-(rewrite/proto_pass.py) against the onnx-ir one (rewrite/ir_pass.py).
+"""What the two holders of ``api._pipeline`` differ in, and only that: ``_ProtoHolder``
+(rewrite/proto_pass.py) against ``_IrHolder`` (rewrite/ir_pass.py); the pipeline is one function.
 
-1. Which models each takes (the protobuf holder declines external data, an opset below 11 or
-   another opset asked, a StridedSlice in a subgraph or a function, ``fix_slices``), and the path
-   the report names.
-2. The rewrite each produces on a representative set: the same records (JSON and names), changes
-   (the structural proof's input), node table and model (nodes in order, initializers, inputs,
-   outputs, value_info, opsets) -- but for onnx-ir's writer adding value_info for initializers and
-   dropping an explicitly empty node domain.  One model also runs the whole pipeline on each.
-3. That the protobuf holder imports no onnx-ir.
-
-The set: the sample models (two targets), the benchmark models, every peer case
-(tests/data/peer_cases.json) as nodes of one model in six ways (constant or runtime indices; input
-static, symbolic, of unknown rank), the graph surgery's corners (:func:`_corner_model`) and shared
-intermediate nodes.  The protobuf pass's own machinery: tests/rewrite/test_proto_pass.py.
+1. Loading: which models each takes (the protobuf holder declines external data, an opset below 11
+   or another opset asked -- opset conversion is the onnx-ir holder's --, a StridedSlice in a
+   subgraph or a function, ``fix_slices``), and the path the report names.
+2. Rewriting and serializing: each holder's own stages (load, shapes, rewrite, opset and IR
+   version, serialization) on a representative set give the same records, changes (the structural
+   proof's input), node table and model -- but for onnx-ir's writer adding value_info for
+   initializers and dropping an explicitly empty domain.  The set: the sample models (two
+   targets), the benchmark models, every peer case (tests/data/peer_cases.json) in six ways, the
+   graph surgery's corners (:func:`_corner_model`) and shared intermediate nodes.
+3. Cleaning and weights: one model through the whole pipeline on each (the protobuf holder hands
+   the cleanup no onnx-ir model; the onnx-ir holder reads external weights back in for the checks).
+4. The protobuf holder imports no onnx-ir.  Its own machinery: tests/rewrite/test_proto_pass.py.
 """
 
 from __future__ import annotations
@@ -27,16 +25,18 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper
 
 from onnx_slice_tools import convert
+from onnx_slice_tools.api import Context, _IrHolder, _ProtoHolder
 from onnx_slice_tools.errors import StridedSliceError
 from onnx_slice_tools.io.files import read_model_proto
-from onnx_slice_tools.rewrite.ir_pass import TF_DOMAIN, StridedSliceRewritePass, default_opset, derive_shapes
+from onnx_slice_tools.lowering.targets import get_target
+from onnx_slice_tools.report import Report
+from onnx_slice_tools.rewrite.ir_pass import TF_DOMAIN
 from onnx_slice_tools.graphs.table import NodeTable
-from onnx_slice_tools.rewrite.proto_pass import ProtoStridedSliceRewritePass, declines
+from onnx_slice_tools.verification.lowerings import DEFAULT_VERIFY_MEMORY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,22 +71,24 @@ def _model_view(p):
     }
 
 
-def _both(model: onnx.ModelProto, **options):
-    """(onnx-ir pass result, its proto, protobuf pass result, its proto) on copies of ``model``."""
-    m = ir.from_proto(model)
-    opset = default_opset(m)
-    shapes = derive_shapes(model)
-    a = StridedSliceRewritePass(opset=opset, **options)(m, shapes=shapes)
-    proto = onnx.ModelProto()
-    proto.CopyFrom(model)
-    b = ProtoStridedSliceRewritePass(opset=opset, **options)(proto, shapes)
-    return a, ir.to_proto(m), b, proto
+def _held(holder, model: onnx.ModelProto, target=None):
+    """``model`` through ``holder``'s own stages of ``api._pipeline`` up to the bytes -- load,
+    opset, shape derivation, rewrite, opset and IR version set, serialization -- as the pipeline
+    calls them (the input is copied): (rewrite result, the proto)."""
+    h = holder(model, Context(None, None, None, False, False, get_target(target), DEFAULT_VERIFY_MEMORY))
+    assert h.load()
+    current = h.current_opset()
+    assert h.accepts(current)  # (the protobuf holder: nothing it declines)
+    h.prepare(current)
+    found = h.found()
+    result = h.rewrite(current, h.shapes(found, h.baseline(found)))
+    h.set_opset(current)
+    return result, h.to_proto(Report(None))
 
 
-def assert_same_rewrite(model: onnx.ModelProto, **options) -> int:
-    """Both passes agree on ``model`` (see the module doc); returns the nodes rewritten."""
-    assert declines(model) is None
-    a, pa, b, pb = _both(model, **options)
+def assert_same_rewrite(model: onnx.ModelProto, target=None) -> int:
+    """Both holders agree on ``model`` (see the module doc); returns the nodes rewritten."""
+    (a, pa), (b, pb) = _held(_IrHolder, model, target), _held(_ProtoHolder, model, target)
     assert [r.to_json() for r in b.records] == [r.to_json() for r in a.records]
     assert [(r.data_name, r.output_name, r.index_names, r.renamed, r.replaced) for r in b.records] == \
         [(r.data_name, r.output_name, r.index_names, r.renamed, r.replaced) for r in a.records]
@@ -152,9 +154,8 @@ def _corner_model(consistent: bool = False) -> onnx.ModelProto:
         # a slice of a weight (the data an initializer)
         ss("weights", "w", "ws", "b0", "ec", "s1", begin_mask=1, end_mask=1),
     ]
-    if not consistent:  # nodes the rewrite refuses (recorded, left in place)
+    if not consistent:  # nodes the rewrite refuses (recorded, left in place; the load refuses worse)
         nodes += [
-            helper.make_node("StridedSlice", ["x", "b0"], ["two"], name="two_inputs", domain=TF_DOMAIN),
             ss("float_mask", "x", "fm", "b0", "e0", "s1", begin_mask=1.0),
             ss("unknown_length", "x", "ul", "rl", "rl", "rl"),
             ss("bad_lengths", "x", "bl", "one", "e0", "s1"),
@@ -168,7 +169,7 @@ def _corner_model(consistent: bool = False) -> onnx.ModelProto:
          *(helper.make_tensor_value_info(n, 1, s) for n, s in (("branch", [2, "n"]), ("sq", [2]), ("r", [2, "n"]),
                                                                ("k", [2, 1] if consistent else None))),
          helper.make_tensor_value_info("ws", 1, None),
-         *([] if consistent else [helper.make_tensor_value_info(n, 1, None) for n in ("two", "fm", "ul", "bl")])],
+         *([] if consistent else [helper.make_tensor_value_info(n, 1, None) for n in ("fm", "ul", "bl")])],
         [*inits, helper.make_tensor("w", 1, [4, 6], np.arange(24, dtype=np.float32))],
         value_info=[helper.make_tensor_value_info("xi", 1, [2, "n"] if consistent else [3, 5]),  # derived: [2, n]
                     helper.make_tensor_value_info("cc", 1, None)])
@@ -199,8 +200,17 @@ def _peer(runtime, dims):
     return peer_model(rows, runtime, dims)[0]
 
 
+def _at_ir_version(model, version):
+    model.ir_version = version
+    return model
+
+
 def _at_opset(model, opset):
     model.opset_import[0].version = opset
+    for n in model.graph.node:  # (Constant's value_ints is opset 12's: below, the same values as a tensor)
+        if opset < 12 and n.op_type == "Constant" and n.attribute[0].name == "value_ints":
+            n.CopyFrom(helper.make_node("Constant", [], list(n.output), name=n.name, value=helper.make_tensor(
+                n.name, TensorProto.INT64, [len(n.attribute[0].ints)], list(n.attribute[0].ints))))
     return model
 
 
@@ -214,19 +224,19 @@ _SET = {  # name: (model, options, nodes rewritten: exactly, or at least when ne
        for r in (False, True) for d in ("declared", "symbolic", "unknown rank")},
     **{f"corners-opset{o}": (lambda o=o: _at_opset(_corner_model(), o), {}, 7) for o in (11, 17)},
     "shared": (_shared_model, {}, 3),
+    "shared-ir-version-5": (lambda: _at_ir_version(_shared_model(), 5), {}, 3),  # (raised to what opset 17 needs)
 }
 
 
 @pytest.mark.parametrize("name", list(_SET))
-def test_both_passes_rewrite_alike(name):
+def test_both_holders_rewrite_and_serialize_alike(name):
     make, options, rewritten = _SET[name]
     model = make()
     n = assert_same_rewrite(model, **options)
     assert n == rewritten if rewritten >= 0 else n >= -rewritten
     if name.startswith("corners"):  # the refused nodes, recorded alike
-        _, _, b, _ = _both(model)
-        assert sorted(r.error_kind or "" for r in b.records if r.error) == ["invalid", "invalid", "invalid",
-                                                                             "unsupported"]
+        b, _ = _held(_ProtoHolder, model)
+        assert sorted(r.error_kind or "" for r in b.records if r.error) == ["invalid", "invalid", "unsupported"]
 
 
 def _external(model, folder: Path) -> Path:
@@ -238,12 +248,6 @@ def _external(model, folder: Path) -> Path:
         t.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(t), t.name))
     onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=True, size_threshold=64)
     return path
-
-
-def _function_holding_a_slice(model):
-    model.functions.append(helper.make_function("custom", "f", ["a", "b", "e", "s"], ["y"], [helper.make_node(
-        "StridedSlice", ["a", "b", "e", "s"], ["y"], domain=TF_DOMAIN)], [helper.make_opsetid(TF_DOMAIN, 1)]))
-    return model
 
 
 @pytest.mark.parametrize("case, path", [
@@ -263,35 +267,40 @@ def test_which_holder_takes_which_model(case, path, tmp_path):
     elif case == "fix_slices":
         options["fix_slices"] = True
     elif case == "function":
-        model = _function_holding_a_slice(model)
+        model.functions.append(helper.make_function("custom", "f", ["a", "b", "e", "s"], ["y"], [helper.make_node(
+            "StridedSlice", ["a", "b", "e", "s"], ["y"], domain=TF_DOMAIN)], [helper.make_opsetid(TF_DOMAIN, 1)]))
     result = convert(model, verify=False, cleanup=False, **options)
     assert result.report.path == path
     assert (result.ir_model is None) == (path == "protobuf")
+    if "opset" in options:  # converted by the onnx-ir holder (the protobuf holder keeps the model's)
+        assert [o.version for o in result.model.opset_import if o.domain == ""] == [options["opset"]]
 
 
 def test_one_model_through_the_pipeline_on_each_holder(tmp_path):
-    """The corner model as a proto (the protobuf holder) and saved with external data (the onnx-ir
-    holder): both verified, the same records, the same nodes, the same outputs bit for bit."""
+    """The corner model plus what the cleanup removes (a dead node, two equal slices) as a proto
+    (the protobuf holder: its proto read into onnx-ir for the cleanup) and saved with external
+    data (the onnx-ir holder: its own model, the weights read back in for the checks): both
+    verified, the same records, cleanup report and nodes, the same outputs bit for bit."""
     model = _corner_model(consistent=True)
+    model.graph.node.extend([helper.make_node("Relu", ["x"], ["unread"], name="dead"), *(
+        helper.make_node("StridedSlice", ["x", "bc", "ec", "s1"], [f"d{i}"], name=f"dup{i}", domain=TF_DOMAIN,
+                         begin_mask=1, end_mask=1) for i in (1, 2)), helper.make_node("Add", ["d1", "d2"], ["dd"])])
+    model.graph.output.append(helper.make_tensor_value_info("dd", 1, [2, 2]))
     fast, full = convert(model), convert(_external(model, tmp_path))
     assert (fast.report.path, full.report.path) == ("protobuf", "onnx-ir")
     for r in (fast, full):
         assert r.report.verdict == "verified", r.report.problem()
     assert [r.to_json() for r in fast.report.records] == [r.to_json() for r in full.report.records]
+    assert fast.report.cleanup["removed"] == {"Relu": 1, "Slice": 2} and fast.report.cleanup == full.report.cleanup
     assert [_node_bytes(n) for n in fast.model.graph.node] == [_node_bytes(n) for n in full.model.graph.node]
     fast.save(tmp_path / "fast.onnx")
     full.save(tmp_path / "full.onnx")
     from onnx_slice_tools.verification.lowerings import make_session
-    x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    feeds = {"x": x, "rb": np.array([0, 1], np.int32), "cond": np.array(True)}
+    feeds = {"x": np.arange(8, dtype=np.float32).reshape(2, 4), "rb": np.array([0, 1], np.int32),
+             "cond": np.array(True)}
     a, b = (make_session(str(tmp_path / f)).run(None, feeds) for f in ("fast.onnx", "full.onnx"))
     for u, v in zip(a, b, strict=True):
-        np.testing.assert_array_equal(u, v)  # (pure data movement: bitwise)
-    got = dict(zip([o.name for o in fast.model.graph.output], a))
-    w = np.arange(24, dtype=np.float32).reshape(4, 6)
-    for name, want in {"c": x[:, 1:3], "sq": x[:, 1] * x[:, 1], "k": np.maximum(x, 0)[:, 1:2], "sh": x[:, 2],
-                       "rt": x[:, 1:3], "branch": -x, "ws": w[:, :3], "r": np.maximum(x, 0)}.items():
-        np.testing.assert_array_equal(got[name], want, err_msg=name)
+        np.testing.assert_array_equal(u, v)  # (one runtime, the same graph: bitwise)
 
 
 def test_the_protobuf_holder_converts_and_verifies_without_importing_onnx_ir(tmp_path):

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnx_slice_tools.verification.inplace import CheckedRun
 from onnx_slice_tools.verification.quantized import RELATIVE, output_scales, output_steps, relative_disagreement
-from onnx_slice_tools.verification.shipped import output_problems
+from onnx_slice_tools.verification.shipped import OutputRule, output_problems
 from onnx_slice_tools.verification.tolerance import CALIBRATION_K
 
 
@@ -47,16 +47,16 @@ def test_the_as_shipped_comparison_takes_quantized_outputs_in_steps():
     checked = CheckedRun({}, {"y": y}, {"y": TensorProto.UINT8}, {})
     moved = y.copy()
     moved[3] += 1                                         # one step: onnxruntime's fused kernel rounded otherwise
-    assert output_problems(checked, {"y": moved}, frozenset()) != {}   # an integer without a step: bitwise
+    assert output_problems(checked, {"y": moved}, OutputRule()) != {}   # an integer without a step: bitwise
     measured: dict = {}
     steps = output_steps(qdq_graph())
-    assert output_problems(checked, {"y": moved}, frozenset(), steps=steps, measured=measured) == {}
+    assert output_problems(checked, {"y": moved}, OutputRule(steps=steps), measured=measured) == {}
     assert "1 steps" in measured["y"]
     far = y.copy()
     far[3] += 3
-    problems = output_problems(checked, {"y": far}, frozenset(), steps=steps)
+    problems = output_problems(checked, {"y": far}, OutputRule(steps=steps))
     assert "3 steps" in problems["y"], problems
-    assert output_problems(checked, {"y": moved}, frozenset({"y"}), steps=steps) != {}  # pure data movement: bitwise
+    assert output_problems(checked, {"y": moved}, OutputRule({"y"}, steps)) != {}  # pure data movement: bitwise
 
 
 def _qdq_slice_model():
@@ -111,9 +111,9 @@ def test_float_output_calibrated_relative_in_the_as_shipped_run():
     steps = output_steps(qdq_graph(), {"r": (RELATIVE, 0.015), "y": (RELATIVE, 0.5)})
     assert "r" not in steps and steps["y"].allowed == 1   # a RELATIVE entry is no figure in steps
     assert relative_disagreement(calibration) == {"y": 0.015}
-    assert output_problems(checked, {"y": noisy}, frozenset()) != {}                    # the default 1e-2
-    assert output_problems(checked, {"y": noisy}, frozenset(), relative={"y": 0.015}) == {}
-    assert output_problems(checked, {"y": noisy}, frozenset(), relative={"y": 0.001}) != {}  # never looser than asked
+    assert output_problems(checked, {"y": noisy}, OutputRule()) != {}                    # the default 1e-2
+    assert output_problems(checked, {"y": noisy}, OutputRule(relative={"y": 0.015})) == {}
+    assert output_problems(checked, {"y": noisy}, OutputRule(relative={"y": 0.001})) != {}  # never looser than asked
     scaled = (y * np.float32(1.25)).astype(np.float32)
-    assert output_problems(checked, {"y": scaled}, frozenset(), relative={"y": 0.015}) != {}
-    assert output_problems(checked, {"y": noisy}, frozenset({"y"}), relative={"y": 0.015}) != {}  # data movement: bitwise
+    assert output_problems(checked, {"y": scaled}, OutputRule(relative={"y": 0.015})) != {}
+    assert output_problems(checked, {"y": noisy}, OutputRule({"y"}, relative={"y": 0.015})) != {}  # data movement: bitwise

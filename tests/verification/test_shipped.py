@@ -17,6 +17,7 @@ from onnx_slice_tools import api
 from onnx_slice_tools.cli.main import main as cli_main
 from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
 from onnx_slice_tools.verification import runtimes, shipped
+from onnx_slice_tools.verification.budget import Budget
 from onnx_slice_tools.verification.inplace import AS_SHIPPED
 
 
@@ -168,8 +169,8 @@ def test_outputs_of_pure_data_movement_are_compared_bitwise():
     x = np.ones((3, 2), np.float32)
     run = shipped.CheckedRun({}, {"t": x, "r": x}, {}, shapes)
     near = x + np.float32(1e-7)
-    assert shipped.compare_outputs(run, {"t": x, "r": near}, {"t"}) is None      # arithmetic: the tolerance
-    assert "'t'" in shipped.compare_outputs(run, {"t": near, "r": x}, {"t"})     # data movement: bitwise
+    assert shipped.compare_outputs(run, {"t": x, "r": near}, shipped.OutputRule({"t"})) is None      # arithmetic: the tolerance
+    assert "'t'" in shipped.compare_outputs(run, {"t": near, "r": x}, shipped.OutputRule({"t"}))     # data movement: bitwise
 
 
 # --------------------------------------------------------------------------- degenerate outputs
@@ -349,7 +350,7 @@ def test_a_tampered_slice_whose_output_ships_is_caught_by_the_as_shipped_run():
     steps = next(t for t in bad.graph.initializer if list(onnx.numpy_helper.to_array(t)) == [2])
     steps.CopyFrom(onnx.numpy_helper.from_array(np.array([3], dtype=np.int64), steps.name))
     records = result.report.records
-    common = dict(memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
+    common = dict(budget=Budget(2 ** 28))
     # without defer the tapped run checks it itself (bitwise, in that run)
     assert run_inplace(bad, records, **common).status.startswith("failed: node 'ss': input [3, 6]: shape [3, 2]")
     run = start_inplace(bad, records, defer=True, **common)

@@ -21,6 +21,7 @@ from onnx_slice_tools.semantics.plan import make_plan
 from onnx_slice_tools.semantics.spec import from_tf
 from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
 from onnx_slice_tools.verification.lowerings import make_session
+from onnx_slice_tools.verification.budget import Budget
 from onnx_slice_tools.verification.inplace import AS_SHIPPED
 
 MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -281,7 +282,7 @@ def test_in_place_check_catches_a_tampered_slice():
     steps = next(t for t in bad.graph.initializer if list(onnx.numpy_helper.to_array(t)) == [2])
     steps.CopyFrom(onnx.numpy_helper.from_array(np.array([3], dtype=np.int64), steps.name))
     records = result.report.records
-    run = run_inplace(bad, records, memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
+    run = run_inplace(bad, records, budget=Budget(2 ** 28))
     assert run.status.startswith("failed: node 'ss_y': input [3, 6]: shape [3, 2] != expected [3, 3]"), run.status
     assert run.inplace[0].startswith("failed")
 
@@ -479,7 +480,7 @@ def test_in_place_check_in_a_loop_body_catches_a_tampered_slice(grow):
     body = bad.graph.node[0].attribute[0].g
     k = next(k for k, n in enumerate(body.node) if n.op_type == "Slice")
     body.node[k].CopyFrom(helper.make_node("Identity", [body.node[k].input[0]], list(body.node[k].output)))
-    run = run_inplace(bad, result.report.records, memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
+    run = run_inplace(bad, result.report.records, budget=Budget(2 ** 28))
     assert run.status.startswith("failed: node 'ss_r': iteration 0: "), run.status
     assert run.inplace[0].startswith("failed: iteration 0: ")
 
