@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import StridedSliceError
 from ..errors import first_line
-from ..lowering.lower import RESHAPE, Lowering
+from ..lowering.lower import IDENTITY, RESHAPE, SLICE, SQUEEZE, UNSQUEEZE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.plan import declared_conflict
 from ..semantics.reference import apply_plan
@@ -116,10 +116,53 @@ def relaxed_axes(lowering: Lowering) -> set[int]:
         a.kind == ALL or a.kind == RANGE and a.is_identity and a.stride == 1)}
 
 
-def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = frozenset()) -> list[tuple[int, ...]]:
+def size_free_axes(lowering: Lowering) -> frozenset[int]:
+    """Input axes along which neither the emitted graph nor the reference can depend on the
+    axis's size: one size tries them all (:func:`concrete_shapes`).  Argued from the emitted
+    ops, not from the plan alone (a lowering that wrongly touches an axis the plan keeps whole
+    is still tried at several sizes there):
+
+    * the lowering is static (constant ``Slice``/``Squeeze``/``Unsqueeze``/``Identity`` ops,
+      no computed indices) and holds no ``Reshape`` (a static one names every dim) and no
+      other op;
+    * no ``Slice`` lists the axis and no ``Squeeze`` removes it (both number the input's axes:
+      a ``Slice`` keeps the rank; negative axes read modulo the rank): ONNX's ``Slice`` keeps
+      an unlisted axis whole at every size, ``Squeeze`` and ``Unsqueeze`` remove or insert
+      other axes only, so the output along the axis is the input along it;
+    * the plan keeps the axis whole (:attr:`AxisPlan.is_identity`: the ellipsis's, or ``:``
+      with step 1, begin 0 or masked, end masked; on a known dim, all of it), which the
+      flavour's rules do at every size (up to the declared one): the reference is the input
+      along it too;
+    * not under TFLite's ``offset``, whose output sizes come from ``end``, not the input.
+
+    So the comparison along such an axis is of the same elements at every size: the checks
+    feed it one (:func:`concrete_shapes`)."""
+    plan = lowering.plan
+    shape = plan.input_shape
+    if shape is None or lowering.dynamic or plan.source is not None and plan.source.offset:
+        return frozenset()
+    rank = len(shape)
+    named: set[int] = set()
+    for op in lowering.ops:
+        if op.op_type in (SQUEEZE, UNSQUEEZE) and not op.axes:
+            return frozenset()  # (no axes: a Squeeze of every size-1 axis depends on the sizes)
+        if op.op_type in (SLICE, SQUEEZE):
+            named.update(ax % rank if rank else ax for ax in op.axes)
+        elif op.op_type not in (UNSQUEEZE, IDENTITY):
+            return frozenset()
+    return frozenset(a.axis for a in plan.axes if a.is_identity and a.axis not in named)
+
+
+#: The one size fed to a size-free axis (:func:`size_free_axes`): the cheapest that is not empty
+#: (never above a known size; a known 0 stays 0).
+_FREE_SIZE = 1
+
+
+def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = frozenset(),
+                    free: frozenset | set = frozenset()) -> list[tuple[int, ...]]:
     """Concrete input shapes that exercise the plan's unknown dims; ``relaxed`` axes (known
-    size, passed through whole) get small sizes.  Each axis cycles through its own few
-    candidates (never a product over axes)."""
+    size, passed through whole) get small sizes, ``free`` axes (:func:`size_free_axes`) one
+    size.  Each axis cycles through its own few candidates (never a product over axes)."""
     shape = plan.input_shape
     if shape is None:  # unknown rank: the smallest ranks the spec accepts, each with its sizes
         real = sum(a.kind in (RANGE, INDEX) for a in plan.axes)
@@ -133,7 +176,9 @@ def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = froze
         return out
     choices: list[list[int]] = []
     for k, d in enumerate(shape):
-        if isinstance(d, int):  # a relaxed axis is of known size: smaller sizes too
+        if k in free:  # nothing along it depends on its size
+            choices.append([min(d, _FREE_SIZE) if isinstance(d, int) else _FREE_SIZE])
+        elif isinstance(d, int):  # a relaxed axis is of known size: smaller sizes too
             choices.append(list(dict.fromkeys(min(d, s) for s in _PASS_KNOWN)) if k in relaxed else [d])
         else:
             choices.append(_candidate_sizes(plan, k))
@@ -441,13 +486,14 @@ def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budge
     runnable: list[_CaseRun] = []
     rejected: list[_CaseRun] = []              # every draw of runtime values rejected: must-fail runs only
     by_evaluator: list[_CaseRun] = []
+    baselines: dict = {}  # (shape, dtype) -> the random tensor every baseline of that shape reads
     for i, case in enumerate(cases):
         p = _plan_case(i, case, memory_budget)
         if p is None:
             continue
         if case.elem_type not in _COMMON_TYPES and _kernel_gap(p, opset):
             by_evaluator.append(p)
-        elif _set_baseline(p, rng) is not None:
+        elif _set_baseline(p, rng, baselines) is not None:
             runnable.append(p)
         else:
             rejected.append(p)
@@ -479,7 +525,7 @@ def _kernel_gap(p: _CaseRun, opset: int) -> bool:
 
 def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     lowering = case.lowering
-    shapes = concrete_shapes(lowering.plan, relaxed=relaxed_axes(lowering))
+    shapes = concrete_shapes(lowering.plan, relaxed=relaxed_axes(lowering), free=size_free_axes(lowering))
     if not shapes:
         case.result.onnxruntime = skipped("no input size small enough to test (indices beyond 4096)")
         return None
@@ -493,10 +539,12 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     return _CaseRun(i, case, fitting, sizes)
 
 
-def _set_baseline(p: _CaseRun, rng) -> dict | None:
-    """A valid feed of the case's cheapest shape, fed in every run that does not compare it."""
+def _set_baseline(p: _CaseRun, rng, inputs: dict | None = None) -> dict | None:
+    """A valid feed of the case's cheapest shape, fed in every run that does not compare it.
+    ``inputs``: (shape, dtype) -> random tensor, shared by the baselines of one call (read only,
+    as the tensors of one run are: a baseline is a valid feed, its values are never compared)."""
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
-        drawn = _draw(p, shape, rng, reference=False)
+        drawn = _draw(p, shape, rng, inputs=inputs, reference=False)
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
             p.wrong_lengths = _wrong_lengths(p.case, p.index, drawn[0])
