@@ -331,10 +331,11 @@ def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool 
                           else f"inferred {a} != planned {b}", "planned ")
 
 
-def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
+def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None, parts: list | None = None):
     """One ONNX model checking ``cases`` (input ``x<i>`` and output ``y<i>`` per case, ``i`` from
     ``ids``), with the declared input shapes (NodeProtos from rewrite_proto.emit_proto: the
-    rewrite's own emission)."""
+    rewrite's own emission).  ``parts``: a list that receives, per case, where its graph inputs
+    and nodes are in the model's lists (first, end of each) -- what :func:`_part_model` cuts out."""
     from onnx import TensorProto, helper
 
     from ..graphs.names import NameAllocator
@@ -346,6 +347,7 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
     names.taken.update(f"x{i}" for i in numbers)
     for i, case in zip(numbers, cases):
         shape = case.lowering.plan.input_shape
+        first_input, first_node = len(inputs), len(nodes)
         inputs.append(helper.make_tensor_value_info(f"x{i}", case.elem_type, None if shape is None else list(shape)))
         runtime = {}
         for f in case.runtime_fields:
@@ -358,9 +360,31 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
         new[-1].output[0] = f"y{i}"
         nodes.extend(new)
         outputs.append(helper.make_tensor_value_info(f"y{i}", case.elem_type, None))
+        if parts is not None:
+            parts.append((first_input, len(inputs), first_node, len(nodes)))
     graph = helper.make_graph(nodes, "onnx_slice_tools_checks", inputs, outputs, consts.tensors)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = ir_version_for(opset)
+    return model
+
+
+def _part_model(full, parts: list, positions: list[int], tensors: dict):
+    """The model of the cases at ``positions`` of ``full`` (:func:`build_model` of every case,
+    ``parts`` its record, ``tensors`` its initializers by name): their inputs, nodes and outputs
+    (copies) and the constants those nodes read -- the model ``build_model`` makes of those cases
+    alone, up to the constants' names, without emitting their nodes again."""
+    from onnx import helper
+    graph = full.graph
+    inputs, nodes = [], []
+    for k in positions:
+        first_input, end_input, first_node, end_node = parts[k]
+        inputs.extend(graph.input[first_input:end_input])
+        nodes.extend(graph.node[first_node:end_node])
+    read = dict.fromkeys(name for node in nodes for name in node.input)
+    consts = [tensors[name] for name in read if name in tensors]
+    sub = helper.make_graph(nodes, graph.name, inputs, [graph.output[k] for k in positions], consts)
+    model = helper.make_model(sub, opset_imports=list(full.opset_import))
+    model.ir_version = full.ir_version
     return model
 
 
@@ -480,7 +504,8 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
 
 
 def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budget: int) -> None:
-    full = build_model(cases, opset)
+    parts: list = []
+    full = build_model(cases, opset, parts=parts)
     _check_shapes(cases, opset, full)
     rng = np.random.default_rng(seed)
     runnable: list[_CaseRun] = []
@@ -497,9 +522,15 @@ def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budge
             runnable.append(p)
         else:
             rejected.append(p)
+    tensors: dict | None = None
     for group in _groups(runnable, memory_budget):
-        whole = full if len(group) == len(cases) else None  # every case: the model built above
-        by_evaluator += _run_group(group, opset, rng, memory_budget, whole)
+        if len(group) == len(cases):  # every case: the model built above; else its part of it
+            proto = full
+        else:
+            if tensors is None:
+                tensors = {t.name: t for t in full.graph.initializer}
+            proto = _part_model(full, parts, [p.index for p in group], tensors)
+        by_evaluator += _run_group(group, opset, rng, memory_budget, proto)
     for p in rejected:
         if not _kernel_gap(p, opset):
             _run_must_fail(p, opset)

@@ -509,3 +509,22 @@ def test_a_planted_dim_dependent_bug_on_a_sliced_symbolic_axis_is_caught():
     case = CheckCase(_wrong(plan, (0, -3, 3, 1)), np.dtype(np.float32), T.FLOAT)
     check_lowerings([case], 17)
     assert case.result.onnxruntime.startswith("failed: input ("), case.result
+
+
+def test_sessions_of_part_of_the_cases_check_each_case_as_its_own(monkeypatch):
+    """With several sessions (here 2 cases each), each session's model is cut out of the one
+    model of every case (its inputs, nodes, outputs and the constants they read): every case is
+    checked, runtime-index cases too, and a planted wrong one in a later session still fails."""
+    import onnx_slice_tools.verification.lowerings as lowerings
+    monkeypatch.setattr(lowerings, "SESSION_CASES", 2)
+    cases = [CheckCase(lower(make_plan(from_index_expr(e), s), 17), np.dtype(np.float32), T.FLOAT)
+             for e, s in (("x[1:-1]", ("B", 4)), ("x[:, ::-1]", (3, "N")), ("x[0]", ("B", 2)), ("x[..., 1:]", (2, 5)))]
+    spec = replace(from_index_expr("x[1:3, 0]"), strides=None, runtime_length=2)
+    cases.append(CheckCase(lower(make_plan(spec, (4, 5)), 17, {"strides": "int64"}), np.dtype(np.float32), T.FLOAT,
+                           index_types={"strides": "int64"}))
+    plan = make_plan(from_index_expr("x[:, 1:3]"), ("B", 8))
+    cases.append(CheckCase(_wrong(plan, (0, 0, 2, 1), (1, 1, 3, 1)), np.dtype(np.float32), T.FLOAT))
+    check_lowerings(cases, 17)
+    assert [c.result.onnxruntime for c in cases[:-1]] == ["passed"] * 5, [c.result for c in cases]
+    assert cases[4].result.tried_values and cases[4].result.must_fail_checked > 0
+    assert cases[-1].result.onnxruntime.startswith("failed: input ("), cases[-1].result
