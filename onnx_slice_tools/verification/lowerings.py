@@ -342,7 +342,9 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
     from ..rewrite.proto_pass import ProtoConstantPool, emit_proto
     names = NameAllocator()
     consts = ProtoConstantPool("k/", names)
-    inputs, outputs, nodes = [], [], []
+    inputs: list = []
+    outputs: list = []
+    nodes: list = []
     numbers: Sequence[int] = ids if ids is not None else range(len(cases))
     names.taken.update(f"x{i}" for i in numbers)
     for i, case in zip(numbers, cases):
