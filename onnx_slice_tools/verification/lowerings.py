@@ -336,10 +336,19 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
     ``ids``), with the declared input shapes (NodeProtos from rewrite_proto.emit_proto: the
     rewrite's own emission).  ``parts``: a list that receives, per case, where its graph inputs
     and nodes are in the model's lists (first, end of each) -- what :func:`_part_model` cuts out."""
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, ValueInfoProto, helper
 
     from ..graphs.names import NameAllocator
     from ..rewrite.proto_pass import ProtoConstantPool, emit_proto
+    types: dict = {}  # (element type, shape) -> its TypeProto: cases repeat a few declarations
+
+    def value_info(name: str, elem: int, shape: tuple | None):
+        typ = types.get((elem, shape))
+        if typ is None:
+            typ = types[elem, shape] = helper.make_tensor_value_info(
+                name, elem, None if shape is None else list(shape)).type
+        return ValueInfoProto(name=name, type=typ)
+
     names = NameAllocator()
     consts = ProtoConstantPool("k/", names)
     inputs: list = []
@@ -350,18 +359,18 @@ def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None
     for i, case in zip(numbers, cases):
         shape = case.lowering.plan.input_shape
         first_input, first_node = len(inputs), len(nodes)
-        inputs.append(helper.make_tensor_value_info(f"x{i}", case.elem_type, None if shape is None else list(shape)))
+        inputs.append(value_info(f"x{i}", case.elem_type, shape))
         runtime = {}
         for f in case.runtime_fields:
             dtype = TensorProto.INT32 if case.index_types.get(f) == "int32" else TensorProto.INT64
             runtime[f] = f"{f[0]}{i}"
             names.taken.add(runtime[f])
             length = f"{runtime[f]}_length" if f in case.written_spec.unsized else case.written_spec.n
-            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [length]))
+            inputs.append(value_info(runtime[f], dtype, (length,)))
         new, y = emit_proto(case.lowering, f"x{i}", opset, consts, f"r{i}", runtime)
         new[-1].output[0] = f"y{i}"
         nodes.extend(new)
-        outputs.append(helper.make_tensor_value_info(f"y{i}", case.elem_type, None))
+        outputs.append(value_info(f"y{i}", case.elem_type, None))
         if parts is not None:
             parts.append((first_input, len(inputs), first_node, len(nodes)))
     graph = helper.make_graph(nodes, "onnx_slice_tools_checks", inputs, outputs, consts.tensors)
