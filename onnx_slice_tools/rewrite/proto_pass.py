@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import itertools
 import struct
+import sys
 from typing import NamedTuple
 
 from onnx import NodeProto
@@ -238,9 +239,18 @@ class ProtoConstantPool(ConstantPool):
         self.tensors: list = []
 
     def _create(self, name: str, arr):
-        from onnx import numpy_helper
-        self.tensors.append(numpy_helper.from_array(arr, name))
+        elem = _POOL_TYPES.get(arr.dtype.name) if sys.byteorder == "little" else None
+        if elem is None:
+            from onnx import numpy_helper
+            self.tensors.append(numpy_helper.from_array(arr, name))
+        else:  # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
+            from onnx import TensorProto
+            self.tensors.append(TensorProto(name=name, data_type=elem, dims=arr.shape, raw_data=arr.tobytes()))
         return name
+
+
+#: TensorProto element types of the pool's constants (lower.ConstantPool.get: int64, int32, bool)
+_POOL_TYPES = {"int64": 7, "int32": 6, "bool": 9}
 
 
 def model_names(proto, holders: list | None = None, reads=None, writes=None) -> NameAllocator:

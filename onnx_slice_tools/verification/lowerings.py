@@ -635,15 +635,17 @@ def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
     shape = plan.input_shape
     if shape is None or not p.baseline_shape or not p.baseline:
         return
+    shrinks = [(a.axis, a.begin) for a in plan.axes
+               if a.kind == INDEX and a.begin is not None and not isinstance(shape[a.axis], int)]
+    if not shrinks:
+        return
     i = p.index
     runtime = {f"{f[0]}{i}": p.baseline[f"{f[0]}{i}"] for f in case.runtime_fields}
     spec = with_values(case.written_spec, {f: runtime[f"{f[0]}{i}"].tolist() for f in case.runtime_fields})
     kept = 0
-    for a in plan.axes:
-        if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
-            continue
-        for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
-            trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
+    for axis, begin in shrinks:
+        for size in sorted({0, min(begin if begin >= 0 else -begin - 1, 4096)}):
+            trial = tuple(size if k == axis else d if isinstance(shape[k], int) else max(d, 1)
                           for k, d in enumerate(p.baseline_shape))
             try:
                 make_plan(spec, trial)
