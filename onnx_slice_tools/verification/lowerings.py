@@ -126,7 +126,8 @@ def size_free_axes(lowering: Lowering) -> frozenset[int]:
       no computed indices) and holds no ``Reshape`` (a static one names every dim) and no
       other op;
     * no ``Slice`` lists the axis and no ``Squeeze`` removes it (both number the input's axes:
-      a ``Slice`` keeps the rank; negative axes read modulo the rank): ONNX's ``Slice`` keeps
+      a ``Slice`` keeps the rank, and none comes after a ``Squeeze`` or ``Unsqueeze``, which
+      would number others; negative axes read modulo the rank): ONNX's ``Slice`` keeps
       an unlisted axis whole at every size, ``Squeeze`` and ``Unsqueeze`` remove or insert
       other axes only, so the output along the axis is the input along it;
     * the plan keeps the axis whole (:attr:`AxisPlan.is_identity`: the ellipsis's, or ``:``
@@ -143,13 +144,17 @@ def size_free_axes(lowering: Lowering) -> frozenset[int]:
         return frozenset()
     rank = len(shape)
     named: set[int] = set()
+    renumbered = False  # after a Squeeze or Unsqueeze, axes no longer number the input's
     for op in lowering.ops:
         if op.op_type in (SQUEEZE, UNSQUEEZE) and not op.axes:
             return frozenset()  # (no axes: a Squeeze of every size-1 axis depends on the sizes)
         if op.op_type in (SLICE, SQUEEZE):
+            if renumbered:
+                return frozenset()
             named.update(ax % rank if rank else ax for ax in op.axes)
         elif op.op_type not in (UNSQUEEZE, IDENTITY):
             return frozenset()
+        renumbered = renumbered or op.op_type in (SQUEEZE, UNSQUEEZE)
     return frozenset(a.axis for a in plan.axes if a.is_identity and a.axis not in named)
 
 

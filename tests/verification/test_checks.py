@@ -528,3 +528,18 @@ def test_sessions_of_part_of_the_cases_check_each_case_as_its_own(monkeypatch):
     assert [c.result.onnxruntime for c in cases[:-1]] == ["passed"] * 5, [c.result for c in cases]
     assert cases[4].result.tried_values and cases[4].result.must_fail_checked > 0
     assert cases[-1].result.onnxruntime.startswith("failed: input ("), cases[-1].result
+
+
+def test_size_free_axes_only_where_the_ops_number_the_input_axes():
+    """A Slice after a Squeeze numbers the squeezed tensor's axes: the rule does not read it
+    (no axis is size-free); nor a Squeeze without axes, nor a Reshape."""
+    from onnx_slice_tools.lowering.lower import RESHAPE, SLICE, SQUEEZE, Lowering, Op
+    from onnx_slice_tools.verification.lowerings import size_free_axes
+    plan = make_plan(from_index_expr("x[0, 1:3]"), ("B", 8, "C"))
+    right = lower(plan, 17)
+    assert [op.op_type for op in right.ops] == ["Slice", "Squeeze"] and size_free_axes(right) == {2}
+    late = Lowering(plan, (Op(SLICE, axes=(0,), starts=(0,), ends=(1,), steps=(1,)), Op(SQUEEZE, axes=(0,)),
+                           Op(SLICE, axes=(0,), starts=(1,), ends=(3,), steps=(1,))))
+    assert size_free_axes(late) == set()
+    for ops in ((Op(SQUEEZE, axes=()),), (Op(RESHAPE, shape=(2, 3)),)):
+        assert size_free_axes(Lowering(plan, ops)) == set()
