@@ -160,6 +160,8 @@ def _slice_op(args: list[tuple]) -> Op | None:
 def _layout(plan: Plan) -> tuple[list[int], list[int]]:
     """(Squeeze axes on the input, Unsqueeze positions on the output) after pairing
     shrinks with new axes that sit next to each other."""
+    if not any(a.kind == INDEX for a in plan.axes) and not any(o.kind == NEW for o in plan.outputs):
+        return [], []  # (squeezes come from shrinks only, unsqueezes from new axes only)
     spec = plan.spec
     n = spec.n
     ellipsis_at = next((i for i in range(n) if spec.bit("ellipsis_mask", i)), n)

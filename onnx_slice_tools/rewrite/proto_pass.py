@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import collections
 import itertools
+import struct
+import sys
 from typing import NamedTuple
 
 from onnx import NodeProto
@@ -36,23 +38,32 @@ from .core import input_warnings, output_fill, parse_node, remove_if_unused, unu
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
 
-#: the little-endian dtype of TensorProto INT32 / INT64 raw data and the field of their typed values
-_INT_LAYOUTS = {6: ("<i4", "int32_data"), 7: ("<i8", "int64_data")}
+#: the struct code of TensorProto INT32 / INT64 raw data (little-endian), its item size and the field
+#: of their typed values
+_INT_LAYOUTS = {6: ("i", 4, "int32_data"), 7: ("q", 8, "int64_data")}
 
 
-def _index_array(t):
-    """The array of initializer ``t``: a 1-D INT32/INT64 one (the usual begin/end/strides) read
-    straight from its raw bytes or typed values; anything else by onnx's ``numpy_helper.to_array``
-    (which also gives the errors of a malformed tensor)."""
+def _index_ints(t, field_name: str) -> tuple[int, ...]:
+    """The ints of initializer ``t`` as :func:`core.index_values` gives them: a 1-D INT32/INT64
+    one (the usual begin/end/strides) read straight from its raw bytes or typed values; anything
+    else through onnx's ``numpy_helper.to_array`` (which also gives the errors of a malformed
+    tensor) and ``index_values`` (the errors of a wrong dtype or rank)."""
     layout = _INT_LAYOUTS.get(t.data_type)
     if layout is not None and len(t.dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
-        import numpy as np
-        dtype, typed = layout
-        values = np.frombuffer(t.raw_data, dtype) if t.raw_data else np.array(getattr(t, typed), dtype)
-        if values.size == t.dims[0]:
-            return values.astype(dtype[1:], copy=False)
+        code, size, typed = layout
+        n = t.dims[0]
+        raw = t.raw_data
+        if raw:
+            if len(raw) == n * size:
+                return struct.unpack(f"<{n}{code}", raw)
+        else:
+            values = getattr(t, typed)
+            if len(values) == n:
+                return tuple(values)
     from onnx import numpy_helper
-    return numpy_helper.to_array(t)
+    return index_values(numpy_helper.to_array(t), field_name)
+
+
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
 _OP_TYPE = b'"\x0cStridedSlice'  # NodeProto field 4 (op_type), 12 bytes long
 #: AttributeProto.type (field 20) GRAPH or GRAPHS, serialized
@@ -200,7 +211,7 @@ class _Graph:
             return None
         t = self.initializers.get(name)
         if t is not None:
-            return index_values(_index_array(t), field_name)
+            return _index_ints(t, field_name)
         k = self.producers.get(name)
         if k is None:
             return None
@@ -229,9 +240,18 @@ class ProtoConstantPool(ConstantPool):
         self.tensors: list = []
 
     def _create(self, name: str, arr):
-        from onnx import numpy_helper
-        self.tensors.append(numpy_helper.from_array(arr, name))
+        elem = _POOL_TYPES.get(arr.dtype.name) if sys.byteorder == "little" else None
+        if elem is None:
+            from onnx import numpy_helper
+            self.tensors.append(numpy_helper.from_array(arr, name))
+        else:  # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
+            from onnx import TensorProto
+            self.tensors.append(TensorProto(name=name, data_type=elem, dims=arr.shape, raw_data=arr.tobytes()))
         return name
+
+
+#: TensorProto element types of the pool's constants (lower.ConstantPool.get: int64, int32, bool)
+_POOL_TYPES = {"int64": 7, "int32": 6, "bool": 9}
 
 
 def model_names(proto, holders: list | None = None, reads=None, writes=None) -> NameAllocator:
@@ -399,6 +419,7 @@ class ProtoStridedSliceRewritePass:
         segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
+        steps_of: dict = {}  # id(lowering) -> its steps (made once: read here, named below)
         renamed: dict[str, str] = {}  # an identity's output -> the data
         emitted: list[str] = []  # names the emitted nodes read
         replaced: list[_Plan] = []
@@ -414,8 +435,8 @@ class ProtoStridedSliceRewritePass:
                 continue
             read = read_of.get(id(p.lowering))
             if read is None:
-                read = read_of[id(p.lowering)] = sorted(
-                    {r[1] for step in steps(p.lowering, self.opset) for r in step.inputs if r[0] == "in"})
+                made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
+                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"})
             emitted.append(rec.data_name)
             if read:  # a runtime field not read is freed (e.g. end = begin + 1)
                 emitted.extend(p.runtime[f] for f in read)
@@ -465,7 +486,7 @@ class ProtoStridedSliceRewritePass:
             rec = p.record
             template = templates.get(id(p.lowering))
             if template is None:  # the first node of a lowering names its constants
-                template = templates[id(p.lowering)] = _template(steps(p.lowering, self.opset), pool)
+                template = templates[id(p.lowering)] = _template(steps_of[id(p.lowering)], pool)
             _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
                          created=added, make=add, columns=columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import StridedSliceError
 from ..errors import first_line
-from ..lowering.lower import RESHAPE, Lowering
+from ..lowering.lower import IDENTITY, RESHAPE, SLICE, SQUEEZE, UNSQUEEZE, Lowering
 from ..semantics.plan import ALL, INDEX, RANGE, Dim, Plan, make_plan, shape_conflict
 from ..semantics.plan import declared_conflict
 from ..semantics.reference import apply_plan
@@ -116,10 +116,58 @@ def relaxed_axes(lowering: Lowering) -> set[int]:
         a.kind == ALL or a.kind == RANGE and a.is_identity and a.stride == 1)}
 
 
-def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = frozenset()) -> list[tuple[int, ...]]:
+def size_free_axes(lowering: Lowering) -> frozenset[int]:
+    """Input axes along which neither the emitted graph nor the reference can depend on the
+    axis's size: one size tries them all (:func:`concrete_shapes`).  Argued from the emitted
+    ops, not from the plan alone (a lowering that wrongly touches an axis the plan keeps whole
+    is still tried at several sizes there):
+
+    * the lowering is static (constant ``Slice``/``Squeeze``/``Unsqueeze``/``Identity`` ops,
+      no computed indices) and holds no ``Reshape`` (a static one names every dim) and no
+      other op;
+    * no ``Slice`` lists the axis and no ``Squeeze`` removes it (both number the input's axes:
+      a ``Slice`` keeps the rank, and none comes after a ``Squeeze`` or ``Unsqueeze``, which
+      would number others; negative axes read modulo the rank): ONNX's ``Slice`` keeps
+      an unlisted axis whole at every size, ``Squeeze`` and ``Unsqueeze`` remove or insert
+      other axes only, so the output along the axis is the input along it;
+    * the plan keeps the axis whole (:attr:`AxisPlan.is_identity`: the ellipsis's, or ``:``
+      with step 1, begin 0 or masked, end masked; on a known dim, all of it), which the
+      flavour's rules do at every size (up to the declared one): the reference is the input
+      along it too;
+    * not under TFLite's ``offset``, whose output sizes come from ``end``, not the input.
+
+    So the comparison along such an axis is of the same elements at every size: the checks
+    feed it one (:func:`concrete_shapes`)."""
+    plan = lowering.plan
+    shape = plan.input_shape
+    if shape is None or lowering.dynamic or plan.source is not None and plan.source.offset:
+        return frozenset()
+    rank = len(shape)
+    named: set[int] = set()
+    renumbered = False  # after a Squeeze or Unsqueeze, axes no longer number the input's
+    for op in lowering.ops:
+        if op.op_type in (SQUEEZE, UNSQUEEZE) and not op.axes:
+            return frozenset()  # (no axes: a Squeeze of every size-1 axis depends on the sizes)
+        if op.op_type in (SLICE, SQUEEZE):
+            if renumbered:
+                return frozenset()
+            named.update(ax % rank if rank else ax for ax in op.axes)
+        elif op.op_type not in (UNSQUEEZE, IDENTITY):
+            return frozenset()
+        renumbered = renumbered or op.op_type in (SQUEEZE, UNSQUEEZE)
+    return frozenset(a.axis for a in plan.axes if a.is_identity and a.axis not in named)
+
+
+#: The one size fed to a size-free axis (:func:`size_free_axes`): the cheapest that is not empty
+#: (never above a known size; a known 0 stays 0).
+_FREE_SIZE = 1
+
+
+def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = frozenset(),
+                    free: frozenset | set = frozenset()) -> list[tuple[int, ...]]:
     """Concrete input shapes that exercise the plan's unknown dims; ``relaxed`` axes (known
-    size, passed through whole) get small sizes.  Each axis cycles through its own few
-    candidates (never a product over axes)."""
+    size, passed through whole) get small sizes, ``free`` axes (:func:`size_free_axes`) one
+    size.  Each axis cycles through its own few candidates (never a product over axes)."""
     shape = plan.input_shape
     if shape is None:  # unknown rank: the smallest ranks the spec accepts, each with its sizes
         real = sum(a.kind in (RANGE, INDEX) for a in plan.axes)
@@ -133,7 +181,9 @@ def concrete_shapes(plan: Plan, limit: int = 6, relaxed: frozenset | set = froze
         return out
     choices: list[list[int]] = []
     for k, d in enumerate(shape):
-        if isinstance(d, int):  # a relaxed axis is of known size: smaller sizes too
+        if k in free:  # nothing along it depends on its size
+            choices.append([min(d, _FREE_SIZE) if isinstance(d, int) else _FREE_SIZE])
+        elif isinstance(d, int):  # a relaxed axis is of known size: smaller sizes too
             choices.append(list(dict.fromkeys(min(d, s) for s in _PASS_KNOWN)) if k in relaxed else [d])
         else:
             choices.append(_candidate_sizes(plan, k))
@@ -286,36 +336,71 @@ def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool 
                           else f"inferred {a} != planned {b}", "planned ")
 
 
-def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None):
+def build_model(cases: list[CheckCase], opset: int, ids: list[int] | None = None, parts: list | None = None):
     """One ONNX model checking ``cases`` (input ``x<i>`` and output ``y<i>`` per case, ``i`` from
     ``ids``), with the declared input shapes (NodeProtos from rewrite_proto.emit_proto: the
-    rewrite's own emission)."""
-    from onnx import TensorProto, helper
+    rewrite's own emission).  ``parts``: a list that receives, per case, where its graph inputs
+    and nodes are in the model's lists (first, end of each) -- what :func:`_part_model` cuts out."""
+    from onnx import TensorProto, ValueInfoProto, helper
 
     from ..graphs.names import NameAllocator
     from ..rewrite.proto_pass import ProtoConstantPool, emit_proto
+    types: dict = {}  # (element type, shape) -> its TypeProto: cases repeat a few declarations
+
+    def value_info(name: str, elem: int, shape: tuple | None):
+        typ = types.get((elem, shape))
+        if typ is None:
+            typ = types[elem, shape] = helper.make_tensor_value_info(
+                name, elem, None if shape is None else list(shape)).type
+        return ValueInfoProto(name=name, type=typ)
+
     names = NameAllocator()
     consts = ProtoConstantPool("k/", names)
-    inputs, outputs, nodes = [], [], []
+    inputs: list = []
+    outputs: list = []
+    nodes: list = []
     numbers: Sequence[int] = ids if ids is not None else range(len(cases))
     names.taken.update(f"x{i}" for i in numbers)
     for i, case in zip(numbers, cases):
         shape = case.lowering.plan.input_shape
-        inputs.append(helper.make_tensor_value_info(f"x{i}", case.elem_type, None if shape is None else list(shape)))
+        first_input, first_node = len(inputs), len(nodes)
+        inputs.append(value_info(f"x{i}", case.elem_type, shape))
         runtime = {}
         for f in case.runtime_fields:
             dtype = TensorProto.INT32 if case.index_types.get(f) == "int32" else TensorProto.INT64
             runtime[f] = f"{f[0]}{i}"
             names.taken.add(runtime[f])
             length = f"{runtime[f]}_length" if f in case.written_spec.unsized else case.written_spec.n
-            inputs.append(helper.make_tensor_value_info(runtime[f], dtype, [length]))
+            inputs.append(value_info(runtime[f], dtype, (length,)))
         new, y = emit_proto(case.lowering, f"x{i}", opset, consts, f"r{i}", runtime)
         new[-1].output[0] = f"y{i}"
         nodes.extend(new)
-        outputs.append(helper.make_tensor_value_info(f"y{i}", case.elem_type, None))
+        outputs.append(value_info(f"y{i}", case.elem_type, None))
+        if parts is not None:
+            parts.append((first_input, len(inputs), first_node, len(nodes)))
     graph = helper.make_graph(nodes, "onnx_slice_tools_checks", inputs, outputs, consts.tensors)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = ir_version_for(opset)
+    return model
+
+
+def _part_model(full, parts: list, positions: list[int], tensors: dict):
+    """The model of the cases at ``positions`` of ``full`` (:func:`build_model` of every case,
+    ``parts`` its record, ``tensors`` its initializers by name): their inputs, nodes and outputs
+    (copies) and the constants those nodes read -- the model ``build_model`` makes of those cases
+    alone, up to the constants' names, without emitting their nodes again."""
+    from onnx import helper
+    graph = full.graph
+    inputs, nodes = [], []
+    for k in positions:
+        first_input, end_input, first_node, end_node = parts[k]
+        inputs.extend(graph.input[first_input:end_input])
+        nodes.extend(graph.node[first_node:end_node])
+    read = dict.fromkeys(name for node in nodes for name in node.input)
+    consts = [tensors[name] for name in read if name in tensors]
+    sub = helper.make_graph(nodes, graph.name, inputs, [graph.output[k] for k in positions], consts)
+    model = helper.make_model(sub, opset_imports=list(full.opset_import))
+    model.ir_version = full.ir_version
     return model
 
 
@@ -435,25 +520,33 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
 
 
 def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budget: int) -> None:
-    full = build_model(cases, opset)
+    parts: list = []
+    full = build_model(cases, opset, parts=parts)
     _check_shapes(cases, opset, full)
     rng = np.random.default_rng(seed)
     runnable: list[_CaseRun] = []
     rejected: list[_CaseRun] = []              # every draw of runtime values rejected: must-fail runs only
     by_evaluator: list[_CaseRun] = []
+    baselines: dict = {}  # (shape, dtype) -> the random tensor every baseline of that shape reads
     for i, case in enumerate(cases):
         p = _plan_case(i, case, memory_budget)
         if p is None:
             continue
         if case.elem_type not in _COMMON_TYPES and _kernel_gap(p, opset):
             by_evaluator.append(p)
-        elif _set_baseline(p, rng) is not None:
+        elif _set_baseline(p, rng, baselines) is not None:
             runnable.append(p)
         else:
             rejected.append(p)
+    tensors: dict | None = None
     for group in _groups(runnable, memory_budget):
-        whole = full if len(group) == len(cases) else None  # every case: the model built above
-        by_evaluator += _run_group(group, opset, rng, memory_budget, whole)
+        if len(group) == len(cases):  # every case: the model built above; else its part of it
+            proto = full
+        else:
+            if tensors is None:
+                tensors = {t.name: t for t in full.graph.initializer}
+            proto = _part_model(full, parts, [p.index for p in group], tensors)
+        by_evaluator += _run_group(group, opset, rng, memory_budget, proto)
     for p in rejected:
         if not _kernel_gap(p, opset):
             _run_must_fail(p, opset)
@@ -479,7 +572,7 @@ def _kernel_gap(p: _CaseRun, opset: int) -> bool:
 
 def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     lowering = case.lowering
-    shapes = concrete_shapes(lowering.plan, relaxed=relaxed_axes(lowering))
+    shapes = concrete_shapes(lowering.plan, relaxed=relaxed_axes(lowering), free=size_free_axes(lowering))
     if not shapes:
         case.result.onnxruntime = skipped("no input size small enough to test (indices beyond 4096)")
         return None
@@ -493,10 +586,12 @@ def _plan_case(i: int, case: CheckCase, budget: int) -> _CaseRun | None:
     return _CaseRun(i, case, fitting, sizes)
 
 
-def _set_baseline(p: _CaseRun, rng) -> dict | None:
-    """A valid feed of the case's cheapest shape, fed in every run that does not compare it."""
+def _set_baseline(p: _CaseRun, rng, inputs: dict | None = None) -> dict | None:
+    """A valid feed of the case's cheapest shape, fed in every run that does not compare it.
+    ``inputs``: (shape, dtype) -> random tensor, shared by the baselines of one call (read only,
+    as the tensors of one run are: a baseline is a valid feed, its values are never compared)."""
     for shape in sorted(p.shapes, key=lambda s: p.bytes[s]):
-        drawn = _draw(p, shape, rng, reference=False)
+        drawn = _draw(p, shape, rng, inputs=inputs, reference=False)
         if drawn is not None:
             p.baseline, p.baseline_bytes, p.baseline_shape = drawn[0], p.bytes[shape], shape
             p.wrong_lengths = _wrong_lengths(p.case, p.index, drawn[0])
@@ -545,15 +640,17 @@ def _keep_rejected_sizes(p: _CaseRun, rng) -> None:
     shape = plan.input_shape
     if shape is None or not p.baseline_shape or not p.baseline:
         return
+    shrinks = [(a.axis, a.begin) for a in plan.axes
+               if a.kind == INDEX and a.begin is not None and not isinstance(shape[a.axis], int)]
+    if not shrinks:
+        return
     i = p.index
     runtime = {f"{f[0]}{i}": p.baseline[f"{f[0]}{i}"] for f in case.runtime_fields}
     spec = with_values(case.written_spec, {f: runtime[f"{f[0]}{i}"].tolist() for f in case.runtime_fields})
     kept = 0
-    for a in plan.axes:
-        if a.kind != INDEX or a.begin is None or isinstance(shape[a.axis], int):
-            continue
-        for size in sorted({0, min(a.begin if a.begin >= 0 else -a.begin - 1, 4096)}):
-            trial = tuple(size if k == a.axis else d if isinstance(shape[k], int) else max(d, 1)
+    for axis, begin in shrinks:
+        for size in sorted({0, min(begin if begin >= 0 else -begin - 1, 4096)}):
+            trial = tuple(size if k == axis else d if isinstance(shape[k], int) else max(d, 1)
                           for k, d in enumerate(p.baseline_shape))
             try:
                 make_plan(spec, trial)

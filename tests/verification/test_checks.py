@@ -447,3 +447,99 @@ def test_comparison_verdict_and_input_budget():
     result = convert(model, verify=False)
     cmp = compare_models(model, result.model, memory_budget=2 ** 20)  # 3 x 2^20 float32 do not fit
     assert cmp.ok and cmp.status == "skipped: random inputs need 12 MiB, budget 1 MiB", cmp.status
+
+
+# --------------------------------------------------------------------------- sizes only where they matter
+
+def _wrong(plan, *slices):
+    """A planted lowering of ``plan``: one Slice of ``slices`` (axis, start, end, step)."""
+    from onnx_slice_tools.lowering.lower import SLICE, Lowering, Op
+    return Lowering(plan, (Op(SLICE, axes=tuple(s[0] for s in slices), starts=tuple(s[1] for s in slices),
+                              ends=tuple(s[2] for s in slices), steps=tuple(s[3] for s in slices)),))
+
+
+def test_an_axis_the_lowering_depends_on_is_tried_at_several_sizes():
+    """``x[1:-1]`` on ``[B, 64]``: its Slice reads B (the result's length is B - 2), so B is tried
+    at several sizes (0, 1, 2, 3 and past |begin|, |end|); the 64 it keeps whole at one size."""
+    from onnx_slice_tools.verification.lowerings import size_free_axes
+    low = lower(make_plan(from_index_expr("x[1:-1]"), ("B", 64)), 17)
+    assert size_free_axes(low) == {1}
+    case = CheckCase(low, np.dtype(np.float32), T.FLOAT)
+    check_lowerings([case], 17)
+    assert case.result.onnxruntime == "passed"
+    assert {s[0] for s in case.result.tried_shapes} >= {0, 1, 2, 3}, case.result.tried_shapes
+    assert {s[1] for s in case.result.tried_shapes} == {1}, case.result.tried_shapes
+
+
+def test_an_axis_nothing_reads_is_tried_at_one_size():
+    """``x[:, 3:40:2, 5:9]`` on ``[B, 64, 64, 8]`` (the distinct-spec benchmark's kind): its Slice
+    names axes 1 and 2 only and the plan keeps B and the last axis whole, so one input size
+    tries every size of theirs; the sliced axes are fed whole."""
+    from onnx_slice_tools.verification.lowerings import size_free_axes
+    low = lower(make_plan(from_index_expr("x[:, 3:40:2, 5:9]"), ("B", 64, 64, 8)), 17)
+    assert size_free_axes(low) == {0, 3}
+    case = CheckCase(low, np.dtype(np.float32), T.FLOAT)
+    check_lowerings([case], 17)
+    assert case.result.onnxruntime == "passed" and case.result.tried_shapes == [(1, 64, 64, 1)]
+
+
+@pytest.mark.parametrize("shape", [("B", 8), (5, 8)])
+def test_a_planted_lowering_that_depends_on_a_size_the_plan_keeps_whole_is_caught(shape):
+    """The plan of ``x[:, 1:3]`` keeps axis 0 whole; a planted lowering also slices it to
+    ``[0:2]`` -- right at sizes 1 and 2, wrong from 3.  Its Slice names axis 0, so axis 0 is not
+    size-free for it (the rule reads the emitted ops, not the plan) and the sizes that show the
+    bug are tried: the check fails.  The right lowering passes."""
+    from onnx_slice_tools.verification.lowerings import size_free_axes
+    plan = make_plan(from_index_expr("x[:, 1:3]"), shape)
+    right = lower(plan, 17)
+    assert 0 in size_free_axes(right)
+    for wrong in (_wrong(plan, (0, 0, 2, 1), (1, 1, 3, 1)), _wrong(plan, (-2, 0, 2, 1), (-1, 1, 3, 1))):
+        assert size_free_axes(wrong) == set()
+        cases = [CheckCase(wrong, np.dtype(np.float32), T.FLOAT), CheckCase(right, np.dtype(np.float32), T.FLOAT)]
+        check_lowerings(cases, 17)
+        assert cases[0].result.onnxruntime.startswith("failed: input ("), cases[0].result
+        assert "shape (2, 2) != expected (3, 2)" in cases[0].result.onnxruntime, cases[0].result.onnxruntime
+        assert cases[1].result.onnxruntime == "passed"
+
+
+def test_a_planted_dim_dependent_bug_on_a_sliced_symbolic_axis_is_caught():
+    """``x[-3:]`` on ``[B]`` planted as ``x[-3:-0]``-like ``Slice(-3, 3)``: equal to the reference
+    only where B is 3 (or below, clamped); the symbolic axis is tried at several sizes."""
+    plan = make_plan(from_index_expr("x[-3:]"), ("B",))
+    case = CheckCase(_wrong(plan, (0, -3, 3, 1)), np.dtype(np.float32), T.FLOAT)
+    check_lowerings([case], 17)
+    assert case.result.onnxruntime.startswith("failed: input ("), case.result
+
+
+def test_sessions_of_part_of_the_cases_check_each_case_as_its_own(monkeypatch):
+    """With several sessions (here 2 cases each), each session's model is cut out of the one
+    model of every case (its inputs, nodes, outputs and the constants they read): every case is
+    checked, runtime-index cases too, and a planted wrong one in a later session still fails."""
+    import onnx_slice_tools.verification.lowerings as lowerings
+    monkeypatch.setattr(lowerings, "SESSION_CASES", 2)
+    cases = [CheckCase(lower(make_plan(from_index_expr(e), s), 17), np.dtype(np.float32), T.FLOAT)
+             for e, s in (("x[1:-1]", ("B", 4)), ("x[:, ::-1]", (3, "N")), ("x[0]", ("B", 2)), ("x[..., 1:]", (2, 5)))]
+    spec = replace(from_index_expr("x[1:3, 0]"), strides=None, runtime_length=2)
+    cases.append(CheckCase(lower(make_plan(spec, (4, 5)), 17, {"strides": "int64"}), np.dtype(np.float32), T.FLOAT,
+                           index_types={"strides": "int64"}))
+    plan = make_plan(from_index_expr("x[:, 1:3]"), ("B", 8))
+    cases.append(CheckCase(_wrong(plan, (0, 0, 2, 1), (1, 1, 3, 1)), np.dtype(np.float32), T.FLOAT))
+    check_lowerings(cases, 17)
+    assert [c.result.onnxruntime for c in cases[:-1]] == ["passed"] * 5, [c.result for c in cases]
+    assert cases[4].result.tried_values and cases[4].result.must_fail_checked > 0
+    assert cases[-1].result.onnxruntime.startswith("failed: input ("), cases[-1].result
+
+
+def test_size_free_axes_only_where_the_ops_number_the_input_axes():
+    """A Slice after a Squeeze numbers the squeezed tensor's axes: the rule does not read it
+    (no axis is size-free); nor a Squeeze without axes, nor a Reshape."""
+    from onnx_slice_tools.lowering.lower import RESHAPE, SLICE, SQUEEZE, Lowering, Op
+    from onnx_slice_tools.verification.lowerings import size_free_axes
+    plan = make_plan(from_index_expr("x[0, 1:3]"), ("B", 8, "C"))
+    right = lower(plan, 17)
+    assert [op.op_type for op in right.ops] == ["Slice", "Squeeze"] and size_free_axes(right) == {2}
+    late = Lowering(plan, (Op(SLICE, axes=(0,), starts=(0,), ends=(1,), steps=(1,)), Op(SQUEEZE, axes=(0,)),
+                           Op(SLICE, axes=(0,), starts=(1,), ends=(3,), steps=(1,))))
+    assert size_free_axes(late) == set()
+    for ops in ((Op(SQUEEZE, axes=()),), (Op(RESHAPE, shape=(2, 3)),)):
+        assert size_free_axes(Lowering(plan, ops)) == set()
