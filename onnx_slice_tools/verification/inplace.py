@@ -27,6 +27,7 @@ import numpy as np
 
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from .exact import exact_outputs
+from .segments import parted_session
 from .structure import same_values, structural_diff  # noqa: F401 - re-exported
 from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
@@ -871,7 +872,17 @@ class _Attempt:
             del model.graph.output[:]
             model.graph.output.extend(outs)
             _prune(model.graph)
-        return _make_session(self.load_weights(model))
+        model = self.load_weights(model)
+        if piece is None:  # (a large model: its session in consecutive parts, segments.parted_session)
+            elems = {name: elem for name, (elem, _) in self.shapes.items()}
+            elems.update(self.taps.elems)
+            try:
+                parted = parted_session(model, elems, _make_session)
+            except Exception:  # (a part onnxruntime cannot load: one session of the whole model)
+                parted = None
+            if parted is not None:
+                return parted
+        return _make_session(model)
 
     def _skip_all(self, why: str) -> InplaceResult:
         for r in self.checked:
