@@ -16,9 +16,13 @@ from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_val
 
 __all__ = ["derive_shapes", "skeleton", "weightless"]
 
+#: derive_shapes infers only the ancestors of the values asked for when they are fewer than this
+#: share of the nodes
+_KEEP_BELOW = 0.75
+
 
 def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
-                  flavor: str | None = None) -> dict:
+                  flavor: str | None = None, table: NodeTable | None = None) -> dict:
     """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
     the graph inputs' declared shapes and the initializers alone.
 
@@ -34,17 +38,20 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     When they are all graph inputs and initializers, no inference runs: it would return their
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
     node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
-    inferred (a node's inferred types depend on its inputs' alone)."""
+    inferred (a node's inferred types depend on its inputs' alone) -- when they are fewer than
+    :data:`_KEEP_BELOW` of them (else the model is inferred as it is: a copy of nearly every node
+    costs more than inferring the few others).  ``table``: the NodeTable of ``proto``'s main
+    graph as it is, if read (rewrite.proto_pass.scan reads it)."""
     from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
             return declared
-    keep, table = None, None
+    keep = None
     if names is not None and has_subgraphs is False and not proto.functions:
-        table = NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
+        table = table or NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
         keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
-        if len(keep) == len(table):
+        if len(keep) >= _KEEP_BELOW * len(table):
             keep = None
         else:
             table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
@@ -52,7 +59,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table, names=names)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -86,7 +93,8 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     return out
 
 
-def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None):
+def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None,
+                         names=None):
     """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
 
     A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
@@ -105,14 +113,15 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: No
     link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
     order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
     graph.  ``copy``: ``sk`` is the caller's model (not modified).  ``table``: the NodeTable of
-    ``sk``'s main graph, if read."""
+    ``sk``'s main graph, if read.  ``names``: the main-graph values the caller reads (a set), or
+    None: every value (the rounds in parts then return only those)."""
     table = table or NodeTable(sk.graph)
     positions = [k for k, op in enumerate(table.ops)
                  if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
     if not positions:
         return inferred
     planner = _SlicePlanner(sk, flavor)
-    part = _rounds_in_part(sk, inferred, planner, table)
+    part = _rounds_in_part(sk, inferred, planner, table, names)
     if part is not None:
         return part
     return _rounds_whole(sk, inferred, [sk.graph.node[k] for k in positions], planner, copy)
@@ -226,7 +235,7 @@ def _rounds_whole(sk, inferred, slices, planner: _SlicePlanner, copy: bool):
         inferred = infer(sk)
 
 
-def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None):
+def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None, names=None):
     """The rounds of :func:`_past_strided_slices`, each inferring only the nodes whose inputs'
     types the previous round changed: the nodes downstream of the slices it planned, up to the
     next StridedSlice (its output changes only by declaration).  Each round's model holds those
@@ -239,7 +248,8 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
     Returns a ModelProto holding what the whole-graph rounds return (graph inputs, value_info,
     outputs, initializers; no nodes), or None when the model cannot be cut that way: functions,
     a node holding a subgraph (its body reads outer values no input names), nodes out of order,
-    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read."""
+    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read.
+    ``names``: only these values' types are returned (a set; None: all)."""
     import onnx
 
     from ..graphs.shape_inference import infer
@@ -313,13 +323,13 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
                              for k in consumers.get(name, ()) if is_slice[k]})
     out = onnx.ModelProto()
     out.graph.input.extend(inferred.graph.input)
-    out.graph.initializer.extend(g.initializer)
-    for name, t in types.items():
+    out.graph.initializer.extend(g.initializer if names is None else (t for t in g.initializer if t.name in names))
+    for name, t in types.items() if names is None else ((n, t) for n, t in types.items() if n in names):
         vi = out.graph.output.add() if name in outputs else out.graph.value_info.add()
         vi.name = name
         vi.type.CopyFrom(t)
     for o in g.output:  # graph outputs of no inferred type keep their declaration (or a graph input's type)
-        if o.name not in types:
+        if o.name not in types and (names is None or o.name in names):
             vi = out.graph.output.add()
             vi.CopyFrom(o)
             t = inputs.get(o.name)

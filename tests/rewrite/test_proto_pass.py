@@ -49,3 +49,17 @@ def test_model_names_from_names_read_once_are_the_names_of_the_model():
     given = model_names(model, holders, reads, iter(writes)).taken
     assert given == model_names(model).taken
     assert {"t", "f", "xi", "kb", "ws", "if", "cond", "w", "unread"} <= given
+
+
+def test_scan_reads_the_node_table_of_the_graph():
+    """scan's NodeTable (shared by shape derivation and the rewrite) is what reading the graph
+    gives, holders included (StridedSlice or not, a declared GRAPH attribute), and derivation
+    given it derives what it derives reading the graph itself."""
+    bench = _load_script("bench")
+    for model in (_corner_model(), bench.synthetic_model(96, True), bench.chain_model(300, 30)):
+        walked = scan(model.graph)
+        fresh = NodeTable(model.graph)
+        for column in ("ops", "domains", "inputs", "outputs", "holders"):
+            assert getattr(walked.table, column) == getattr(fresh, column), column
+        assert derive_shapes(model, names=walked.inputs, has_subgraphs=bool(walked.holders), table=walked.table) == \
+            derive_shapes(model, names=walked.inputs, has_subgraphs=bool(walked.holders))
