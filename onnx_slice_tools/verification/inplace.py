@@ -1029,17 +1029,28 @@ def _prune(g, table: NodeTable | None = None) -> None:
     needed = {o.name for o in g.output}
     holders = set(table.holders)
     kept = []
+    outputs = table.outputs
     for k in range(len(table) - 1, -1, -1):
-        if any(o in needed for o in table.outputs[k]):
+        if not needed.isdisjoint(outputs[k]):
             kept.append(k)
             needed.update(table.inputs[k])
             if k in holders:
                 needed.update(_outer_names(g.node[k]))
     if len(kept) == len(table):
         return
+    if len(table) - len(kept) <= _FEW_PRUNED:  # (a few dropped: deleted in place, the others not copied)
+        keep = set(kept)
+        for k in range(len(table) - 1, -1, -1):
+            if k not in keep:
+                del g.node[k]
+        return
     nodes = [g.node[k] for k in reversed(kept)]
     del g.node[:]
     g.node.extend(nodes)
+
+
+#: _prune deletes up to this many nodes in place (each deletion moves the nodes after it)
+_FEW_PRUNED = 64
 
 
 def _outer_names(node) -> set:
