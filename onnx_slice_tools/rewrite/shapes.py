@@ -7,6 +7,7 @@ imports)."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
@@ -309,13 +310,14 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
         # the nodes whose inputs changed, transitively, up to the next StridedSlice
         todo = [vi.name for vi in planned]
         affected: set = set()
+        ops, node_outputs = table.ops, table.outputs
         while todo:
-            for k in consumers.get(todo.pop(), ()):
-                if k in affected or table.ops[k] == "StridedSlice":
+            for k in consumers.get(todo.pop(), ()):  # (no consumer of "": the missing outputs' name)
+                if k in affected or ops[k] == "StridedSlice":
                     continue
                 affected.add(k)
-                todo.extend(o for o in table.outputs[k] if o)
-        changed = set()
+                todo.extend(node_outputs[k])
+        changed: Any = ()
         if affected:
             changed = _infer_part(sk, table, sorted(affected), producer, initializers, outputs, types, inputs,
                                   used, fresh, infer)
@@ -339,10 +341,10 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
 
 
 def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
-                infer) -> set:
+                infer):
     """Infer the main-graph nodes of ``sk`` at positions ``part`` (in order) in a model of their
     own; update ``types`` with what it derives for their outputs (renaming made-up symbols that
-    meet one in ``used``).  Returns the names of their outputs."""
+    meet one in ``used``).  Returns the names of their outputs (a view of a dict's keys)."""
     import onnx
     nodes = sk.graph.node
     sub = onnx.ModelProto()
@@ -351,8 +353,11 @@ def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, typ
     g = sub.graph
     g.name = sk.graph.name
     own: dict = {}  # (ordered)
+    node_outputs = table.outputs
     for k in part:
-        own.update((o, None) for o in table.outputs[k] if o)
+        for o in node_outputs[k]:
+            if o:
+                own[o] = None
     constants, seen = [], set()
     existing: set = set()
     for k in part:
@@ -380,26 +385,27 @@ def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, typ
     for name in own:
         if name in outputs:
             g.output.append(outputs[name])
-    for name in own:
         types.pop(name, None)
     result = infer(sub)
     renamed: dict = {}
     for vi in itertools.chain(result.graph.value_info, result.graph.output):
-        if vi.name not in own:
+        name = vi.name
+        if name not in own:
             continue
         t = vi.type
-        if _shaped(t):
+        if t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
             for d in t.tensor_type.shape.dim:
-                if d.dim_param and d.dim_param not in existing:
-                    if d.dim_param not in renamed:
-                        name = d.dim_param
-                        while name in used:
-                            name = f"unk__{next(fresh)}"
-                        renamed[d.dim_param] = name
-                        used.add(name)
-                    d.dim_param = renamed[d.dim_param]
-        types[vi.name] = t
-    return set(own)
+                param = d.dim_param
+                if param and param not in existing:
+                    if param not in renamed:
+                        fresh_name = param
+                        while fresh_name in used:
+                            fresh_name = f"unk__{next(fresh)}"
+                        renamed[param] = fresh_name
+                        used.add(fresh_name)
+                    d.dim_param = renamed[param]
+        types[name] = t
+    return own.keys()
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
