@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: nodes per part: onnxruntime's build costs about the same per node below this
-PART_NODES = 2048
+PART_NODES = 1024
 #: cut only models of at least this many nodes (below it a whole session costs little more)
 MIN_NODES = 8 * PART_NODES
 #: initializer bytes copied into more than one part: above this, one session
