@@ -222,7 +222,7 @@ class _ProtoHolder:
         from .rewrite.shapes import derive_shapes
         # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
         return derive_shapes(self.proto, names=self.walked.inputs, has_subgraphs=bool(self.walked.holders),
-                             flavor=self.ctx.flavor) if found else {}
+                             flavor=self.ctx.flavor, table=self.walked.table) if found else {}
 
     def domains(self) -> set:
         return {o.domain for o in self.proto.opset_import}
@@ -232,7 +232,7 @@ class _ProtoHolder:
         try:
             with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
                 return ProtoStridedSliceRewritePass(flavor=self.ctx.flavor, opset=opset, target=self.ctx.target.name)(
-                    self.proto, shapes, self.walked.holders)
+                    self.proto, shapes, self.walked.holders, self.walked.table)
         except ValueError:  # declined after all: nothing was changed
             return None
 

@@ -241,3 +241,34 @@ def test_convert_of_distinct_specs_grows_linearly():
     calls_1, inferred_1 = _python_calls(distinct_spec_model(300, seed=2))
     assert calls_2 <= 2.2 * calls_1, (calls_1, calls_2)
     assert inferred_2 <= 2.2 * inferred_1, (inferred_1, inferred_2)
+
+
+def test_inplace_session_of_a_long_chain_is_built_in_parts(monkeypatch):
+    """The in-place run's FAST session of a model above segments.MIN_NODES nodes is built in parts
+    of about segments.PART_NODES nodes (onnxruntime's build grows faster than the graph), counted:
+    no session the in-place run builds holds more than twice PART_NODES nodes; the conversion
+    says what one whole session says (verdict, every rewrite's in-place status)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import chain_model
+
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.verification import inplace, segments
+    model = chain_model(1200, 40)
+    built: list = []
+    real = inplace._make_session
+
+    def counting(m):
+        built.append(len(m.graph.node))
+        return real(m)
+    monkeypatch.setattr(inplace, "_make_session", counting)
+    monkeypatch.setattr(segments, "MIN_NODES", 1 << 30)
+    whole = convert(model)
+    assert len(built) == 1, built
+    nodes = built.pop()  # (the tapped copy, pruned)
+    monkeypatch.setattr(segments, "PART_NODES", 100)
+    monkeypatch.setattr(segments, "MIN_NODES", 400)
+    parted = convert(model)
+    assert len(built) >= 10 and max(built) < 200 and sum(built) == nodes, built
+    assert parted.report.verdict == whole.report.verdict == "verified"
+    assert parted.report.record_inplace == whole.report.record_inplace
+    assert parted.report.model_checks == whole.report.model_checks

@@ -78,19 +78,38 @@ class Scan(NamedTuple):
     inputs: set         # every name a StridedSlice reads (the shapes the rewrite needs)
     found: bool         # a StridedSlice in the main graph
     positions: list     # the holders' positions in the graph's node list (as graphs.walk.proto_graphs takes them)
+    table: NodeTable | None = None  # the graph's NodeTable, read in the same pass (shape derivation and
+    #                                 the rewrite read these columns of the input's nodes too)
 
 
 def scan(graph) -> Scan:
-    """:class:`Scan` of ``graph`` in one pass over its nodes."""
-    holders, inputs, found, positions = [], set(), False, []
+    """:class:`Scan` of ``graph`` in one pass over its nodes, its NodeTable with it."""
+    holders: list = []
+    inputs: set = set()
+    found = False
+    positions: list = []
+    ops: list = []
+    domains: list = []
+    node_inputs: list = []
+    node_outputs: list = []
+    table_holders: list = []
     for k, n in enumerate(graph.node):
-        if n.op_type == "StridedSlice":
+        op, ins = n.op_type, tuple(n.input)
+        ops.append(op)
+        domains.append(n.domain)
+        node_inputs.append(ins)
+        node_outputs.append(tuple(n.output))
+        if n.attribute:
+            if holds_subgraph(n):
+                table_holders.append(k)
+            if op != "StridedSlice" and proto_subgraphs(n):
+                holders.append(n)
+                positions.append(k)
+        if op == "StridedSlice":
             found = True
-            inputs.update(n.input)
-        elif n.attribute and proto_subgraphs(n):
-            holders.append(n)
-            positions.append(k)
-    return Scan(holders, inputs, found, positions)
+            inputs.update(ins)
+    table = NodeTable.from_columns(ops, domains, node_inputs, node_outputs, table_holders)
+    return Scan(holders, inputs, found, positions, table)
 
 
 def declines(proto, holders: list | None = None) -> str | None:
@@ -141,7 +160,7 @@ class _Graph:
     type, domain, inputs and outputs (tuples), in the order of ``graph.node`` (the columns of a
     ``graphs.table.NodeTable``), read once for every step that needs them."""
 
-    def __init__(self, graph, holders: list):
+    def __init__(self, graph, holders: list, table: NodeTable | None = None):
         self.graph = graph
         self.holders = holders
         self.inputs = {vi.name for vi in graph.input}
@@ -150,11 +169,10 @@ class _Graph:
         self.initializers = {t.name: t for t in graph.initializer}
         self.value_info = {vi.name: vi for vi in graph.value_info}
         self.input_decl = {vi.name: vi for vi in graph.input}
-        nodes = graph.node
-        self.node_ops = [n.op_type for n in nodes]
-        self.node_domains = [n.domain for n in nodes]
-        self.node_inputs = [tuple(n.input) for n in nodes]
-        self.node_outputs = [tuple(n.output) for n in nodes]
+        if table is None:
+            table = NodeTable(graph)
+        self.node_ops, self.node_domains = table.ops, table.domains
+        self.node_inputs, self.node_outputs = table.inputs, table.outputs
         inner = [n for holder in holders for g in proto_subgraphs(holder) for n, _ in proto_nodes(g)]
         # reads of every name, subgraphs included (they read outer names too), and nodes per domain
         self.uses = collections.Counter(itertools.chain.from_iterable(self.node_inputs))
@@ -311,13 +329,14 @@ class ProtoStridedSliceRewritePass:
         self.opset = opset
         self.target = target
 
-    def __call__(self, proto, shapes: dict, holders: list | None = None) -> RewriteResult:
-        """``holders``: ``scan(proto.graph).holders``, if known."""
+    def __call__(self, proto, shapes: dict, holders: list | None = None, table: NodeTable | None = None) -> RewriteResult:
+        """``holders``: ``scan(proto.graph).holders``, if known; ``table``: ``scan(proto.graph).table``
+        of the graph as it is, if read."""
         holders = scan(proto.graph).holders if holders is None else holders
         reason = declines(proto, holders)
         if reason is not None:
             raise ValueError(reason)
-        g = _Graph(proto.graph, holders)
+        g = _Graph(proto.graph, holders, table)
         self._shapes = shapes
         self._core = Rewriter(flavor=self.flavor, opset=self.opset, target=self.target)
         try:

@@ -7,6 +7,7 @@ imports)."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
@@ -16,9 +17,13 @@ from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_val
 
 __all__ = ["derive_shapes", "skeleton", "weightless"]
 
+#: derive_shapes infers only the ancestors of the values asked for when they are fewer than this
+#: share of the nodes
+_KEEP_BELOW = 0.75
+
 
 def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
-                  flavor: str | None = None) -> dict:
+                  flavor: str | None = None, table: NodeTable | None = None) -> dict:
     """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
     the graph inputs' declared shapes and the initializers alone.
 
@@ -34,26 +39,28 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     When they are all graph inputs and initializers, no inference runs: it would return their
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
     node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
-    inferred (a node's inferred types depend on its inputs' alone)."""
+    inferred (a node's inferred types depend on its inputs' alone) -- when they are fewer than
+    :data:`_KEEP_BELOW` of them (else the model is inferred as it is: a copy of nearly every node
+    costs more than inferring the few others).  ``table``: the NodeTable of ``proto``'s main
+    graph as it is, if read (rewrite.proto_pass.scan reads it)."""
     from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
             return declared
-    keep, table = None, None
+    keep = None
     if names is not None and has_subgraphs is False and not proto.functions:
-        nodes = proto.graph.node
-        keep = _ancestors(nodes, names)  # inference of a node reads only its inputs' types
-        if len(keep) == len(nodes):
+        table = table or NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
+        keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
+        if len(keep) >= _KEEP_BELOW * len(table):
             keep = None
-        else:  # the kept nodes alone read into the table the rounds read (no node holds a subgraph)
-            kept = [nodes[k] for k in keep]
-            table = NodeTable.from_columns([n.op_type for n in kept], [n.domain for n in kept],
-                                           [tuple(n.input) for n in kept], [tuple(n.output) for n in kept], [])
+        else:
+            table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
+                                           [table.inputs[k] for k in keep], [table.outputs[k] for k in keep], [])
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
         sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table)
+        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table, names=names)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -87,7 +94,8 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     return out
 
 
-def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None):
+def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None,
+                         names=None):
     """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
 
     A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
@@ -106,14 +114,15 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: No
     link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
     order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
     graph.  ``copy``: ``sk`` is the caller's model (not modified).  ``table``: the NodeTable of
-    ``sk``'s main graph, if read."""
+    ``sk``'s main graph, if read.  ``names``: the main-graph values the caller reads (a set), or
+    None: every value (the rounds in parts then return only those)."""
     table = table or NodeTable(sk.graph)
     positions = [k for k, op in enumerate(table.ops)
                  if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
     if not positions:
         return inferred
     planner = _SlicePlanner(sk, flavor)
-    part = _rounds_in_part(sk, inferred, planner, table)
+    part = _rounds_in_part(sk, inferred, planner, table, names)
     if part is not None:
         return part
     return _rounds_whole(sk, inferred, [sk.graph.node[k] for k in positions], planner, copy)
@@ -227,7 +236,7 @@ def _rounds_whole(sk, inferred, slices, planner: _SlicePlanner, copy: bool):
         inferred = infer(sk)
 
 
-def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None):
+def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None, names=None):
     """The rounds of :func:`_past_strided_slices`, each inferring only the nodes whose inputs'
     types the previous round changed: the nodes downstream of the slices it planned, up to the
     next StridedSlice (its output changes only by declaration).  Each round's model holds those
@@ -240,7 +249,8 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
     Returns a ModelProto holding what the whole-graph rounds return (graph inputs, value_info,
     outputs, initializers; no nodes), or None when the model cannot be cut that way: functions,
     a node holding a subgraph (its body reads outer values no input names), nodes out of order,
-    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read."""
+    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read.
+    ``names``: only these values' types are returned (a set; None: all)."""
     import onnx
 
     from ..graphs.shape_inference import infer
@@ -300,13 +310,14 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
         # the nodes whose inputs changed, transitively, up to the next StridedSlice
         todo = [vi.name for vi in planned]
         affected: set = set()
+        ops, node_outputs = table.ops, table.outputs
         while todo:
-            for k in consumers.get(todo.pop(), ()):
-                if k in affected or table.ops[k] == "StridedSlice":
+            for k in consumers.get(todo.pop(), ()):  # (no consumer of "": the missing outputs' name)
+                if k in affected or ops[k] == "StridedSlice":
                     continue
                 affected.add(k)
-                todo.extend(o for o in table.outputs[k] if o)
-        changed = set()
+                todo.extend(node_outputs[k])
+        changed: Any = ()
         if affected:
             changed = _infer_part(sk, table, sorted(affected), producer, initializers, outputs, types, inputs,
                                   used, fresh, infer)
@@ -314,13 +325,13 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
                              for k in consumers.get(name, ()) if is_slice[k]})
     out = onnx.ModelProto()
     out.graph.input.extend(inferred.graph.input)
-    out.graph.initializer.extend(g.initializer)
-    for name, t in types.items():
+    out.graph.initializer.extend(g.initializer if names is None else (t for t in g.initializer if t.name in names))
+    for name, t in types.items() if names is None else ((n, t) for n, t in types.items() if n in names):
         vi = out.graph.output.add() if name in outputs else out.graph.value_info.add()
         vi.name = name
         vi.type.CopyFrom(t)
     for o in g.output:  # graph outputs of no inferred type keep their declaration (or a graph input's type)
-        if o.name not in types:
+        if o.name not in types and (names is None or o.name in names):
             vi = out.graph.output.add()
             vi.CopyFrom(o)
             t = inputs.get(o.name)
@@ -330,10 +341,10 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
 
 
 def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
-                infer) -> set:
+                infer):
     """Infer the main-graph nodes of ``sk`` at positions ``part`` (in order) in a model of their
     own; update ``types`` with what it derives for their outputs (renaming made-up symbols that
-    meet one in ``used``).  Returns the names of their outputs."""
+    meet one in ``used``).  Returns the names of their outputs (a view of a dict's keys)."""
     import onnx
     nodes = sk.graph.node
     sub = onnx.ModelProto()
@@ -342,8 +353,11 @@ def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, typ
     g = sub.graph
     g.name = sk.graph.name
     own: dict = {}  # (ordered)
+    node_outputs = table.outputs
     for k in part:
-        own.update((o, None) for o in table.outputs[k] if o)
+        for o in node_outputs[k]:
+            if o:
+                own[o] = None
     constants, seen = [], set()
     existing: set = set()
     for k in part:
@@ -371,26 +385,27 @@ def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, typ
     for name in own:
         if name in outputs:
             g.output.append(outputs[name])
-    for name in own:
         types.pop(name, None)
     result = infer(sub)
     renamed: dict = {}
     for vi in itertools.chain(result.graph.value_info, result.graph.output):
-        if vi.name not in own:
+        name = vi.name
+        if name not in own:
             continue
         t = vi.type
-        if _shaped(t):
+        if t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
             for d in t.tensor_type.shape.dim:
-                if d.dim_param and d.dim_param not in existing:
-                    if d.dim_param not in renamed:
-                        name = d.dim_param
-                        while name in used:
-                            name = f"unk__{next(fresh)}"
-                        renamed[d.dim_param] = name
-                        used.add(name)
-                    d.dim_param = renamed[d.dim_param]
-        types[vi.name] = t
-    return set(own)
+                param = d.dim_param
+                if param and param not in existing:
+                    if param not in renamed:
+                        fresh_name = param
+                        while fresh_name in used:
+                            fresh_name = f"unk__{next(fresh)}"
+                        renamed[param] = fresh_name
+                        used.add(fresh_name)
+                    d.dim_param = renamed[param]
+        types[name] = t
+    return own.keys()
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
@@ -418,14 +433,13 @@ def _declared_sources(proto, names, max_bytes: int) -> dict | None:
     return out
 
 
-def _ancestors(nodes, names) -> list:
-    """Indices (in order) of the main-graph nodes (``nodes``: the graph's NodeProtos) that
-    ``names`` depend on: their producers, and their inputs' producers, transitively (no
-    subgraphs: their outer reads are not inputs).  Reads every node's outputs and only the
-    kept nodes' inputs: most of a model is not upstream of its slices' inputs."""
+def _ancestors(table: NodeTable, names) -> list:
+    """Indices (in order) of the main-graph nodes (``table``: the graph's) that ``names`` depend
+    on: their producers, and their inputs' producers, transitively (no subgraphs: their outer
+    reads are not inputs)."""
+    inputs = table.inputs
     producers: dict[str, int] = {}
-    for position, node in enumerate(nodes):
-        outputs = node.output
+    for position, outputs in enumerate(table.outputs):
         if len(outputs) == 1:  # the common case, without the iterator
             if outputs[0]:
                 producers[outputs[0]] = position
@@ -434,7 +448,7 @@ def _ancestors(nodes, names) -> list:
     todo = [producers[n] for n in names if n in producers]
     seen = set(todo)
     while todo:
-        for name in nodes[todo.pop()].input:
+        for name in inputs[todo.pop()]:
             k = producers.get(name)
             if k is not None and k not in seen:
                 seen.add(k)

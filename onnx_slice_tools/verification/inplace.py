@@ -28,6 +28,7 @@ import numpy as np
 from .budget import Budget
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from .exact import exact_outputs
+from .segments import parted_session
 from .structure import same_values, structural_diff  # noqa: F401 - re-exported
 from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
@@ -869,7 +870,17 @@ class _Attempt:
             del model.graph.output[:]
             model.graph.output.extend(outs)
             _prune(model.graph)
-        return _make_session(self.load_weights(model))
+        model = self.load_weights(model)
+        if piece is None:  # (a large model: its session in consecutive parts, segments.parted_session)
+            elems = {name: elem for name, (elem, _) in self.shapes.items()}
+            elems.update(self.taps.elems)
+            try:
+                parted = parted_session(model, elems, _make_session)
+            except Exception:  # (a part onnxruntime cannot load: one session of the whole model)
+                parted = None
+            if parted is not None:
+                return parted
+        return _make_session(model)
 
     def _skip_all(self, why: str) -> InplaceResult:
         for r in self.checked:
@@ -1016,17 +1027,28 @@ def _prune(g, table: NodeTable | None = None) -> None:
     needed = {o.name for o in g.output}
     holders = set(table.holders)
     kept = []
+    outputs = table.outputs
     for k in range(len(table) - 1, -1, -1):
-        if any(o in needed for o in table.outputs[k]):
+        if not needed.isdisjoint(outputs[k]):
             kept.append(k)
             needed.update(table.inputs[k])
             if k in holders:
                 needed.update(_outer_names(g.node[k]))
     if len(kept) == len(table):
         return
+    if len(table) - len(kept) <= _FEW_PRUNED:  # (a few dropped: deleted in place, the others not copied)
+        keep = set(kept)
+        for k in range(len(table) - 1, -1, -1):
+            if k not in keep:
+                del g.node[k]
+        return
     nodes = [g.node[k] for k in reversed(kept)]
     del g.node[:]
     g.node.extend(nodes)
+
+
+#: _prune deletes up to this many nodes in place (each deletion moves the nodes after it)
+_FEW_PRUNED = 64
 
 
 def _outer_names(node) -> set:

@@ -21,12 +21,16 @@ GRID_PRESERVING = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Uns
                              "Gather", "GatherElements", "GatherND", "Concat", "Expand", "Tile",
                              "DepthToSpace", "SpaceToDepth", "MaxPool"})
 _DEFAULT = ("", "ai.onnx")
+_QUANTIZERS = frozenset({"QuantizeLinear", "DequantizeLinear"})
 
 
-def output_scales(proto) -> dict[str, float]:
+def output_scales(proto, ops=None) -> dict[str, float]:
     """{graph output name: its quantization step} for the outputs of ``proto`` (a ModelProto)
     made by ``QuantizeLinear`` / ``DequantizeLinear`` through :data:`GRID_PRESERVING` nodes
-    (main graph), whose scale is a constant."""
+    (main graph), whose scale is a constant.  ``ops``: the main graph's op types (a NodeTable's
+    ``ops``), if read: none of those two, no output is quantized (the graph is not walked)."""
+    if ops is not None and not _QUANTIZERS.intersection(ops):
+        return {}
     graph = proto.graph
     producer = {o: n for n in graph.node for o in n.output if o}
     consts = {t.name: t for t in graph.initializer}
@@ -66,15 +70,16 @@ def _scale(tensor) -> float | None:
     return float(values.min()) if values.size else None
 
 
-def output_steps(proto, calibration: dict | None = None, integers=()) -> dict[str, Steps]:
+def output_steps(proto, calibration: dict | None = None, integers=(), ops=None) -> dict[str, Steps]:
     """{graph output name: Steps} for each quantized output of ``proto`` (:func:`output_scales`)
     and each name in ``integers`` (integer outputs without a scale) that ``calibration`` lists.
     ``calibration``: {output name: (largest, median) disagreement of the framework's own two kernel
     sets, in steps}; an output it does not list gets the floor (quantized) or nothing (bitwise).
-    Entries tagged :data:`RELATIVE` (float outputs, :func:`output_rtols`) are not steps: ignored."""
+    Entries tagged :data:`RELATIVE` (float outputs, :func:`output_rtols`) are not steps: ignored.
+    ``ops``: as :func:`output_scales` takes them."""
     calibration = {k: v for k, v in (calibration or {}).items() if not _relative(v)}
     steps = {}
-    for name, scale in output_scales(proto).items():
+    for name, scale in output_scales(proto, ops).items():
         own = calibration.get(name)
         steps[name] = steps_rule(scale, *(own if own is not None else (None, 0.0)))
     for name in integers:

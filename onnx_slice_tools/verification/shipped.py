@@ -253,7 +253,8 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
     data = serialized(proto, budget.load_weights)
     exact = checked.exact  # decided on the checked model: the cleanup keeps what each output computes
     integers = [o for o in outputs if checked.elems.get(o) in INT_ELEMS]
-    steps = output_steps(proto, calibration, integers)
+    table = getattr(liveness, "table", None)  # (proto's main graph, read by the in-place run)
+    steps = output_steps(proto, calibration, integers, None if table is None else table.ops)
     rule = OutputRule(exact, steps, relative_disagreement(calibration))
     return {label[r]: _run_one(r, data, proto, checked, outputs, rule, compared if r == ONNXRUNTIME else None,
                                ahead if r == ONNXRUNTIME else None)

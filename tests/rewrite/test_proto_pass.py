@@ -9,6 +9,7 @@ import collections
 from onnx import TensorProto, helper
 from test_rewrite_proto import _corner_model, _load_script, _peer
 
+from onnx_slice_tools.graphs.table import NodeTable
 from onnx_slice_tools.graphs.walk import proto_nodes
 from onnx_slice_tools.rewrite.proto_pass import model_names, scan
 from onnx_slice_tools.rewrite.shapes import _ancestors, _own_skeleton, derive_shapes
@@ -27,7 +28,7 @@ def test_protobuf_holder_derives_the_shapes_of_the_slice_inputs_only():
         assert derive_shapes(model, names=names) == {n: full[n] for n in names if n in full}
         assert derive_shapes(model, names=names, has_subgraphs=False) == {n: full[n] for n in names if n in full}
     chain = bench.synthetic_model(96, True)
-    keep = _ancestors(chain.graph.node, scan(chain.graph).inputs)
+    keep = _ancestors(NodeTable(chain.graph), scan(chain.graph).inputs)
     assert [chain.graph.node[k].op_type for k in keep] == ["Relu"] * 11
     plain = bench.synthetic_model(64, False)
     assert _own_skeleton(plain, 1024, has_subgraphs=False) and not _own_skeleton(plain, 1024, has_subgraphs=None)
@@ -48,3 +49,17 @@ def test_model_names_from_names_read_once_are_the_names_of_the_model():
     given = model_names(model, holders, reads, iter(writes)).taken
     assert given == model_names(model).taken
     assert {"t", "f", "xi", "kb", "ws", "if", "cond", "w", "unread"} <= given
+
+
+def test_scan_reads_the_node_table_of_the_graph():
+    """scan's NodeTable (shared by shape derivation and the rewrite) is what reading the graph
+    gives, holders included (StridedSlice or not, a declared GRAPH attribute), and derivation
+    given it derives what it derives reading the graph itself."""
+    bench = _load_script("bench")
+    for model in (_corner_model(), bench.synthetic_model(96, True), bench.chain_model(300, 30)):
+        walked = scan(model.graph)
+        fresh = NodeTable(model.graph)
+        for column in ("ops", "domains", "inputs", "outputs", "holders"):
+            assert getattr(walked.table, column) == getattr(fresh, column), column
+        assert derive_shapes(model, names=walked.inputs, has_subgraphs=bool(walked.holders), table=walked.table) == \
+            derive_shapes(model, names=walked.inputs, has_subgraphs=bool(walked.holders))

@@ -117,3 +117,18 @@ def test_float_output_calibrated_relative_in_the_as_shipped_run():
     scaled = (y * np.float32(1.25)).astype(np.float32)
     assert output_problems(checked, {"y": scaled}, OutputRule(relative={"y": 0.015})) != {}
     assert output_problems(checked, {"y": noisy}, OutputRule({"y"}, relative={"y": 0.015})) != {}  # data movement: bitwise
+
+
+def test_output_scales_given_the_op_types_read_no_nodes_without_a_quantizer():
+    """output_scales with the main graph's op types (a NodeTable's, which the as-shipped run has)
+    answers what it answers walking the graph; with none of QuantizeLinear/DequantizeLinear among
+    them it answers {} without the walk."""
+    from onnx_slice_tools.graphs.table import NodeTable
+    model = qdq_graph()
+    assert output_scales(model, NodeTable(model.graph).ops) == output_scales(model)
+    plain = qdq_graph()
+    for n in plain.graph.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            n.op_type = "Identity"
+            del n.input[1:]
+    assert output_scales(plain) == {} == output_scales(plain, NodeTable(plain.graph).ops)
