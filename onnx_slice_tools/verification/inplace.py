@@ -6,10 +6,13 @@ Two proofs together say the converted model computes what the original computes:
   replaced StridedSlice nodes nothing changed;
 * **rewrites in place** (:func:`run_inplace`): one onnxruntime run of the *converted* model on
   random inputs with, as extra outputs, what reaches each rewrite (data and runtime
-  begin/end/strides) and what it produces; each output must equal, bitwise, the flavour's
-  reference applied to the tensors that really reached it.
+  begin/end/strides; a slice update's x, update, starts, value) and what it produces; each
+  output must equal, bitwise, the op's reference applied to the tensors that really reached it
+  (TFLite GELU: under the float tolerance rule).  What a rewrite taps and how its reference is
+  computed are its op's (verification/records.py, one interface); this module makes the taps
+  and runs them.
 
-No float tolerance, no reference evaluator, one session.
+No reference evaluator, one session.
 """
 
 from __future__ import annotations
@@ -26,12 +29,10 @@ import itertools
 import numpy as np
 
 from .checks import PASSED, detail, failed, kind, passed, skipped
-from .exact import exact_outputs
+from .exact import exact_outputs, same_bits as same_slice  # noqa: F401 - re-exported
+from .records import Reference, in_place
 from .structure import same_values, structural_diff  # noqa: F401 - re-exported
-from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
-from ..semantics.plan import make_plan
-from ..semantics.reference import apply_plan, plan_index
 from ..errors import first_line as _line
 
 # --------------------------------------------------------------------------- sizes and memory
@@ -501,21 +502,6 @@ class Digest:
         return Digest(tuple(arr.shape), arr.dtype, hashlib.sha256(data).hexdigest())
 
 
-class Reference:
-    """A deferred rewrite's reference output (inplace.start_inplace), made when it is compared:
-    its plan applied to the tensor that reached it in the checked run (held, not copied: many
-    slices read one tensor)."""
-
-    __slots__ = ("plan", "index", "x")
-
-    def __init__(self, plan, index: tuple, x: np.ndarray):
-        self.plan, self.index, self.x = plan, index, x
-
-    def value(self, copy: bool = True) -> np.ndarray:
-        """The reference output (``copy`` False: maybe a view of the tensor, to read only)."""
-        return apply_plan(self.plan, self.x, self.index, copy)
-
-
 @dataclasses.dataclass
 class CheckedRun:
     """A checked run of a model: the inputs it was fed and its graph outputs, the baseline the
@@ -550,7 +536,8 @@ def run_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int, 
     """Check the rewrites of the main graph and of ``If`` branches, ``Loop`` bodies and
     model-local functions called directly in it, in onnxruntime runs of ``proto`` (the converted model, external data not loaded)
     with taps; the result's ``inplace`` maps each rewrite's position in ``records`` to its
-    status.  ``start_inplace(...).result()``."""
+    status.  ``records``: StridedSlice rewrite records and slice-update records, each read through
+    its op's adapter (verification/records.py).  ``start_inplace(...).result()``."""
     return start_inplace(proto, records, memory_budget=memory_budget, weight_bytes=weight_bytes,
                          load_weights=load_weights, seed=seed).result()
 
@@ -563,15 +550,15 @@ class InplaceRun:
 
     def __init__(self, proto, records: list, *, memory_budget: int, weight_bytes: int, load_weights, seed: int,
                  keep_session: bool = False, defer: bool = False, ahead=None, inferred=None):
-        self.proto, self.records = proto, records
-        self.marks: dict = {}  # id(record) -> its in-place status (the records themselves stay as the pass made them)
+        self.proto, self.records = proto, in_place(records)  # (each record's adapter: records.InPlace)
+        self.marks: dict = {}  # id(adapter) -> its in-place status (the records themselves stay as the pass made them)
         self.table = NodeTable(proto.graph)  # (read once for every pass over the model's nodes below)
         self.liveness = Liveness(proto, self.table)  # (the memory estimates of every attempt and of the as-shipped run)
         self.kw = dict(memory_budget=memory_budget, weight_bytes=weight_bytes, load_weights=load_weights, seed=seed,
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
                        inferred=inferred)
         self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
-        self.attempt = _Attempt(proto, records, loops=STACKED, **self.kw)
+        self.attempt = _Attempt(proto, self.records, loops=STACKED, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
@@ -587,7 +574,7 @@ class InplaceRun:
             self.kw["defer"] = False
             self.attempt = _Attempt(self.proto, self.records, loops=STACKED, **self.kw)
             result = self.attempt.result()
-        in_loops = [r for r in self.records if id(r) in self.attempt.taps.loop]
+        in_loops = [r for r in self.records if r is not None and id(r) in self.attempt.taps.loop]
         for loops in (CARRIED, None):
             if not (kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops):
                 break
@@ -599,12 +586,12 @@ class InplaceRun:
                     self.marks[id(r)] = why
                 if not self.attempt.checked:  # (every rewrite is in a Loop body: none was checked)
                     result.status = why
-        self.awaiting = {self.attempt.taps.deferred[id(r)]: r for r in self.attempt.checked
+        self._awaiting = {self.attempt.taps.deferred[id(r)]: r for r in self.attempt.checked
                          if self.marks.get(id(r)) is AWAITING}
         self.passed = result.status if kind(result.status) == "passed" else None  # (before the as-shipped run)
         if self.awaiting and self.passed is not None:
             result.status = skipped(f"{len(self.awaiting)} rewrites await the as-shipped run")
-        result.inplace = {i: self.marks[id(r)] for i, r in enumerate(self.records) if id(r) in self.marks}
+        result.inplace = self._statuses()
         self.last = result
         return result
 
@@ -614,9 +601,9 @@ class InplaceRun:
         comparison -- ``compared``: output name -> None (agreed) or the problem; None: the
         as-shipped run compared nothing (``why``).  Returns the final result."""
         result = self.last
-        if not self.awaiting:
+        if not self._awaiting:
             return result
-        for name, r in self.awaiting.items():
+        for name, r in self._awaiting.items():
             problem = compared.get(name, f"{name!r} is not an output of the saved model") if compared is not None \
                 else None
             if compared is None:  # (the same text as the whole check's: the verdict names it once)
@@ -625,8 +612,8 @@ class InplaceRun:
                 self.marks[id(r)] = failed(f"as shipped: {problem}")
             else:
                 self.marks[id(r)] = AS_SHIPPED
-        result.inplace = {i: self.marks[id(r)] for i, r in enumerate(self.records) if id(r) in self.marks}
-        records = [r for r in self.records if id(r) in self.marks]
+        result.inplace = self._statuses()
+        records = [r for r in self.records if r is not None and id(r) in self.marks]
         bad = [r for r in records if kind(self.marks[id(r)]) == "failed"]
         if bad:
             more = f" (+{len(bad) - 1} more)" if len(bad) > 1 else ""
@@ -636,6 +623,15 @@ class InplaceRun:
         elif self.passed is not None:
             result.status = self.passed
         return result
+
+    @property
+    def awaiting(self) -> dict:
+        """After :meth:`result`: output name -> the record of each rewrite left to the as-shipped run."""
+        return {name: r.record for name, r in getattr(self, "_awaiting", {}).items()}
+
+    def _statuses(self) -> dict:
+        """Position in ``records`` -> that rewrite's in-place status (those that have one)."""
+        return {i: self.marks[id(r)] for i, r in enumerate(self.records) if r is not None and id(r) in self.marks}
 
     def run_outputs(self):
         """With ``keep_session``, after :meth:`result`: ``feeds -> outputs`` of ``proto``'s own
@@ -720,7 +716,7 @@ class _Attempt:
         self.own: int | None = None  # bytes of the model's own run at the chosen sizes
         self.vectors: dict = {}
         self.pins: dict = {}
-        rewritten = [r for r in records if r.lowering is not None]
+        rewritten = [r for r in records if r is not None]  # (records.InPlace adapters; None: not rewritten)
         self.rewritten = rewritten  # whose runtime index inputs fix input lengths (_sizes)
         deferred = self._deferrable(rewritten) if defer else frozenset()
         self.tapped, self.taps = _tap_model(proto, rewritten, loops, deferred, self.table)
@@ -740,7 +736,7 @@ class _Attempt:
         shape inference of its bytes (``inferred``, from the static checks) gives the shapes."""
         if self.sized is None:
             from .input_ranges import index_vectors
-            self.vectors, problem = index_vectors(self.proto, self.rewritten)
+            self.vectors, problem = index_vectors(self.proto, [r.vectors for r in self.rewritten if r.vectors])
             try:
                 if problem is not None:
                     raise Skip(problem)
@@ -765,9 +761,9 @@ class _Attempt:
     def _deferrable(self, rewritten: list) -> frozenset:
         """Outputs of main-graph rewrites that the as-shipped run can give (see start_inplace)."""
         outputs = set(self.graph_outputs())
-        # (runtime begin/end/strides: random values the original rejects must be seen to fail in
-        # the converted model's own run, so those rewrites are checked here)
-        candidates = [r for r in rewritten if r.graph == "main" and r.output_name in outputs and not r.index_names]
+        # (records.InPlace.deferrable: e.g. not with runtime begin/end/strides, whose random values
+        # the original rejects must be seen to fail in the converted model's own run)
+        candidates = [r for r in rewritten if r.graph == "main" and r.output in outputs and r.deferrable]
         if not candidates:
             return frozenset()
         try:
@@ -778,8 +774,8 @@ class _Attempt:
         if self.own > self.budget:  # the as-shipped run will not fit at these sizes: every rewrite checked here
             return frozenset()
         self.exact = frozenset(self.exact_outputs(shapes))
-        read = {n for r in rewritten for n in (r.data_name, *r.index_names.values())}
-        return frozenset(r.output_name for r in candidates if r.output_name in self.exact and r.output_name not in read)
+        read = {n for r in rewritten for n in r.reads}
+        return frozenset(r.output for r in candidates if r.output in self.exact and r.output not in read)
 
     def _prepare(self, load_weights) -> None:
         import threading
@@ -1058,9 +1054,9 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     A deferred rewrite (``taps.deferred``) is not compared here: its reference output goes to
     ``expected`` (output name -> array) and its mark is AWAITING."""
     if id(r) in taps.deferred:  # a main-graph rewrite: its tensors are fetched under their own names
-        settled, plan, _ = _reference_plan(r, got, taps.plan)
+        settled, reference, _ = r.expected(got)
         if settled is None:
-            expected[r.output_name] = Reference(plan, taps.index(plan), got[r.data_name])
+            expected[r.output] = reference
         marks[id(r)] = AWAITING if settled is None else settled
         return True
     if id(r) in taps.branch:
@@ -1070,7 +1066,7 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     if id(r) in taps.calls:  # one view per call of the function
         reached = False
         for view in taps.calls[id(r)]:
-            marks[id(r)] = _check_one(r, {orig: got[name] for orig, name in view.items()}, taps.plan, apply_plan)
+            marks[id(r)] = r.check({orig: got[name] for orig, name in view.items()})
             reached = True
             if marks[id(r)] != PASSED:
                 break
@@ -1079,13 +1075,13 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
         fetched = {orig: _iterations(got, name, taps.carried) for orig, name in taps.views[id(r)].items()}
         iterations = min(len(v) for v in fetched.values()) if fetched else 0
         for k in range(iterations):
-            marks[id(r)] = _check_one(r, {orig: v[k] for orig, v in fetched.items()}, taps.plan, apply_plan)
+            marks[id(r)] = r.check({orig: v[k] for orig, v in fetched.items()})
             if marks[id(r)] != PASSED:
                 marks[id(r)] = failed(f"iteration {k}: {detail(marks[id(r)])}")
                 break
         return iterations > 0
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
-    marks[id(r)] = _check_one(r, view, taps.plan, apply_plan)
+    marks[id(r)] = r.check(view)
     return True
 
 
@@ -1102,34 +1098,6 @@ class _Taps:
     deferred: dict = dataclasses.field(default_factory=dict)  # id(record) -> its output, left to the as-shipped run
 
     seen: set = dataclasses.field(default_factory=set)
-    plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan: models repeat slices
-    by_id: dict = dataclasses.field(default_factory=dict)  # (id(spec), shape) -> (spec, Plan): no hashing
-    indexes: dict = dataclasses.field(default_factory=dict)  # id(Plan) -> its numpy index
-
-    def plan(self, spec, shape):
-        held = self.by_id.get((id(spec), shape))  # (records of one signature share their spec)
-        if held is not None and held[0] is spec:
-            return held[1]
-        key = (spec, shape)
-        found = self.plans.get(key)
-        if found is None:
-            try:
-                found = make_plan(spec, shape)
-            except StridedSliceError as exc:
-                found = exc
-            self.plans[key] = found
-        if isinstance(found, StridedSliceError):
-            raise found
-        self.by_id[(id(spec), shape)] = (spec, found)
-        return found
-
-    def index(self, plan) -> tuple:
-        """reference.plan_index of a plan of :meth:`plan` (made once per plan)."""
-        key = id(plan)  # (plans are kept in ``plans``: the id stays theirs)
-        found = self.indexes.get(key)
-        if found is None:
-            found = self.indexes[key] = plan_index(plan)
-        return found
 
     def fetch(self, name: str) -> str:
         if name not in self.seen:
@@ -1177,18 +1145,16 @@ def _tap_model(proto, records: list, loops: str | None = STACKED, deferred: froz
             n = g.node[k]
             for a in n.attribute:
                 bodies.setdefault(f"main > Loop {n.name!r}.{a.name}", []).append((n, a.g))
-    for r in records:
-        elem = {r.data_name: r.elem_type or 1, r.output_name: r.elem_type or 1}
-        if r.index_names:
-            elem.update({v: 6 if r.index_types.get(f) == "int32" else 7 for f, v in r.index_names.items()})
+    for r in records:  # (records.InPlace adapters)
+        elem = r.tensors  # what to tap: tensor name -> element type, the output last
         if r.graph == "main":  # (main-graph tensors are fetched under their own names)
             if main is None:
                 main = _names_in(g, present, table)
-            wanted = [r.data_name, *r.index_names.values()] if r.index_names else [r.data_name]
-            if r.output_name in deferred:
-                taps.deferred[id(r)] = r.output_name
+            wanted = list(r.reads)
+            if r.output in deferred:
+                taps.deferred[id(r)] = r.output
             else:
-                wanted.append(r.output_name)
+                wanted.append(r.output)
             view = taps.views[id(r)] = {}
             for name in wanted:
                 if name in main and name not in view:
@@ -1197,12 +1163,12 @@ def _tap_model(proto, records: list, loops: str | None = STACKED, deferred: froz
             continue
         elif len(ifs.get(r.graph, ())) == 1:
             node, attr = ifs[r.graph][0]
-            names = _present(attr.g, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
+            names = _present(attr.g, list(elem), present, outer=g)
             taps.views[id(r)] = {name: taps.fetch(_tap_through_if(node, attr.name, name, elem[name]))
                                  for name in names}
             taps.branch[id(r)] = (taps.fetch(node.input[0]), attr.name == "then_branch")
         elif r.graph in functions and calls.get(r.graph):
-            names = _present(functions[r.graph], [r.data_name, *r.index_names.values(), r.output_name], present)
+            names = _present(functions[r.graph], list(elem), present)
             outs = [_tap_through_function(functions[r.graph], name) for name in names]
             taps.calls[id(r)] = [{name: taps.fetch(_call_output(call, functions[r.graph], out))
                                   for name, out in zip(names, outs)} for call in calls[r.graph]]
@@ -1212,7 +1178,7 @@ def _tap_model(proto, records: list, loops: str | None = STACKED, deferred: froz
                     taps.elems[fetched] = elem[name]
         elif loops is not None and len(bodies.get(r.graph, ())) == 1:
             node, body = bodies[r.graph][0]
-            names = _present(body, [r.data_name, *r.index_names.values(), r.output_name], present, outer=g)
+            names = _present(body, list(elem), present, outer=g)
             view = taps.views[id(r)] = {}
             for name in names:
                 if loops == CARRIED:
@@ -1400,57 +1366,6 @@ def _dims_reaching(proto, node_name: str | None) -> list:
         elif name in producer:
             todo.extend(producer[name].input)
     return keys
-
-
-def _reference_plan(r, got: dict, make_plan):
-    """(None, plan, where) for record ``r`` on this run's tensors ``got``: the flavour's plan of
-    its spec with the runtime index values that reached it, at the real input shape (``where()``
-    names them, for messages); or (the status that settles ``r`` without a comparison, None,
-    where): a data tensor not exposed, or a reference that raises (the original fails there: a
-    failure) or has no defined result."""
-    if r.data_name not in got:
-        return skipped(f"the in-place run could not expose {r.data_name!r}"), None, str
-    x = got[r.data_name]
-    n = r.spec.n
-    # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
-    values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
-              for f, name in r.index_names.items()} if r.index_names else {}
-    spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
-
-    def where() -> str:  # only a failure or a skip names the input
-        return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
-    try:
-        return None, make_plan(spec, tuple(x.shape)), where
-    except StridedSliceError as exc:
-        if exc.undefined:  # TFLite (plan_tflite): no defined result to compare with
-            return skipped(f"{where()}: the original's result is undefined ({_line(exc)})"), None, where
-        if exc.unsupported:  # TFLite (plan_tflite): a result the reference does not express
-            return skipped(f"{where()}: the original's result is not expressible here ({_line(exc)})"), None, where
-        return failed(f"{where()}: the original raises ({_line(exc)}), the converted model ran"), None, where
-
-
-def _check_one(r, got: dict, make_plan, apply_plan) -> str:
-    missing = [name for name in (r.data_name, r.output_name) if name not in got]
-    if missing:  # e.g. an If branch output the tapping could not expose: say so, never guess
-        return skipped(f"the in-place run could not expose {', '.join(repr(m) for m in missing)}")
-    settled, plan, where = _reference_plan(r, got, make_plan)
-    if settled is not None:
-        return settled
-    return same_slice(got[r.output_name], apply_plan(plan, got[r.data_name]), where())
-
-
-def same_slice(y, expected, where: str) -> str:
-    """A rewrite's output ``y`` against the reference's ``expected``, bitwise (a slice moves data)."""
-    if y.shape != expected.shape:
-        return failed(f"{where}: shape {list(y.shape)} != expected {list(expected.shape)}")
-    if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
-        same = y.astype(object).tolist() == expected.astype(object).tolist()
-        return PASSED if same else failed(f"{where}: string values differ")
-    if y.dtype != expected.dtype:
-        return failed(f"{where}: dtype {y.dtype} != expected {expected.dtype}")
-    if y.tobytes() != expected.tobytes():
-        return failed(f"{where}: values differ")
-    return PASSED
 
 
 def _mib(n: int) -> str:
