@@ -558,12 +558,14 @@ class InplaceRun:
                        keep_session=keep_session, marks=self.marks, defer=defer, liveness=self.liveness,
                        inferred=inferred)
         self.ahead = ahead  # (held for the as-shipped run: see start_inplace)
-        self.attempt = _Attempt(proto, self.records, loops=STACKED, **self.kw)
+        self.first = _first_loops(proto, [r for r in self.records if r is not None], self.table)
+        self.attempt = _Attempt(proto, self.records, loops=self.first, **self.kw)
 
     def result(self) -> InplaceResult:
         """Taps through a Loop are stacked per iteration, which fails when a tapped tensor
         changes shape between iterations: then the check runs again with them carried (any
-        shapes), and if that fails too, without them.  A deferred
+        shapes), and if that fails too, without them (a Loop run by its condition is carried
+        from the start: :func:`_first_loops`).  A deferred
         rewrite whose reference raises (or has no defined result) on the run's tensors means the
         random inputs are ones the original rejects: the check runs again without deferring,
         where the converted model's own run shows whether it fails there too (and the sizes
@@ -572,10 +574,10 @@ class InplaceRun:
         deferred = [r for r in self.attempt.checked if id(r) in self.attempt.taps.deferred]
         if any(self.marks.get(id(r)) not in (None, AWAITING) for r in deferred):
             self.kw["defer"] = False
-            self.attempt = _Attempt(self.proto, self.records, loops=STACKED, **self.kw)
+            self.attempt = _Attempt(self.proto, self.records, loops=self.first, **self.kw)
             result = self.attempt.result()
         in_loops = [r for r in self.records if r is not None and id(r) in self.attempt.taps.loop]
-        for loops in (CARRIED, None):
+        for loops in (CARRIED, None) if self.first == STACKED else (None,):
             if not (kind(result.status) == "skipped" and detail(result.status).startswith("onnxruntime") and in_loops):
                 break
             why = skipped(f"taps through the Loop could not run ({detail(result.status)})")
@@ -684,6 +686,27 @@ def start_inplace(proto, records: list, *, memory_budget: int, weight_bytes: int
 #: Loop taps (_tap_model's ``loops``): stacked scan outputs, or carried values that take any shapes
 STACKED, CARRIED = "stacked", "carried"
 
+
+def _first_loops(proto, records: list, table: NodeTable) -> str:
+    """How the first attempt taps Loop bodies: STACKED when every main-graph Loop holding one of
+    ``records`` has a trip count known before the run (a constant, or a fed input the random
+    inputs draw small), so that its taps can be counted against the budget
+    (:meth:`_Attempt._loop_tap_bytes`); else CARRIED, whose taps keep only what fits the budget
+    (:func:`_carry_through_loop`, ``capped``) -- a Loop run by its condition (tf.while_loop, no
+    trip count) may run any number of iterations."""
+    graphs = {r.graph for r in records if " > Loop " in r.graph}
+    if not graphs:
+        return STACKED
+    g = proto.graph
+    bounded = {t.name for t in g.initializer} | {vi.name for vi in _fed_inputs(proto)}
+    bounded |= {outs[0] for op, outs in zip(table.ops, table.outputs) if op == "Constant" and outs}
+    for k in table.holders:
+        node = g.node[k]
+        if node.op_type == "Loop" and f"main > Loop {node.name!r}.body" in graphs and \
+                not (node.input and node.input[0] in bounded):
+            return CARRIED
+    return STACKED
+
 #: the in-place status of a rewrite whose output the as-shipped run gives (until InplaceRun.settle)
 AWAITING = skipped("awaits the as-shipped run")
 #: ... and once the as-shipped run gave its reference output, bitwise: what checked it, said
@@ -785,7 +808,8 @@ class _Attempt:
         except Skip as exc:
             self.skip = self._skip_all(str(exc))
             return
-        self.need = run_need(self.proto, self.shapes, self.taps.names, weight_bytes=self.weight_bytes, liveness=self.liveness)
+        self.need = self._loop_charge(self.sizes, run_need(self.proto, self.shapes, self.taps.names,
+                                                           weight_bytes=self.weight_bytes, liveness=self.liveness))
         self.pieces: list[list[str] | None] = [None]  # [None]: one run fetching every tap and graph output
         if self.need > self.budget:
             problem = self._in_pieces()
@@ -800,6 +824,72 @@ class _Attempt:
                 self.error = exc
         self.thread = threading.Thread(target=build, name="onnx-slice-tools in-place session", daemon=True)
         self.thread.start()
+
+    def _loop_charge(self, sizes: dict, need: int) -> int:
+        """``need`` (a run's need without its Loop taps) plus what the Loop taps hold: STACKED,
+        :meth:`_loop_tap_bytes`; CARRIED, the room the budget leaves, shared by the carried taps
+        (twice each one's cap: the elements kept and the copy appending to them), written into
+        their cap initializers (:func:`_carry_through_loop`)."""
+        if not self.taps.loop:
+            return need
+        if self.loops != CARRIED:
+            return need + self._loop_tap_bytes(sizes)
+        if self.tapped is None:  # (its session is built: the caps are in it)
+            return need + 2 * getattr(self, "caps_bytes", 0)
+        share = max(0, self.budget - need) // (2 * len(self.taps.carried))
+        caps = {_cap_name(flat): max(0, share // _elem_size(self.taps.elems.get(flat, 1))) for flat in self.taps.carried}
+        for t in self.tapped.graph.initializer:
+            if t.name in caps:
+                del t.int64_data[:]
+                t.int64_data.append(caps[t.name])
+        self.caps_bytes = share * len(self.taps.carried)
+        self.taps.cut = (f"exceed their share of the memory budget ({_mib(share)} MiB a tap of "
+                         f"{_mib(self.budget)} MiB, --verify-memory)")
+        return need + 2 * self.caps_bytes
+
+    def _loop_tap_bytes(self, sizes: dict) -> int:
+        """What the Loop taps hold at ``sizes`` (:meth:`Liveness.peak` sees only their main-graph
+        names, of no known shape): each tapped body tensor's bytes, by shape inference of the
+        bodies at these sizes, times twice the Loop's trip count -- every iteration's copy, and
+        the stacked (or carried) tensor made of them.  The trip count: a constant's value, or
+        for a fed input the largest small integer the random inputs draw (inputs.SMALL_INTS) -- a
+        Loop run by its condition is tapped CARRIED, within caps (:func:`_first_loops`); a body
+        tensor of unknown size counts none (docs/design.md, "Slice updates in place")."""
+        if not self.taps.loop:
+            return 0
+        from ..graphs.shape_inference import infer
+        from .inputs import SMALL_INTS
+        try:
+            inferred = infer(_with_sizes(self.skeleton(), sizes))
+        except Exception:  # (the run's own inference reports it)
+            return 0
+        g = inferred.graph
+        consts = {t.name: t for t in g.initializer}
+        consts.update({n.output[0]: a.t for n in g.node if n.op_type == "Constant" for a in n.attribute
+                       if a.name == "value"})
+        fed = {vi.name for vi in _fed_inputs(inferred)}
+        shapes = dict(inferred_shapes(inferred)[0])
+        total = 0
+        for node in g.node:
+            if node.op_type != "Loop" or node.name not in self.taps.loop_nodes:
+                continue
+            body = next(a.g for a in node.attribute if a.name == "body")
+            for vi in itertools.chain(body.input, body.value_info, body.output):
+                known = _elem_dims(vi.type)
+                if known is not None and None not in known[1] and all(d >= 0 for d in known[1]):
+                    shapes[vi.name] = known
+            trips = 1
+            if node.input and node.input[0] in consts:
+                from onnx import numpy_helper
+                trips = max(1, int(numpy_helper.to_array(consts[node.input[0]]).reshape(-1)[0]))
+            elif node.input and node.input[0] in fed:
+                trips = max(1, SMALL_INTS[1])
+            names = {orig for r in self.checked if id(r) in self.taps.loop for orig in self.taps.views[id(r)]
+                     if r.graph.endswith(f"Loop {node.name!r}.body")}
+            per_iteration = sum(_tensor_bytes(shapes[n]) for n in names
+                                if n in shapes and None not in shapes[n][1])
+            total += 2 * trips * per_iteration
+        return total
 
     def _in_pieces(self) -> str | None:
         """Split the run into pieces that each fit the budget: each piece a copy of the tapped
@@ -820,7 +910,8 @@ class _Attempt:
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
-            self.need = run_need(self.proto, self.shapes, self.taps.names, weight_bytes=self.weight_bytes, liveness=self.liveness)
+            self.need = self._loop_charge(self.sizes, run_need(self.proto, self.shapes, self.taps.names,
+                                                               weight_bytes=self.weight_bytes, liveness=self.liveness))
             if self.need <= self.budget:
                 return None
         base = run_need(self.proto, self.shapes, weight_bytes=self.weight_bytes, outputs=False,
@@ -969,7 +1060,8 @@ class _Attempt:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
                 shapes, bad = infer_at_sizes(self.skeleton(), sizes)
-                need = run_need(proto, shapes, taps.names, weight_bytes=weight_bytes, liveness=self.liveness)
+                need = self._loop_charge(sizes, run_need(proto, shapes, taps.names, weight_bytes=weight_bytes,
+                                                         liveness=self.liveness))
                 if bad is not None:
                     return skip_all(f"{failure}; larger sizes give invalid shapes ({bad})")
                 if need > memory_budget:
@@ -1074,12 +1166,18 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     if id(r) in taps.loop:  # per iteration
         fetched = {orig: _iterations(got, name, taps.carried) for orig, name in taps.views[id(r)].items()}
         iterations = min(len(v) for v in fetched.values()) if fetched else 0
+        cut = any(not bool(np.asarray(got[taps.recording[name]]).reshape(-1)[0])
+                  for name in taps.views[id(r)].values() if name in taps.recording)
         for k in range(iterations):
             marks[id(r)] = r.check({orig: v[k] for orig, v in fetched.items()})
             if marks[id(r)] != PASSED:
                 marks[id(r)] = failed(f"iteration {k}: {detail(marks[id(r)])}")
                 break
-        return iterations > 0
+        else:
+            if cut:  # (a failure above stands: it is one)
+                marks[id(r)] = skipped(f"checked in place on {iterations} of its Loop's iterations only (passed, the "
+                                       f"first ones): the taps of the others {taps.cut}")
+        return iterations > 0 or cut
     view = {orig: got[fetched] for orig, fetched in taps.views[id(r)].items()}
     marks[id(r)] = r.check(view)
     return True
@@ -1093,6 +1191,8 @@ class _Taps:
     loop: set = dataclasses.field(default_factory=set)      # id(record) of rewrites in Loop bodies
     loop_nodes: set = dataclasses.field(default_factory=set)  # names of the Loop nodes tapped
     carried: dict = dataclasses.field(default_factory=dict)  # fetched elements -> fetched shapes (CARRIED)
+    recording: dict = dataclasses.field(default_factory=dict)  # fetched elements -> its "every iteration kept" flag
+    cut: str = ""  # why a carried tap kept fewer iterations than its Loop ran (the memory budget), once set
     calls: dict = dataclasses.field(default_factory=dict)   # id(record) -> [view per call of its function]
     elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
     deferred: dict = dataclasses.field(default_factory=dict)  # id(record) -> its output, left to the as-shipped run
@@ -1182,9 +1282,10 @@ def _tap_model(proto, records: list, loops: str | None = STACKED, deferred: froz
             view = taps.views[id(r)] = {}
             for name in names:
                 if loops == CARRIED:
-                    flat, dims = _carry_through_loop(g, node, body, name, elem[name])
+                    flat, dims = _carry_through_loop(g, node, body, name, elem[name], capped=True)
                     taps.carried[taps.fetch(flat)] = taps.fetch(dims)
-                    taps.elems[dims] = 7
+                    taps.recording[flat] = taps.fetch(f"{flat}_rec")
+                    taps.elems[dims], taps.elems[f"{flat}_rec"] = 7, 9
                     view[name] = flat
                 else:
                     view[name] = taps.fetch(_tap_through_loop(node, body, name, elem[name]))
@@ -1260,17 +1361,23 @@ def _tap_through_loop(node, body, name: str, elem: int) -> str:
     return tap
 
 
-def _carry_through_loop(g, node, body, name: str, elem: int) -> tuple[str, str]:
+def _carry_through_loop(g, node, body, name: str, elem: int, capped: bool = False) -> tuple[str, str]:
     """Expose ``name`` of Loop ``node``'s body (in graph ``g``) as two new loop-carried values:
     its elements appended at each iteration (1-D) and its rank and dims appended (int64).
-    Returns their final values' names (see :func:`_iterations`)."""
+    Returns their final values' names (see :func:`_iterations`).  ``capped``: a third carried
+    value, ``<elements>_rec`` (bool), stays true while every iteration so far was appended;
+    an iteration is appended only while the elements held stay within the int64 scalar
+    initializer ``<elements>_cap`` (:func:`_cap_name`, set by the run to its share of the memory
+    budget) -- the iterations kept are a prefix, whatever the trip count."""
     from onnx import helper
     tap = f"{name}::carry_loop"
     if tap in node.output:
         return tap, f"{tap}_dims"
     made: list = []
-    for out, typ in ((tap, elem), (f"{tap}_dims", 7)):
-        g.initializer.append(helper.make_tensor(f"{out}_init", typ, [0], []))
+    carried: list = [(tap, elem, [0], []), (f"{tap}_dims", 7, [0], [])] + \
+        ([(f"{tap}_rec", 9, [], [True])] if capped else [])
+    for out, typ, dims0, value in carried:
+        g.initializer.append(helper.make_tensor(f"{out}_init", typ, dims0, value))
         n_carried = len(node.input) - 2  # (inputs: trip count, condition, carried values)
         node.input.append(f"{out}_init")
         body.input.append(helper.make_tensor_value_info(f"{out}_in", typ, None))
@@ -1278,16 +1385,43 @@ def _carry_through_loop(g, node, body, name: str, elem: int) -> tuple[str, str]:
         body.output.insert(1 + n_carried, helper.make_tensor_value_info(f"{out}_out", typ, None))
         node.output.insert(n_carried, out)
         made.append(out)
-    flat, dims = made
-    body.node.extend([
+    flat, dims = made[:2]
+    nodes = [
         helper.make_node("Constant", [], [f"{flat}_minus1"], value=helper.make_tensor(f"{flat}_minus1", 7, [1], [-1])),
         helper.make_node("Reshape", [name, f"{flat}_minus1"], [f"{flat}_flat"]),
-        helper.make_node("Concat", [f"{flat}_in", f"{flat}_flat"], [f"{flat}_out"], axis=0),
         helper.make_node("Shape", [name], [f"{dims}_shape"]),
         helper.make_node("Shape", [f"{dims}_shape"], [f"{dims}_rank"]),
-        helper.make_node("Concat", [f"{dims}_in", f"{dims}_rank", f"{dims}_shape"], [f"{dims}_out"], axis=0),
-    ])
+    ]
+    if not capped:
+        nodes += [helper.make_node("Concat", [f"{flat}_in", f"{flat}_flat"], [f"{flat}_out"], axis=0),
+                  helper.make_node("Concat", [f"{dims}_in", f"{dims}_rank", f"{dims}_shape"], [f"{dims}_out"],
+                                   axis=0)]
+    else:  # append all of this iteration (end: the int64 maximum) or none of it (end 0)
+        g.initializer.append(helper.make_tensor(_cap_name(flat), 7, [], [0]))
+        rec = f"{flat}_rec"
+        nodes += [
+            helper.make_node("Size", [f"{flat}_in"], [f"{rec}_held"]),
+            helper.make_node("Size", [name], [f"{rec}_size"]),
+            helper.make_node("Add", [f"{rec}_held", f"{rec}_size"], [f"{rec}_total"]),
+            helper.make_node("Greater", [f"{rec}_total", _cap_name(flat)], [f"{rec}_over"]),
+            helper.make_node("Not", [f"{rec}_over"], [f"{rec}_fits"]),
+            helper.make_node("And", [f"{rec}_in", f"{rec}_fits"], [f"{rec}_out"]),
+            helper.make_node("Constant", [], [f"{rec}_all"], value=helper.make_tensor(f"{rec}_all", 7, [1], [2 ** 63 - 1])),
+            helper.make_node("Constant", [], [f"{rec}_none"], value=helper.make_tensor(f"{rec}_none", 7, [1], [0])),
+            helper.make_node("Where", [f"{rec}_out", f"{rec}_all", f"{rec}_none"], [f"{rec}_end"]),
+            helper.make_node("Slice", [f"{flat}_flat", f"{rec}_none", f"{rec}_end"], [f"{rec}_part"]),
+            helper.make_node("Concat", [f"{dims}_rank", f"{dims}_shape"], [f"{rec}_dims"], axis=0),
+            helper.make_node("Slice", [f"{rec}_dims", f"{rec}_none", f"{rec}_end"], [f"{rec}_dims_part"]),
+            helper.make_node("Concat", [f"{flat}_in", f"{rec}_part"], [f"{flat}_out"], axis=0),
+            helper.make_node("Concat", [f"{dims}_in", f"{rec}_dims_part"], [f"{dims}_out"], axis=0),
+        ]
+    body.node.extend(nodes)
     return flat, dims
+
+
+def _cap_name(flat: str) -> str:
+    """The initializer holding the most elements the carried tap ``flat`` keeps."""
+    return f"{flat}_cap"
 
 
 def _iterations(got: dict, name: str, carried: dict) -> list:

@@ -32,11 +32,13 @@ def _model(nodes, inputs, outputs, inits=()):
     return model
 
 
-def _loop_model(grow: bool, trips: int = 3):
+def _loop_model(grow: bool, trips: int = 3, condition: bool = False):
     """A decode-loop sketch: a Loop of ``trips`` iterations writing ``new + i`` into the cache
     [1, 8, 4] at start ``5 i - 2`` (-2, 3, 8: clamped to 0 and to 7 at both ends) with a raw
     ``XlaDynamicUpdateSlice``, and slicing a second state s[:, ::-1] (a StridedSlice) -- which,
-    with ``grow``, doubles every iteration, so the Loop's taps cannot stack and are carried."""
+    with ``grow``, doubles every iteration, so the Loop's taps cannot stack and are carried.
+    ``condition``: no trip count, the Loop runs while ``i < trips - 1`` (what tf2onnx makes of a
+    ``tf.while_loop``): its taps are carried from the start, within the memory budget."""
     body_nodes = [
         _const("five", [5], dims=[]), _const("two", [2], dims=[]), _const("zero", [0], I32),
         helper.make_node("Mul", ["i", "five"], ["i5"]), helper.make_node("Sub", ["i5", "two"], ["start64"]),
@@ -51,16 +53,18 @@ def _loop_model(grow: bool, trips: int = 3):
                          begin_mask=3, end_mask=3, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0),
         (helper.make_node("Concat", ["r", "r"], ["s_out"], axis=0) if grow
          else helper.make_node("Relu", ["r"], ["s_out"])),
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        (helper.make_node("Less", ["i", "last"], ["cond_out"]) if condition
+         else helper.make_node("Identity", ["cond_in"], ["cond_out"])),
     ]
     body = helper.make_graph(body_nodes, "body", [
         helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
         helper.make_tensor_value_info("c_in", F, [1, 8, 4]), helper.make_tensor_value_info("s_in", F, None)],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("c_out", F, [1, 8, 4]), helper.make_tensor_value_info("s_out", F, None)],
-        initializer=[helper.make_tensor("ax0", I64, [1], [0])])
-    nodes = [_const("M", [trips], dims=[]),
-             helper.make_node("Loop", ["M", "", "cache", "x"], ["cache_out", "y"], name="loop", body=body)]
+        initializer=[helper.make_tensor("ax0", I64, [1], [0]), helper.make_tensor("last", I64, [], [trips - 1])])
+    nodes = [_const("M", [trips], dims=[]), _const("go", [True], TensorProto.BOOL, dims=[]),
+             helper.make_node("Loop", ["" if condition else "M", "go", "cache", "x"], ["cache_out", "y"], name="loop",
+                              body=body)]
     return _model(nodes, [helper.make_tensor_value_info("cache", F, [1, 8, 4]),
                           helper.make_tensor_value_info("new", F, [1, 1, 4]),
                           helper.make_tensor_value_info("x", F, [2, 4])],
@@ -212,3 +216,73 @@ def test_taps_leave_the_converted_model_untouched():
     assert list(loop.output) == ["cache_out", "y"]
     run = run_inplace(result.model, records, memory_budget=2 ** 28, weight_bytes=0, load_weights=lambda p: p)
     assert run.inplace == {0: "passed"}, run.status
+
+
+def test_loop_taps_count_against_the_memory_budget():
+    """Taps through a Loop hold every iteration's tensors (a KV cache per iteration): counted
+    per iteration times the trip count (here the constant 3) against ``--verify-memory``; over
+    it the in-place run is skipped naming its need and the option, never run past the budget."""
+    model, records = _rewritten(_loop_model(False))
+    rep = convert(model, updates=records, verify_memory=1500).report
+    status = rep.model_checks["model_run"]
+    assert status.startswith("skipped: needs ~") and "(--verify-memory)" in status, status
+    assert rep.update_inplace[0] == status and rep.verdict.startswith("unverified ("), rep.statuses()
+    model, records = _rewritten(_loop_model(False))
+    assert convert(model, updates=records, verify_memory=4000).report.update_inplace == {0: "passed"}
+
+
+@pytest.mark.parametrize("grow", [False, True], ids=["fixed", "growing"])
+def test_a_loop_run_by_its_condition_is_tapped_within_the_budget(grow):
+    """No trip count (a tf.while_loop): the iterations are not known before the run, so the taps
+    are carried from the start, each keeping at most its share of the budget.  At the default
+    budget every iteration is kept (passed); at a small one only a prefix of the iterations
+    fits: the rewrite is checked on those, and says it was not checked on the others (skipped,
+    naming the budget), never "passed"; a wrong write inside that prefix still fails."""
+    model, records = _rewritten(_loop_model(grow, condition=True))
+    rep = convert(model, updates=records).report
+    assert rep.update_inplace == {0: "passed"} and rep.inplace_of(0) == "passed", rep.statuses()
+    model, records = _rewritten(_loop_model(grow, condition=True))
+    rep = convert(model, updates=records, verify_memory=3500).report
+    status = rep.update_inplace[0]
+    assert status.startswith("skipped: checked in place on 2 of its Loop's iterations only (passed, the first ones): "
+                             "the taps of the others exceed their share of the memory budget (") and \
+        status.endswith(", --verify-memory)"), status
+    assert rep.verdict.startswith("unverified ("), rep.statuses()
+
+
+def test_a_wrong_write_in_the_iterations_that_fit_still_fails(monkeypatch):
+    monkeypatch.setattr(lowering, "_clamped", _off_by_one(lowering._clamped))
+    model, records = _rewritten(_loop_model(False, condition=True))
+    rep = convert(model, updates=records, verify_memory=3500).report
+    assert rep.update_inplace[0].startswith("failed: iteration 1: "), rep.statuses()
+    assert rep.verdict == "failed"
+
+
+def test_capped_carried_taps_keep_a_prefix_of_the_iterations():
+    """``_carry_through_loop(capped=True)`` keeps whole iterations while they fit the cap, then
+    none: the kept ones read back exactly, and the flag says some were dropped."""
+    from onnx_slice_tools.verification.inplace import _cap_name, _carry_through_loop, _iterations
+    from onnx_slice_tools.verification.runtimes import onnxruntime_session
+    body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
+                              helper.make_node("Concat", ["s_in", "s_in"], ["s_out"], axis=0)], "body",
+                             [helper.make_tensor_value_info("i", I64, []),
+                              helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_in", F, None)],
+                             [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+                              helper.make_tensor_value_info("s_out", F, None)])
+    loop = helper.make_node("Loop", ["M", "", "s0"], ["s_final"], name="loop", body=body)
+    model = _model([loop], [helper.make_tensor_value_info("M", I64, []), helper.make_tensor_value_info("s0", F, [1, 2])],
+                   [helper.make_tensor_value_info("s_final", F, None)])
+    g = model.graph
+    flat, dims = _carry_through_loop(g, g.node[0], g.node[0].attribute[0].g, "s_in", F, capped=True)
+    next(t for t in g.initializer if t.name == _cap_name(flat)).int64_data[:] = [14]  # 2 + 4 + 8 elements: 3 iterations
+    for vi in (flat, dims, f"{flat}_rec"):
+        g.output.append(helper.make_empty_tensor_value_info(vi))
+    session = onnxruntime_session(model)
+    s0 = np.arange(2, dtype=np.float32).reshape(1, 2)
+    for m, kept in ((2, 2), (3, 3), (5, 3)):
+        got = dict(zip([o.name for o in g.output], session.run(None, {"M": np.array(m, np.int64), "s0": s0})))
+        values = _iterations(got, flat, {flat: dims})
+        assert len(values) == kept and bool(got[f"{flat}_rec"]) == (m == kept)
+        for k, v in enumerate(values):
+            assert v.tobytes() == np.concatenate([s0] * 2 ** k).tobytes()

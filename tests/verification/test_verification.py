@@ -825,8 +825,8 @@ def test_loop_taps_that_run_neither_stacked_nor_carried_say_so(monkeypatch):
     from onnx_slice_tools.verification import inplace
     real = inplace._carry_through_loop
 
-    def broken(g, node, body, name, elem):
-        flat, dims = real(g, node, body, name, elem)
+    def broken(g, node, body, name, elem, **kw):
+        flat, dims = real(g, node, body, name, elem, **kw)
         concat = next(n for n in body.node if list(n.output) == [f"{flat}_out"])
         concat.attribute[0].i = 1  # (1-D tensors: no axis 1)
         return flat, dims
