@@ -286,3 +286,35 @@ def test_capped_carried_taps_keep_a_prefix_of_the_iterations():
         assert len(values) == kept and bool(got[f"{flat}_rec"]) == (m == kept)
         for k, v in enumerate(values):
             assert v.tobytes() == np.concatenate([s0] * 2 ** k).tobytes()
+
+
+def test_every_rewritten_op_has_an_in_place_adapter():
+    """The registry covers every op the rewrite makes records of: a new seam (rewrite/updates.py
+    SEAMS) without its in-place adapter fails here, not at a user's conversion."""
+    from onnx_slice_tools.rewrite.updates import SEAMS
+    from onnx_slice_tools.verification.records import REGISTRY
+    assert set(SEAMS) <= set(REGISTRY) and {"StridedSlice", "Slice", "Gather"} <= set(REGISTRY)
+
+
+def _if_model():
+    """A cache write in the then-branch of an If on a fed condition (the else branch keeps the cache)."""
+    then = helper.make_graph([helper.make_node("XlaDynamicUpdateSlice", ["cache", "new", "idx"], ["t_out"], name="dus")],
+                             "then", [], [helper.make_tensor_value_info("t_out", F, [1, 8, 4])])
+    other = helper.make_graph([helper.make_node("Identity", ["cache"], ["e_out"])], "else", [],
+                              [helper.make_tensor_value_info("e_out", F, [1, 8, 4])])
+    node = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)
+    return _model([node], [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                           helper.make_tensor_value_info("cache", F, [1, 8, 4]),
+                           helper.make_tensor_value_info("new", F, [1, 1, 4]),
+                           helper.make_tensor_value_info("idx", I64, [3])],
+                  [helper.make_tensor_value_info("y", F, [1, 8, 4])])
+
+
+def test_a_cache_write_in_an_if_branch_is_checked_in_place(monkeypatch):
+    rep = _convert(_if_model())
+    assert rep.updates[0].graph == "main > If 'branch'.then_branch" and rep.update_inplace == {0: "passed"}, \
+        rep.statuses()
+    monkeypatch.setattr(lowering, "_clamped", _off_by_one(lowering._clamped))
+    rep = _convert(_if_model())
+    assert rep.update_inplace[0].startswith("failed: cache [1, 8, 4], new [1, 1, 4], idx ["), rep.statuses()
+    assert rep.verdict == "failed"
