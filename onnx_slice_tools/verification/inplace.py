@@ -465,6 +465,10 @@ def _status(checked: list, pending: list, taps, marks: dict, runs: int | None = 
                 if marks.get(id(r)) is not None and kind(marks[id(r)]) == "failed"]
     if problems:
         return failed(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
+    partial = [r for r in checked if id(r) in taps.partial and kind(marks.get(id(r), PASSED)) == "skipped"]
+    if partial:
+        return skipped(f"{len(partial)} of {len(checked)} rewrites checked on part of their Loop's iterations only: "
+                       f"the taps of the others {taps.cut}")
     if pending:
         why = {detail(marks[id(r)]).removeprefix("its ") for r in pending}
         return skipped(f"{len(pending)} of {len(checked)} rewrites not reached ("
@@ -1174,7 +1178,11 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
                 marks[id(r)] = failed(f"iteration {k}: {detail(marks[id(r)])}")
                 break
         else:
-            if cut:  # (a failure above stands: it is one)
+            if cut:
+                taps.partial.add(id(r))
+            if cut and not iterations:
+                marks[id(r)] = skipped(f"not checked in place: the taps of its Loop's first iteration {taps.cut}")
+            elif cut:  # (a failure above stands: it is one)
                 marks[id(r)] = skipped(f"checked in place on {iterations} of its Loop's iterations only (passed, the "
                                        f"first ones): the taps of the others {taps.cut}")
         return iterations > 0 or cut
@@ -1193,6 +1201,7 @@ class _Taps:
     carried: dict = dataclasses.field(default_factory=dict)  # fetched elements -> fetched shapes (CARRIED)
     recording: dict = dataclasses.field(default_factory=dict)  # fetched elements -> its "every iteration kept" flag
     cut: str = ""  # why a carried tap kept fewer iterations than its Loop ran (the memory budget), once set
+    partial: set = dataclasses.field(default_factory=set)  # id(record) checked on a prefix of its Loop's iterations
     calls: dict = dataclasses.field(default_factory=dict)   # id(record) -> [view per call of its function]
     elems: dict = dataclasses.field(default_factory=dict)   # fetched name -> element type
     deferred: dict = dataclasses.field(default_factory=dict)  # id(record) -> its output, left to the as-shipped run

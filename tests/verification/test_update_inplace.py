@@ -247,7 +247,12 @@ def test_a_loop_run_by_its_condition_is_tapped_within_the_budget(grow):
     assert status.startswith("skipped: checked in place on 2 of its Loop's iterations only (passed, the first ones): "
                              "the taps of the others exceed their share of the memory budget (") and \
         status.endswith(", --verify-memory)"), status
+    run = rep.model_checks["model_run"]
+    assert run.startswith("skipped: ") and "rewrites checked on part of their Loop's iterations only" in run, run
     assert rep.verdict.startswith("unverified ("), rep.statuses()
+    model, records = _rewritten(_loop_model(grow, condition=True))
+    status = convert(model, updates=records, verify_memory=1000).report.update_inplace[0]
+    assert status.startswith("skipped: not checked in place: the taps of its Loop's first iteration exceed "), status
 
 
 def test_a_wrong_write_in_the_iterations_that_fit_still_fails(monkeypatch):
