@@ -417,7 +417,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, budget, ship_ahead=ahead,
                           removed_domains=domains_before - holder.domains(),
-                          keep_session=cleanup and not converting and not clean[1],
+                          keep_session=cleanup and result.modified and not converting and not clean[1],
                           baseline_holders=holder.baseline_holders, label=ctx.label)
     checked = None
     if verify and holder.needs_checked_run(result, converting):
