@@ -39,7 +39,7 @@ __all__ = [
 #: its caller, not a conversion option (the label of a framework input, and that its caller holds
 #: the weights), and a framework input's own options (a batch passes none)
 CALLER_OPTIONS = frozenset({"source", "weights_held", "calibration", "input_shapes", "output_names", "signature",
-                            "input_ranges"})
+                            "input_ranges", "updates"})
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
@@ -48,7 +48,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
             target: str | None = None, verify_on=None, fix_slices: bool = False,
             weights_held: bool = False, input_shapes: dict | None = None, output_names=None,
             signature: str | None = None, input_ranges: dict | None = None,
-            calibration: dict | None = None) -> ConvertResult:
+            calibration: dict | None = None, updates: list | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
@@ -70,7 +70,9 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     tf2onnx's export), so its external ones count as held.  ``calibration``: {graph output name:
     (largest, |median|) disagreement in quantization steps} of the framework's own two kernel
     sets (measured on a .tflite input): the as-shipped run compares quantized outputs under that
-    allowance (verification/tolerance.py, ``steps_rule``).  Raises
+    allowance (verification/tolerance.py, ``steps_rule``).  ``updates``: the records of the
+    slice-update rewrites already made in ``model`` (frontends/updates.py: a framework input),
+    checked in place with the StridedSlice rewrites (``report.updates``).  Raises
     :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
@@ -102,7 +104,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,
-                    verify_on=tuple(runtimes) if verify else ())
+                    verify_on=tuple(runtimes) if verify else (), updates=list(updates or ()))
     ctx = Context(label, flavor, opset, verify, cleanup, target_spec, verify_memory, fix_slices, weights_held,
                   calibration)
     read = None
@@ -137,14 +139,15 @@ def _convert_source(opened, **options):
         opened = replace(opened, input_ranges=input_ranges)
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
-        result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, **options)
+        result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, updates=updates,
+                         **options)
     except ModelError as exc:  # name the user's input, not our temporary file
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
     if updates:
         from .frontends.updates import updates_status
-        rep.model_checks["slice_updates"] = updates_status(updates)
+        rep.model_checks["slice_updates"] = updates_status(updates, rep.update_inplace)
     rep.model_checks["framework"] = framework_status(opened, result, options.get("verify", True), Path(folder.name))
     return result
 
@@ -403,7 +406,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     if verify:
         inplace = _verify(report, proto, baseline, result, lower_opset, budget, ship_ahead=ahead,
                           removed_domains=domains_before - holder.domains(),
-                          keep_session=cleanup and not converting and not clean[1],
+                          keep_session=cleanup and result.modified and not converting and not clean[1],
                           baseline_holders=holder.baseline_holders, label=ctx.label)
     checked = None
     if verify and holder.needs_checked_run(result, converting):
@@ -470,7 +473,7 @@ def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None,
     if inplace is not None and getattr(inplace, "awaiting", None):
         settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
         report.model_checks["model_run"] = settled.status
-        report.record_inplace = settled.inplace
+        report.set_inplace(settled.inplace)
     report.timings["verify_shipped"] = time.perf_counter() - t
 
 
@@ -629,7 +632,8 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     from .verification.structure import structural_diff
     statics, ahead = None, None
     inferred: list = []
-    if result.modified:  # first: their strict shape inference gives the in-place run its shapes and
+    modified = result.modified or bool(report.updates)  # (slice updates: rewritten before, checked in place here)
+    if modified:  # first: their strict shape inference gives the in-place run its shapes and
         # guards the session of the bytes that ship (onnxruntime's inference would abort ours where onnx's aborts)
         t4 = time.perf_counter()
         statics = static_checks(proto, baseline, inferred=inferred)
@@ -639,8 +643,9 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
             ahead = SessionAhead(serialized(proto, budget.load_weights))
     t2 = time.perf_counter()
     pending = None
-    if result.modified:  # taps added, session started: counted in verify_model
-        pending = start_inplace(proto, report.records, budget=budget, keep_session=keep_session, defer=not keep_session,
+    if modified:  # taps added, session started: counted in verify_model
+        pending = start_inplace(proto, report.in_place_records(), budget=budget, keep_session=keep_session,
+                                defer=not keep_session,
                                 ahead=ahead, inferred=inferred[0] if inferred else None)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
@@ -650,8 +655,10 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return None
     t4 = time.perf_counter()
-    problem = structural_diff(baseline, proto, result.changes, removed_domains, pending.table, baseline_holders)
-    report.model_checks["structure"] = PASSED if problem is None else failed(problem)
+    problem = None if not result.modified else \
+        structural_diff(baseline, proto, result.changes, removed_domains, pending.table, baseline_holders)
+    if result.modified:  # (slice updates only: nothing replaced here, the model is the input)
+        report.model_checks["structure"] = PASSED if problem is None else failed(problem)
     corrupt = problem is None and statics is not None and _contradicting_node(report, statics, proto, result.changes, label)
     if corrupt:
         pending.result()  # (its session thread ends before the error leaves)
@@ -662,7 +669,7 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     inplace = pending.result()
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
-    report.record_inplace = inplace.inplace
+    report.set_inplace(inplace.inplace)
     report.timings["verify_model"] = started + time.perf_counter() - t5
     return pending
 

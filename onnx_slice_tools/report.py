@@ -39,6 +39,22 @@ class Report:
     path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
     # graph output -> why onnxruntime's as-shipped run disagreed with the checked run on it (those that did)
     shipped_problems: dict = field(default_factory=dict)
+    # the slice-update family's rewrites (rewrite/updates.py), checked in place with ``records``
+    # (verification/records.py), and each one's in-place status by its position in ``updates``
+    updates: list = field(default_factory=list)
+    update_inplace: dict = field(default_factory=dict)
+
+    def in_place_records(self) -> list:
+        """What the in-place run checks, in the order its statuses are keyed: ``records``, then
+        ``updates`` (:meth:`set_inplace`)."""
+        return [*self.records, *self.updates] if self.updates else self.records
+
+    def set_inplace(self, statuses: dict) -> None:
+        """The in-place run's statuses (position in :meth:`in_place_records` -> status) onto
+        ``record_inplace`` and ``update_inplace``."""
+        n = len(self.records)
+        self.record_inplace = {i: s for i, s in statuses.items() if i < n}
+        self.update_inplace = {i - n: s for i, s in statuses.items() if i >= n}
 
     def tally(self) -> tuple[int, int, int, int]:
         """(found, rewritten, fixable, fixed): the four counts in one pass over the records."""
@@ -114,6 +130,10 @@ class Report:
             inplace = inplaces.get(i)
             if inplace is not None and not (inplace == model_run and inplace != NOT_RUN and kind(inplace) == "skipped"):
                 out.append((f"node {r.node!r} in place", inplace))
+        for i, u in enumerate(self.updates):  # (their per-rewrite checks: model_checks["slice_updates"])
+            inplace = self.update_inplace.get(i)
+            if inplace is not None and not (inplace == model_run and inplace != NOT_RUN and kind(inplace) == "skipped"):
+                out.append((f"node {u.node!r} in place", inplace))
         return out
 
     def rewrites_passed(self) -> bool:
@@ -137,7 +157,7 @@ class Report:
         distinct = {id(c): c for c in checks.values()}.values()  # (shared per signature)
         if any(kind(_rewrite_status(c)) != "passed" for c in distinct):
             return False
-        return all(kind(s) == "passed" for s in set(self.record_inplace.values()))
+        return all(kind(s) == "passed" for s in {*self.record_inplace.values(), *self.update_inplace.values()})
 
     def problem(self) -> str:
         """One line: the first failed (or, with ``strict``, skipped) check of a failed conversion."""
@@ -160,7 +180,7 @@ class Report:
         because nothing was done."""
         v = "verified" if self._all_passed() else verdict(self.statuses(), strict=self.strict)
         _, rewritten, _, fixed = self.tally()
-        changed = rewritten or fixed or {"opset_conversion", "framework"} & set(self.model_checks)
+        changed = rewritten or fixed or self.updates or {"opset_conversion", "framework"} & set(self.model_checks)
         if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
             return NOTHING_TO_REWRITE
         return v
@@ -195,6 +215,9 @@ class Report:
             "cleanup": self.cleanup,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
             "rewrites": self.rewrites_json(),
+            **({"slice_updates": [{"node": u.node, "op_type": u.op_type, "graph": u.graph, "form": u.form,
+                                   "check": u.check, "inplace_check": self.update_inplace.get(i)}
+                                  for i, u in enumerate(self.updates)]} if self.updates else {}),
         }
 
 

@@ -115,7 +115,13 @@ def ours(path: Path, out: Path, ranges: dict | None = None) -> dict:
     # the KV-cache writes' nodes after the cleanup (rewrite/updates.py names them OUTPUT__OpN)
     pattern = re.compile(r"DynamicUpdateSlice[^/]*__[A-Za-z]+\d+$")
     cache_nodes = sum(bool(pattern.search(n.name)) for n in graph.node)
+    from onnx_slice_tools.verification.status import kind
+    rep = result.report
+    slices = sum(kind(s) == "passed" for s in rep.record_inplace.values())
+    updates = sum(kind(s) == "passed" for s in rep.update_inplace.values())
+    inplace = f"{updates}/{len(rep.updates)} update rewrites, {slices}/{rep.rewritten} StridedSlice rewrites in place"
     return {"ok": result.report.ok, "verdict": result.report.verdict, "nodes": nodes, "cache_write_nodes": cache_nodes,
+            "inplace": inplace, "model_run": rep.model_checks.get("model_run"),
             "framework": result.report.model_checks.get("framework"),
             "updates": result.report.model_checks.get("slice_updates"), "seconds": time.perf_counter() - start}
 
@@ -254,7 +260,8 @@ def whole_loop(lm, folder: Path) -> str:
     session = ort.InferenceSession(str(folder / "loop.onnx"))
     a = session.run(None, {"first": np.array([[1]], np.int32), "steps": np.array(STEPS, np.int32)})[0]
     b = generate(tf.constant([[1]]), tf.constant(STEPS))["tokens"].numpy()
-    return f"{got['verdict'][:20]}, {got['seconds']:.0f} s, tokens {'identical' if a.tolist() == b.tolist() else 'DIFFERENT'}"
+    return (f"{got['verdict'][:20]}, {got['seconds']:.0f} s, {got['inplace']}, "
+            f"tokens {'identical' if a.tolist() == b.tolist() else 'DIFFERENT'}")
 
 
 def row(name: str, folder: Path, loop: bool = False, loop_only: bool = False) -> dict:

@@ -182,6 +182,7 @@ def _load(source: Source, opset, external_data=None, updates=None):
     path, kind, output_names = source.path, source.kind or "", source.output_names  # (kind: _checked_kind's)
     tf, tf2onnx, onnx = _frameworks(path)
     traced = None
+    renamed: dict = {}  # value names changed after the slice updates were rewritten (their records follow)
     try:
         if kind == "tflite":
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
@@ -193,10 +194,11 @@ def _load(source: Source, opset, external_data=None, updates=None):
                            external_data=external_data)
             require_converted(model, path, updates)
             if output_names or keys:
-                _rename_outputs(model, output_names or keys, path)
+                _rename_outputs(model, output_names or keys, path, renamed)
         # what tf2onnx folds on constants, left on the weights moved out before it converted
         fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
-        drop_identity_reshapes(model)  # what tf2onnx's layout optimiser leaves behind
+        drop_identity_reshapes(model, renamed)  # what tf2onnx's layout optimiser leaves behind
+        _rename_records(updates, renamed)
     except ConversionError as exc:
         if exc.path is None:  # (raised where the input's path is not known)
             raise ConversionError(exc.reason, path=str(path)) from None
@@ -244,7 +246,18 @@ def framework_error_line(exc: BaseException) -> str:
     return next((ln for ln in lines if not ln.startswith(_WRAPPER_LINES)), lines[0])
 
 
-def _rename_outputs(model, names, path) -> None:
+def _rename_records(records, renamed: dict) -> None:
+    """The slice-update records (frontends/updates.py) read the model's value names as they were
+    when rewritten: follow the renames made since (``renamed``: old -> new), so the in-place run
+    finds the tensors each one taps."""
+    if not renamed:
+        return
+    for r in records or ():
+        r.inputs = [renamed.get(name, name) for name in r.inputs]
+        r.output = renamed.get(r.output, r.output)
+
+
+def _rename_outputs(model, names, path, renamed: dict | None = None) -> None:
     outs = model.graph.output
     if len(names) != len(outs):
         raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
@@ -256,6 +269,8 @@ def _rename_outputs(model, names, path) -> None:
                              "with --outputs", path=str(path))
     for out, new in zip(outs, names):
         old = out.name
+        if renamed is not None and old != new:
+            renamed[old] = new
         for init in model.graph.initializer:  # an output TensorFlow folded to a constant
             if init.name == old:
                 init.name = new

@@ -30,12 +30,17 @@ def lower_family(model, path) -> list[UpdateRecord]:
     return records
 
 
-def updates_status(records: list[UpdateRecord]) -> str:
+def updates_status(records: list[UpdateRecord], inplace: dict | None = None) -> str:
     """The ``slice_updates`` model check: what was rewritten into what, each rewrite checked (a
-    failed check stops the conversion in :func:`lower_family`, so every listed one passed)."""
+    failed check stops the conversion in :func:`lower_family`, so every listed one passed), and
+    how many the in-place run checked in the converted model (``inplace``: position in
+    ``records`` -> in-place status, report.Report.update_inplace; a failure there fails
+    ``model_run``, which names it)."""
     forms = Counter((r.op_type, "/".join(r.lowering.describe())) for r in records)
     what = "; ".join(f"{n} {op} as {ops}" for (op, ops), n in sorted(forms.items()))
-    return passed(f"{what}: each checked against the reference in onnxruntime")
+    done = sum(kind(s) == "passed" for s in (inplace or {}).values())
+    return passed(f"{what}: each checked against the reference in onnxruntime; "
+                  f"{done}/{len(records)} checked in place")
 
 
 #: TensorFlow ops that write a variable: the function keeps state between calls, which an ONNX

@@ -8,7 +8,10 @@ the as-shipped run compares them bitwise; both read this module.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..graphs.table import NodeTable
+from .status import PASSED, failed
 
 #: ops that only move, select or reshape data (or make constants and shapes): an output computed
 #: by these alone (arithmetic only on non-float values) is compared bitwise
@@ -50,3 +53,20 @@ def exact_outputs(proto, shapes: dict, table=None) -> set:
             if o:
                 pure[o] = ok
     return {name for name in [o.name for o in proto.graph.output] if pure.get(name, False)}
+
+
+def same_bits(y, expected, where: str) -> str:
+    """A rewrite's output ``y`` against its reference's ``expected``, bitwise (shape, dtype, bytes;
+    strings by value): the in-place comparison of every op that moves data.  ``where`` names the
+    tensors that reached it, for a failure."""
+    y, expected = np.asarray(y), np.asarray(expected)
+    if y.shape != expected.shape:
+        return failed(f"{where}: shape {list(y.shape)} != expected {list(expected.shape)}")
+    if expected.dtype.kind in "OUS" or y.dtype.kind in "OUS":
+        same = y.astype(object).tolist() == expected.astype(object).tolist()
+        return PASSED if same else failed(f"{where}: string values differ")
+    if y.dtype != expected.dtype:
+        return failed(f"{where}: dtype {y.dtype} != expected {expected.dtype}")
+    if y.tobytes() != expected.tobytes():
+        return failed(f"{where}: values differ")
+    return PASSED

@@ -18,7 +18,8 @@ import numpy as np
 from ..semantics import update as semantics
 from . import runtimes
 from .inputs import random_values
-from .status import failed, passed
+from .exact import same_bits
+from .status import PASSED, detail, failed, kind, passed
 from .tolerance import agree
 
 #: Starts drawn for a run-time index vector, besides the in-range ones.
@@ -99,49 +100,124 @@ def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
         for values, expected in _cases(record, rng, shapes, dtypes, draws):
             got = session.run(None, {k: v for k, v in values.items() if k in feeds})[0]
             runs += 1
-            if record.op_type == "TFL_GELU":
-                verdict = agree(expected, got)
-                if not verdict.ok:
-                    raise AssertionError(verdict.detail)
-            elif got.shape != expected.shape or got.dtype != expected.dtype or got.tobytes() != expected.tobytes():
-                raise AssertionError(f"differs from the reference (shape {got.shape} vs {expected.shape})")
+            verdict = judge(record, got, expected, where(record, values))
+            if kind(verdict) != "passed":
+                raise AssertionError(detail(verdict))
     except Exception as exc:
         record.check = failed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return record.check
-    rule = "within tolerance" if record.op_type == "TFL_GELU" else "bitwise"
+    rule = "bitwise" if bitwise(record) else "within tolerance"
     record.check = passed(f"{runs} run(s) in onnxruntime equal the reference, {rule}")
     return record.check
 
 
 def _cases(record, rng, shapes, dtypes, draws: int):
+    """(values fed by input name, the reference's output) per run of :func:`check_record`."""
     names = record.inputs
     op = record.op_type
-    if op == "TFL_GELU":
+    if op == GELU:
         x = (rng.standard_normal(shapes[0]) * 3).astype(dtypes[0])
-        yield {names[0]: x}, _gelu_reference(x, record.params["approximate"])
+        values = {names[0]: x}
+        yield values, reference(record, values)
         return
-    if op in (semantics.XLA_DYNAMIC_UPDATE_SLICE, "TFL_" + semantics.TFLITE_DYNAMIC_UPDATE_SLICE):
+    if op in DYNAMIC_UPDATES:
         plan = record.params["plan"]
         given = plan.starts
         for starts in _starts(rng, shapes[0], shapes[1], given, dtypes[2], draws):
             x, u = random_values(rng, shapes[0], dtypes[0]), random_values(rng, shapes[1], dtypes[1])
-            yield {names[0]: x, names[1]: u, names[2]: starts}, semantics.dynamic_update_slice(x, u, starts)
+            values = {names[0]: x, names[1]: u, names[2]: starts}
+            yield values, reference(record, values)
         return
     if op == semantics.XLA_DYNAMIC_SLICE:
-        sizes = record.params["sizes"]
-        window = tuple(int(v) for v in np.asarray(sizes).reshape(-1))
+        window = tuple(int(v) for v in np.asarray(record.params["sizes"]).reshape(-1))
         for starts in _starts(rng, shapes[0], window, record.params["plan"].starts, dtypes[1], draws):
-            x = random_values(rng, shapes[0], dtypes[0])
-            yield {names[0]: x, names[1]: starts}, semantics.dynamic_slice(x, starts, np.asarray(sizes))
+            values = {names[0]: random_values(rng, shapes[0], dtypes[0]), names[1]: starts}
+            yield values, reference(record, values)
         return
-    spec = record.params["spec"]
     for _ in range(2):
-        if op == semantics.STRIDED_SLICE_GRAD:
-            dy = random_values(rng, shapes[0], dtypes[0])
-            yield {names[0]: dy}, semantics.strided_slice_grad(record.params["shape"], spec, dy)
-        else:
-            x, v = random_values(rng, shapes[0], dtypes[0]), random_values(rng, shapes[1], dtypes[1])
-            yield {names[0]: x, names[1]: v}, semantics.strided_slice_update(x, spec, v)
+        values = {name: random_values(rng, shape, dtype) for name, shape, dtype in zip(names, shapes, dtypes)}
+        yield values, reference(record, values)
+
+
+# --------------------------------------------------------------------------- the op's reference, from any values
+#
+# One mapping from a record and the values that reach it to the reference's output, read by the
+# per-rewrite check above (drawn values) and by the in-place run (verification/records.py,
+# ``UpdateTaps``: the values that reached the rewrite in the converted model's own run).
+
+#: TFLite GELU as tf2onnx leaves it
+GELU = "TFL_GELU"
+#: the dynamic updates: TensorFlow's and LiteRT's
+DYNAMIC_UPDATES = (semantics.XLA_DYNAMIC_UPDATE_SLICE, "TFL_" + semantics.TFLITE_DYNAMIC_UPDATE_SLICE)
+#: every op type whose records this module checks (rewrite/updates.py ``SEAMS``)
+OPS = (*DYNAMIC_UPDATES, semantics.XLA_DYNAMIC_SLICE, semantics.TENSOR_STRIDED_SLICE_UPDATE,
+       semantics.STRIDED_SLICE_GRAD, GELU)
+
+
+def _starts_given(record) -> bool:
+    """Whether the record's start indices are constants its plan clamped (then the lowering
+    reads no index tensor, and the reference takes the clamped starts: clamping is idempotent)."""
+    plan = record.params.get("plan")
+    return plan is not None and plan.starts is not None
+
+
+def runtime_inputs(record) -> dict:
+    """Input name -> ONNX element type of what reaches ``record``'s rewrite at run time: every
+    input but constant start indices (StridedSliceGrad's shape and the specs are parameters)."""
+    out = {}
+    for k, (name, elem) in enumerate(zip(record.inputs, record.elem_types)):
+        if k == len(record.inputs) - 1 and record.op_type in (*DYNAMIC_UPDATES, semantics.XLA_DYNAMIC_SLICE) \
+                and _starts_given(record):
+            continue  # (the start indices are the last input of both)
+        out[name] = elem or 1
+    return out
+
+
+def output_elem(record) -> int:
+    """The ONNX element type of ``record``'s output: its first input's (x, value, dy)."""
+    return record.elem_types[0] or 1
+
+
+def bitwise(record) -> bool:
+    """Whether ``record``'s output is compared bitwise (data movement), not under the tolerance."""
+    return record.op_type != GELU
+
+
+def reference(record, values: dict) -> np.ndarray:
+    """The reference output of ``record`` on ``values`` (input name -> array; constant start
+    indices may be left out).  Raises a StridedSliceError where the framework rejects them."""
+    names, op, params = record.inputs, record.op_type, record.params
+    if op == GELU:
+        return _gelu_reference(values[names[0]], params["approximate"])
+    if op in DYNAMIC_UPDATES:
+        starts = values[names[2]] if names[2] in values else np.asarray(params["plan"].starts, np.int64)
+        return semantics.dynamic_update_slice(values[names[0]], values[names[1]], starts)
+    if op == semantics.XLA_DYNAMIC_SLICE:
+        starts = values[names[1]] if names[1] in values else np.asarray(params["plan"].starts, np.int64)
+        return semantics.dynamic_slice(values[names[0]], starts, np.asarray(params["sizes"]))
+    if op == semantics.STRIDED_SLICE_GRAD:
+        return semantics.strided_slice_grad(params["shape"], params["spec"], values[names[0]])
+    return semantics.strided_slice_update(values[names[0]], params["spec"], values[names[1]])
+
+
+def judge(record, got, expected, where: str) -> str:
+    """``got`` (the rewrite's output) against the reference's ``expected``: bitwise (shape, dtype,
+    bytes), GELU under the product's tolerance rule (tolerance.agree)."""
+    if not bitwise(record):
+        verdict = agree(expected, got)
+        return PASSED if verdict.ok else failed(f"{where}: {verdict.detail}")
+    return same_bits(got, expected, where)
+
+
+def where(record, values: dict) -> str:
+    """The values that reached ``record``, for a message: shapes, and the start indices."""
+    parts = []
+    for name in record.inputs:
+        if name in values:
+            v = np.asarray(values[name])
+            small = v.ndim == 1 and v.size <= 8 and v.dtype.kind in "iu"
+            parts.append(f"{name} {v.reshape(-1).tolist() if small else list(v.shape)}")
+    return ", ".join(parts)
 
 
 def check_records(records: list) -> list[str]:

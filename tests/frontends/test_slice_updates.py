@@ -219,3 +219,43 @@ def test_strided_slices_in_a_decode_loop_that_grows_its_state_are_checked_in_pla
     in_loop = [r for r in rep["rewrites"] if " > Loop " in r["graph"] and r["op_type"] == "StridedSlice"]
     assert len(in_loop) >= 2 and all(r["inplace_check"] == "passed" for r in in_loop), rep["rewrites"]
     assert rep["model_checks"]["model_run"] == "passed", rep["model_checks"]
+    # the cache write too, in place on every iteration (taps carried, with the growing ids')
+    assert [(u["op_type"], u["inplace_check"]) for u in rep["slice_updates"]] == [("XlaDynamicUpdateSlice", "passed")]
+    assert rep["slice_updates"][0]["graph"].startswith("main > Loop "), rep["slice_updates"]
+    assert rep["model_checks"]["slice_updates"].endswith("; 1/1 checked in place)"), rep["model_checks"]
+
+
+def test_a_planted_wrong_cache_write_in_a_while_loop_fails_in_place(tmp_path, monkeypatch):
+    """A cache write in a ``tf.while_loop`` body whose lowering reads the start one row late,
+    with the per-rewrite check blinded (as if its draws missed the bug): the in-place run checks
+    the body's rewrite on the tensors of every iteration and fails it there (before, the family
+    was not part of the in-place run: only the framework check could see it)."""
+    from tensorflow.compiler.tf2xla.python import xla
+
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.frontends import updates as frontend
+    from onnx_slice_tools.lowering import update as lowering
+    from onnx_slice_tools.verification.status import passed
+
+    def fn(cache, new, n):
+        def body(i, c):
+            return i + 1, xla.dynamic_update_slice(c, new * tf.cast(i + 1, tf.float32), tf.stack([0, i, 0]))
+        _, c = tf.while_loop(lambda i, c: i < n, body, [tf.constant(0), cache])
+        return {"out": c}
+
+    src = _saved_model(tmp_path / "sm", fn, [tf.TensorSpec([1, 8, 4], tf.float32, name="cache"),
+                                             tf.TensorSpec([1, 1, 4], tf.float32, name="new"),
+                                             tf.TensorSpec([], tf.int32, name="n")])
+    real = lowering._clamped
+
+    def off_by_one(b, idx, elem, axes, rank, hi, opset):
+        dt = np.int32 if elem == 6 else np.int64
+        return real(b, b.node("Add", [idx, b.const(np.ones(rank, dt), "one")]), elem, axes, rank, hi, opset)
+    monkeypatch.setattr(lowering, "_clamped", off_by_one)
+    monkeypatch.setattr(frontend, "check_records", lambda records: [passed("blinded") for _ in records])
+    rep = convert(str(src), input_ranges={"n": (1, 3)}).report
+    assert [u.graph.startswith("main > Loop ") for u in rep.updates] == [True]
+    assert rep.update_inplace[0].startswith("failed: iteration 0: ") and "values differ" in rep.update_inplace[0], \
+        rep.statuses()
+    assert rep.model_checks["model_run"].startswith("failed: node "), rep.model_checks
+    assert rep.verdict == "failed"

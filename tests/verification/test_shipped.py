@@ -312,15 +312,15 @@ def test_a_wrong_rewrite_is_caught_in_its_piece(monkeypatch):
     piece computes the reference from the tensor that reached it and the as-shipped run's
     output is compared with it (inplace.start_inplace, ``defer``)."""
     from onnx_slice_tools.semantics.spec import from_index_expr
-    from onnx_slice_tools.verification import inplace
-    real = inplace._reference_plan
+    from onnx_slice_tools.verification import records
+    real = records._reference_plan
 
     def wrong_for_ss33(r, got, make_plan):
         settled, plan, where = real(r, got, make_plan)
         if r.node == "ss33" and plan is not None:  # the reference of another slice: they disagree
             plan = make_plan(from_index_expr("x[:, 1:2]"), plan.input_shape)
         return settled, plan, where
-    monkeypatch.setattr(inplace, "_reference_plan", wrong_for_ss33)
+    monkeypatch.setattr(records, "_reference_plan", wrong_for_ss33)
     rep = api.convert(_many_slices(40), verify_memory=40 * 1024).report
     assert rep.model_checks["model_run"].startswith("failed: node 'ss33': as shipped: output 'y33'"), \
         rep.model_checks

@@ -686,17 +686,17 @@ def test_in_place_check_skips_a_rewrite_whose_tensors_were_not_exposed():
     never a crash and never a pass."""
     from types import SimpleNamespace
 
-    from onnx_slice_tools.verification.inplace import _check_one
-    from onnx_slice_tools.semantics.plan import make_plan
-    from onnx_slice_tools.semantics.reference import apply_plan
+    from onnx_slice_tools.verification.records import Plans, SliceTaps
     from onnx_slice_tools.semantics.spec import from_index_expr
-    r = SimpleNamespace(data_name="x", output_name="y", index_names={}, spec=from_index_expr("x[1:]"))
+    r = SimpleNamespace(node="ss", graph="main", data_name="x", output_name="y", index_names={}, index_types={},
+                        elem_type=1, spec=from_index_expr("x[1:]"))
+    check = SliceTaps(r, Plans()).check
     got = {"x": np.arange(4, dtype=np.float32)}
-    assert _check_one(r, got, make_plan, apply_plan) == "skipped: the in-place run could not expose 'y'"
+    assert check(got) == "skipped: the in-place run could not expose 'y'"
     got["y"] = np.arange(1, 4, dtype=np.float32)
-    assert _check_one(r, got, make_plan, apply_plan) == "passed"
+    assert check(got) == "passed"
     got["y"] = np.arange(0, 3, dtype=np.float32)
-    assert _check_one(r, got, make_plan, apply_plan).startswith("failed: ")
+    assert check(got).startswith("failed: ")
 
 
 def test_declared_sizes_take_their_shapes_from_the_strict_inference_as_the_skeleton_would_give_them(monkeypatch):
@@ -826,8 +826,8 @@ def test_loop_taps_that_run_neither_stacked_nor_carried_say_so(monkeypatch):
     from onnx_slice_tools.verification import inplace
     real = inplace._carry_through_loop
 
-    def broken(g, node, body, name, elem):
-        flat, dims = real(g, node, body, name, elem)
+    def broken(g, node, body, name, elem, **kw):
+        flat, dims = real(g, node, body, name, elem, **kw)
         concat = next(n for n in body.node if list(n.output) == [f"{flat}_out"])
         concat.attribute[0].i = 1  # (1-D tensors: no axis 1)
         return flat, dims
