@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .verification.checks import check_model, static_checks
-from .verification.checks import PASSED, detail, failed, passed, skipped
-from .errors import ModelError
+from .verification.checks import PASSED, detail, failed, kind, passed, skipped
+from .errors import ConversionError, ModelError, StridedSliceError
 from .graphs.allocation import paused_gc
 from .errors import first_line as _first_line
 from .io.files import adopt_files, load_ir, load_model_proto
@@ -110,6 +110,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         if done is not None:
             return done
         read = holder.read
+        if read is None and report.updates:  # a ModelProto whose copy the holder rewrote the family of
+            model = holder.proto
     done = _pipeline(model, report, ctx, _IrHolder(model, ctx, read))
     assert done is not None  # (onnx-ir takes every model)
     return done
@@ -127,9 +129,9 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
     from .frontends.sources import export_source, framework_status, open_source, tflite_options
     framework, loaded = open_source(path, input_shapes=input_shapes, signature=signature, input_ranges=input_ranges)
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
-    updates: list = []  # the slice-update family tf2onnx left raw, rewritten and checked (frontends/updates.py)
+    # (the slice-update family tf2onnx leaves raw is rewritten by the pipeline, as in any .onnx input)
     file = export_source(path, folder.name, opset=options.get("opset"), input_shapes=input_shapes,
-                         output_names=output_names, signature=signature, loaded=loaded, updates=updates)
+                         output_names=output_names, signature=signature, loaded=loaded)
     calibration = None
     if framework == "tflite":
         input_ranges, calibration = tflite_options(path, file, input_ranges, options.get("verify", True))
@@ -140,9 +142,6 @@ def _convert_source(path, *, input_shapes: dict | None = None, output_names=None
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
-    if updates:
-        from .frontends.updates import updates_status
-        rep.model_checks["slice_updates"] = updates_status(updates)
     rep.model_checks["framework"] = framework_status(path, framework, result, options.get("verify", True),
                                                      input_shapes, signature, Path(folder.name), loaded, input_ranges)
     return result
@@ -205,6 +204,14 @@ class _ProtoHolder:
         self.read = (proto, external) if isinstance(self.source, (str, os.PathLike)) else None
         self.proto = proto
         return not external  # onnx-ir reads external data lazily
+
+    def has_family(self) -> bool:
+        from .rewrite.updates import has_family
+        return has_family(self.proto)
+
+    def edit_proto(self, edit):
+        """``edit(proto)`` on the model, in place (the holder's own copy or read of the input)."""
+        return edit(self.proto)
 
     def current_opset(self):
         from .rewrite.proto_pass import proto_default_opset
@@ -288,10 +295,26 @@ class _IrHolder:
     def __init__(self, model, ctx: Context, read=None):
         self.source, self.ctx, self.read = model, ctx, read
         self.upgraded = False
+        self.edited = False  # the model differs from what was read: its baseline is serialized again
 
     def load(self) -> bool:
         self.model = load_ir(self.source, path_hint=self.ctx.label, read=self.read)
         return True
+
+    def has_family(self) -> bool:
+        from .graphs.walk import all_nodes
+        from .rewrite.updates import in_family
+        return any(in_family(n.op_type, n.domain) for n, _ in all_nodes(self.model))
+
+    def edit_proto(self, edit):
+        """``edit(proto)`` on the model as a ModelProto (external tensors stay references), read
+        back into onnx-ir."""
+        import onnx_ir as ir
+        proto = ir.to_proto(self.model)
+        out = edit(proto)
+        self.model = adopt_files(ir.from_proto(proto), self.model)
+        self.edited = True
+        return out
 
     def current_opset(self):
         from .rewrite.ir_pass import default_opset
@@ -312,7 +335,7 @@ class _IrHolder:
     def baseline(self, found: bool):
         # The model before the rewrite, as a proto without external data: the baseline of the
         # structural proof and the input of shape derivation (declared shapes are not trusted).
-        return _baseline_proto(self.source, self.model, self.upgraded) if found else None
+        return _baseline_proto(self.source, self.model, self.upgraded or self.edited) if found else None
 
     def shapes(self, found: bool, baseline) -> dict:
         from .rewrite.ir_pass import derive_shapes
@@ -383,6 +406,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     if not holder.load():
         return None
     report.timings["load"] = time.perf_counter() - t0
+    _slice_updates(report, ctx, holder)  # before any other stage reads the model
     current = holder.current_opset()
     if not holder.accepts(current):
         return None
@@ -430,6 +454,39 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     if verify:  # last: the bytes ConvertResult.save writes
         _check_shipped(report, proto, checked, budget, inplace, ctx.calibration)
     return holder.result(proto, report, m)
+
+
+def _slice_updates(report: Report, ctx: Context, holder) -> None:
+    """The slice-update family tf2onnx leaves raw (``XlaDynamicUpdateSlice``, TFLite
+    ``DYNAMIC_UPDATE_SLICE``, ``XlaDynamicSlice``, ``TensorStridedSliceUpdate``,
+    ``StridedSliceGrad``, TFLite ``GELU``; docs/slice_updates.md), rewritten in the model as read
+    (rewrite/updates.py) and each rewrite checked alone against the reference in onnxruntime
+    (verification/update_checks.py): an ``.onnx`` input and a framework input's export alike.
+    From here on the rewritten model is the input: the StridedSlice rewrite derives its shapes
+    through it, the structural proof and the whole-model runs take it as their baseline.  The
+    records go to ``report.updates`` and ``model_checks["slice_updates"]``.  A node the
+    framework rejects is invalid input (StridedSliceError, exit 2: the StridedSlice rule); one
+    this cannot rewrite, or a failed check, is a failed conversion (ConversionError, exit 1)."""
+    if not holder.has_family():
+        return
+    from .rewrite.updates import rewrite_updates
+    from .verification.update_checks import check_records, updates_status
+    t = time.perf_counter()
+    try:
+        records = holder.edit_proto(rewrite_updates)
+    except StridedSliceError as exc:
+        if not exc.unsupported:
+            raise exc.in_context(path=ctx.label) from None
+        raise ConversionError(f"{exc}; not converted, nothing written", path=ctx.label) from None
+    except ModelError as exc:
+        raise ModelError(exc.reason, path=ctx.label, node=exc.node) from None
+    for record, status in zip(records, check_records(records)):
+        if kind(status) != "passed":
+            raise ConversionError(f"node {record.node!r} ({record.op_type}): the rewrite's check {status}; "
+                                  "nothing written", path=ctx.label)
+    report.updates = records
+    report.model_checks["slice_updates"] = updates_status(records)
+    report.timings["slice_updates"] = time.perf_counter() - t
 
 
 # --------------------------------------------------------------------------- the checked run, as shipped

@@ -39,6 +39,8 @@ class Report:
     path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
     # graph output -> why onnxruntime's as-shipped run disagreed with the checked run on it (those that did)
     shipped_problems: dict = field(default_factory=dict)
+    # the slice-update family rewritten first (rewrite/updates.UpdateRecord, each checked: api._slice_updates)
+    updates: list = field(default_factory=list)
 
     def tally(self) -> tuple[int, int, int, int]:
         """(found, rewritten, fixable, fixed): the four counts in one pass over the records."""
@@ -155,12 +157,12 @@ class Report:
     def verdict(self) -> str:
         """"verified" | "nothing to rewrite" | "unverified (<what was skipped and why>)" |
         "failed": the one answer that convert, batch, verify and report.json give.  "nothing
-        to rewrite": every check passed, but the conversion replaced nothing, converted no
-        opset and read no framework file (the output is the input): nothing was verified
+        to rewrite": every check passed, but the conversion replaced nothing (no StridedSlice, no
+        slice update), converted no opset and read no framework file (the output is the input): nothing was verified
         because nothing was done."""
         v = "verified" if self._all_passed() else verdict(self.statuses(), strict=self.strict)
         _, rewritten, _, fixed = self.tally()
-        changed = rewritten or fixed or {"opset_conversion", "framework"} & set(self.model_checks)
+        changed = rewritten or fixed or {"opset_conversion", "framework", "slice_updates"} & set(self.model_checks)
         if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
             return NOTHING_TO_REWRITE
         return v

@@ -137,40 +137,37 @@ def _checked_kind(path, input_shapes, signature) -> str:
 
 
 def export_source(path, folder, *, opset: int | None = None, input_shapes: dict | None = None,
-                  output_names: list[str] | None = None, signature: str | None = None, loaded=None,
-                  updates: list | None = None) -> Path:
+                  output_names: list[str] | None = None, signature: str | None = None, loaded=None) -> Path:
     """:func:`load_source` written to ``folder/model.onnx`` with its large initializers in
     ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
     variables of ``LARGE_VARIABLE_BYTES`` or more go from TensorFlow to that file one at a time,
     without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
     has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
     tf2onnx still made in memory are written there when of 1 MiB or more.
-    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check).
-    ``updates``: a list that gets the records of the slice-update rewrites (frontends/updates.py)."""
+    ``loaded``: :func:`load_tf` of the same input and options (loads it once for export and check)."""
     import onnx
     folder = Path(folder)
     file, data = folder / "model.onnx", folder / "model.onnx.data"
     kind = _checked_kind(path, input_shapes, signature)
     with quiet_frameworks():
-        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded, updates)
+        model = _load(path, kind, opset or 17, input_shapes, output_names, signature, data, loaded)
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file
 
 
-def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None,
-          updates=None):
+def _load(path, kind, opset, input_shapes, output_names, signature=None, external_data=None, loaded=None):
     tf, tf2onnx, onnx = _frameworks(path)
     traced = None
     try:
         if kind == "tflite":
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
-                                  large_buffer_bytes=LARGE_VARIABLE_BYTES, updates=updates)
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
         else:
             fn, sig, keys = traced = loaded or _tf_callable(tf, path, kind, input_shapes, signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
-            require_converted(model, path, updates)
+            require_converted(model, path)
             if output_names or keys:
                 _rename_outputs(model, output_names or keys, path)
         # what tf2onnx folds on constants, left on the weights moved out before it converted

@@ -157,7 +157,7 @@ def keep_strided_slice_kwargs() -> dict:
 
 
 def export_tflite(path, *, opset: int = 17, output_names=None, external_data=None,
-                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES, updates: list | None = None):
+                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES):
     """A ModelProto for the ``.tflite`` at ``path``, StridedSlice kept (with ``offset``).
 
     tf2onnx's TFLite reader copies every buffer several times.  With
@@ -194,10 +194,6 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
             if dense is not None:
                 file.write_bytes(dense)
             model = _from_tflite(tf2onnx, file if dense is not None else Path(path), path, kwargs)
-    from .updates import lower_family
-    records = lower_family(model, path)  # the slice-update family tf2onnx leaves raw, rewritten first
-    if updates is not None:
-        updates.extend(records)
     failures.require_loadable(model, path, Path(external_data).parent if external_data else None)
     require_converted(model, path)
     return model
@@ -417,15 +413,11 @@ def sparse_to_dense(values, shape: list[int], sparsity):
     return dense
 
 
-def require_converted(model, path, updates: list | None = None) -> None:
+def require_converted(model, path) -> None:
     """Raise a one-line :class:`ConversionError` naming the ops tf2onnx left unconverted in
     ``model`` (converted from the file at ``path``), if any.  The slice-update family (and TFLite
-    GELU), which tf2onnx leaves raw, is rewritten and checked first (frontends/updates.py); its
-    records are appended to ``updates``."""
-    from .updates import lower_family
-    records = lower_family(model, path)
-    if updates is not None:
-        updates.extend(records)
+    GELU), which tf2onnx leaves raw, is not among them: the pipeline rewrites it
+    (api._slice_updates)."""
     left = unconverted_ops(model)
     if left:
         raise ConversionError(f"tf2onnx has no ONNX conversion for {', '.join(left)}: the model cannot be "
@@ -436,12 +428,12 @@ def _holds_ours(model) -> bool:
     """Whether ``model`` holds a node this package rewrites later (a kept StridedSlice, a slice
     update): onnxruntime cannot load it before that, whatever tf2onnx did."""
     from ..graphs.walk import proto_subgraphs
-    from ..rewrite.updates import SEAMS
+    from ..rewrite.updates import in_family
     todo = [model.graph]
     while todo:
         graph = todo.pop()
         for n in graph.node:
-            if n.op_type == "StridedSlice" or n.op_type in SEAMS:
+            if n.op_type == "StridedSlice" or in_family(n.op_type, n.domain):
                 return True
             todo.extend(proto_subgraphs(n))
     return False
@@ -449,18 +441,21 @@ def _holds_ours(model) -> bool:
 
 def unconverted_ops(model) -> list[str]:
     """The ops of ``model`` (subgraphs included) that no ONNX opset defines, each as
-    ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice excepted: tf2onnx's Python
+    ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice and the slice-update family
+    (rewritten by the pipeline: api._slice_updates) excepted: tf2onnx's Python
     API continues past a framework op it has no handler for and leaves it in the graph as it is
     (its command line stops), and such a model is no ONNX model a runtime can load."""
     from onnx import defs
 
     from ..graphs.walk import proto_subgraphs
+    from ..rewrite.updates import in_family
     found: dict[str, str] = {}
     todo = [model.graph]
     while todo:
         for node in todo.pop().node:
             todo.extend(proto_subgraphs(node))
-            if node.op_type == "StridedSlice" and node.domain == TF_DOMAIN or node.op_type in found:
+            if node.op_type == "StridedSlice" and node.domain == TF_DOMAIN or node.op_type in found or \
+                    in_family(node.op_type, node.domain):
                 continue
             if not defs.has(node.op_type, node.domain or ""):
                 found[node.op_type] = f"{node.op_type} (node {node.name!r})"

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import StridedSliceError
+from ..errors import ModelError, StridedSliceError
 from ..lowering import update as lowering
 from ..semantics import update as semantics
 from ..semantics.update import known
@@ -119,33 +119,60 @@ def _facts(model) -> _Facts:
     return _Facts(shapes, types, consts)
 
 
+def _cannot(reason: str, field: str, node: str) -> StridedSliceError:
+    """A node the framework runs but this rewrite cannot express (a shape or constant it needs
+    is unknown): a failed conversion (exit 1), where a node the framework rejects is invalid
+    input (exit 2, the StridedSlice rule)."""
+    return StridedSliceError(reason, field=field, node=node, unsupported=True)
+
+
 def _known(shape, what: str, node: str) -> tuple:
     if shape is None:
-        raise StridedSliceError(f"the shape of {what} is unknown (no rank): cannot rewrite it", field=what, node=node)
+        raise _cannot(f"the shape of {what} is unknown (no rank): cannot rewrite it", what, node)
     return shape
 
 
 def _static(shape, what: str, node: str) -> tuple[int, ...]:
     shape = _known(shape, what, node)
     if not all(isinstance(d, int) for d in shape):
-        raise StridedSliceError(f"the shape of {what} {list(shape)} is not fully known: this form needs it",
-                                field=what, node=node)
+        raise _cannot(f"the shape of {what} {list(shape)} is not fully known: this form needs it", what, node)
     return tuple(int(d) for d in shape)
 
 
-def _attr(node, name: str, default=0):
+def _attr(node, name: str, default=0) -> int:
+    """The integer attribute ``name`` of ``node`` (``default`` when absent); one of another type
+    is invalid (the framework's op defines it as an integer)."""
     for a in node.attribute:
         if a.name == name:
+            if a.type != a.INT:
+                raise StridedSliceError(f"must be an integer, got an attribute of type {a.type}",
+                                        field=f"attribute {name!r}", node=node.name)
             return a.i
     return default
+
+
+#: element types the family's data inputs take: TensorFlow's numeric types and bool (not string)
+_FLOATS = (1, 10, 11, 16)
+
+
+def _same_type(facts: _Facts, x: str, other: str, what: str, node: str) -> None:
+    """``other`` (an update or value) of the input's element type, as the framework's one type
+    attribute ``T`` requires."""
+    a, b = facts.types.get(x), facts.types.get(other)
+    if a and b and a != b:
+        raise StridedSliceError(f"has element type {b}, the input has {a} (the op takes one type)", field=what,
+                                node=node)
 
 
 def _index_elem(facts: _Facts, name: str, node: str) -> int:
     elem = facts.types.get(name)
     if elem is None and facts.const(name) is not None:
-        elem = 6 if facts.const(name).dtype == np.int32 else 7
+        elem = {np.dtype(np.int32): 6, np.dtype(np.int64): 7}.get(facts.const(name).dtype, 0)
+    if elem is None:
+        raise _cannot("the element type of indices is unknown", "indices", node)
     if elem not in (6, 7):
-        raise StridedSliceError("indices must be int32 or int64", field="indices", node=node)
+        raise StridedSliceError(f"indices must be int32 or int64 (element type {elem})", field="indices",
+                                node=node)
     return int(elem)
 
 
@@ -157,6 +184,7 @@ def _dynamic_update(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord
         raise StridedSliceError(f"index must be a vector with length equal to the input's rank {len(xs)}, got "
                                 f"shape {list(ishape)}", field="indices", node=node.name)
     elem = _index_elem(facts, idx, node.name)
+    _same_type(facts, x, upd, "update", node.name)
     notes = []
     if len(us) == len(xs):
         assumed = [k for k, (d, w) in enumerate(zip(xs, us)) if d == 1 and not isinstance(w, int)]
@@ -178,7 +206,7 @@ def _dynamic_slice(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
     xs = _known(facts.shape(x), "input", node.name)
     size_values = facts.const(sizes)
     if size_values is None:
-        raise StridedSliceError("size_indices must be a constant", field="size_indices", node=node.name)
+        raise _cannot("size_indices must be a constant", "size_indices", node.name)
     elem = _index_elem(facts, idx, node.name)
     plan = semantics.update_plan(xs, [int(v) for v in np.asarray(size_values).reshape(-1)], facts.const(idx),
                                  field="size_indices", index_field="start_indices")
@@ -193,7 +221,7 @@ def _spec(node, facts: _Facts, names: list[str]):
     for name, what in zip(names, ("begin", "end", "strides")):
         v = facts.const(name)
         if v is None:
-            raise StridedSliceError(f"{what} must be a constant to rewrite {node.op_type}", field=what, node=node.name)
+            raise _cannot(f"{what} must be a constant to rewrite {node.op_type}", what, node.name)
         values.append([int(i) for i in np.asarray(v).reshape(-1)])
     return from_tf(*values, **{m: _attr(node, m) for m in MASK_NAMES})
 
@@ -205,13 +233,14 @@ def _slice_write(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
     if grad:
         shape_value = facts.const(first)
         if shape_value is None:
-            raise StridedSliceError("shape must be a constant", field="shape", node=node.name)
+            raise _cannot("shape must be a constant", "shape", node.name)
         xs = tuple(int(v) for v in np.asarray(shape_value).reshape(-1))
         for i, d in enumerate(xs):
             if d < 0:
                 raise StridedSliceError(f"Dimension {d} must be >= 0", field="shape", index=i, node=node.name)
     else:
         xs = _static(facts.shape(first), "input", node.name)
+        _same_type(facts, first, value, "value", node.name)
     vs = _static(facts.shape(value), "dy" if grad else "value", node.name)
     try:
         plan = make_plan(spec, xs)
@@ -233,6 +262,8 @@ def _slice_write(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
 def _gelu(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
     x = node.input[0]
     elem = facts.types.get(x) or 1
+    if elem not in _FLOATS:
+        raise StridedSliceError(f"GELU takes a float input, not element type {elem}", field="input", node=node.name)
     approximate = bool(_attr(node, "approximate"))
     low = lowering.lower_gelu(x, node.output[0], approximate=approximate, elem=elem, opset=opset,
                               prefix=node.output[0])
@@ -252,26 +283,45 @@ SEAMS: dict[str, OpSeam] = {
 }
 
 
+#: the oldest opset the lowerings are written for (Slice's inputs, ScatterND)
+MIN_OPSET = 11
+
+
+def in_family(op_type: str, domain: str) -> bool:
+    """Whether a node of ``op_type`` in ``domain`` is one of the family's raw nodes."""
+    return op_type in SEAMS and domain in STANDARD_DOMAINS
+
+
 def has_family(model) -> bool:
+    """Whether the ModelProto ``model`` holds a node of the family (any graph)."""
     from ..graphs.walk import proto_nodes
-    return any(n.op_type in SEAMS and n.domain in STANDARD_DOMAINS for n, *_ in proto_nodes(model))
+    return any(in_family(n.op_type, n.domain) for n, *_ in proto_nodes(model))
 
 
 def rewrite_updates(model) -> list[UpdateRecord]:
     """Replace every node of the family in ``model`` (a ModelProto, edited in place): the records.
-    Raises a :class:`StridedSliceError` naming the node where the framework rejects it or it
-    cannot be rewritten (a shape or constant this needs is unknown).  A node whose input shapes
-    are known only once an earlier one is rewritten (its output feeds it) waits for the next
-    round of shape derivation."""
+    Raises a :class:`StridedSliceError` naming the node and field where the framework rejects it
+    (invalid input), or where it cannot be rewritten (``unsupported``: a shape or constant this
+    needs is unknown, a node inside a function); a :class:`ModelError` below opset
+    :data:`MIN_OPSET`.  A node whose input shapes are known only once an earlier one is
+    rewritten (its output feeds it) waits for the next round of shape derivation; when a round
+    makes no progress, a node the framework rejects is named before one that cannot be
+    rewritten."""
     from ..graphs.walk import proto_graphs
     records: list[UpdateRecord] = []
     opset = next((o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS), 17)
+    if opset < MIN_OPSET and has_family(model):
+        from ..graphs.walk import proto_nodes
+        first = next(n for n, *_ in proto_nodes(model) if in_family(n.op_type, n.domain))
+        raise ModelError(f"{first.op_type}: the model imports opset {opset}; the slice-update family is rewritten "
+                         f"at opset {MIN_OPSET} or newer (export the model at opset {MIN_OPSET} or newer: onnx's "
+                         "version converter cannot move a node no opset defines)", node=first.name)
     while has_family(model):
         before = len(records)
         facts = _facts(model)
         waiting: list[StridedSliceError] = []
         for graph, label, is_function in proto_graphs(model):
-            if not any(n.op_type in SEAMS and n.domain in STANDARD_DOMAINS for n in graph.node):
+            if not any(in_family(n.op_type, n.domain) for n in graph.node):
                 continue
             out = []
             for n in graph.node:
@@ -281,8 +331,7 @@ def rewrite_updates(model) -> list[UpdateRecord]:
                     continue
                 try:
                     if is_function:
-                        raise StridedSliceError("a node inside a model-local function is not rewritten",
-                                                field="graph")
+                        raise _cannot("a node inside a model-local function is not rewritten", "graph", n.name)
                     record = seam(n, facts, opset, label)
                 except StridedSliceError as exc:
                     waiting.append(exc.in_context(node=n.name))
@@ -293,6 +342,6 @@ def rewrite_updates(model) -> list[UpdateRecord]:
                 graph.initializer.extend(record.lowering.initializers)
             del graph.node[:]
             graph.node.extend(out)
-        if waiting and len(records) == before:
-            raise waiting[0]  # no progress this round
+        if waiting and len(records) == before:  # no progress this round: a node the framework rejects first
+            raise next((e for e in waiting if not e.unsupported), waiting[0])
     return records
