@@ -45,6 +45,7 @@ class UpdateRecord:
     lowering: lowering.OpLowering
     check: str = "not run"
     notes: list = field(default_factory=list)
+    output_shape: tuple | None = None  # the op's output shape (dims known here; None: unknown rank)
 
     @property
     def form(self) -> str:
@@ -77,6 +78,16 @@ def _dims(t) -> tuple | None:
     return tuple(out)
 
 
+def _merged(derived, declared) -> tuple:
+    """A value's shape from inference (``derived``) and as declared: per dim, a number where
+    either has one (inference's symbolic names are its own: a declared number is more), the
+    declaration where the ranks differ or nothing was derived."""
+    if derived is None or len(derived) != len(declared):
+        return declared
+    return tuple(d if isinstance(d, int) else e if isinstance(e, int) else d if d is not None else e
+                 for d, e in zip(derived, declared))
+
+
 def _facts(model) -> _Facts:
     """Shapes and types derived by ONNX shape inference past our StridedSlice
     (:func:`.shapes.derive_shapes`), else as the model declares them (tf2onnx declares its custom
@@ -98,12 +109,12 @@ def _facts(model) -> _Facts:
             continue
         for t in list(graph.input) + list(graph.value_info) + list(graph.output):
             dims = _dims(t)
-            if dims is not None and (t.name not in shapes or None in shapes[t.name]):
-                shapes[t.name] = dims
+            if dims is not None:
+                shapes[t.name] = _merged(shapes.get(t.name), dims)
             if t.type.HasField("tensor_type") and t.type.tensor_type.elem_type:
                 types.setdefault(t.name, t.type.tensor_type.elem_type)
-    for graph, _label, _ in proto_graphs(model):
-        for t in graph.initializer:
+    for graph, _label, is_function in proto_graphs(model):
+        for t in () if is_function else graph.initializer:
             shapes.setdefault(t.name, tuple(t.dims))
             types.setdefault(t.name, t.data_type)
             if t.data_location != 1 and np.prod(t.dims, dtype=np.int64) <= 64:  # small, inline
@@ -198,7 +209,7 @@ def _dynamic_update(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord
     elem_x = facts.types.get(x) or facts.types.get(upd)
     return UpdateRecord(node.name, node.op_type, graph, [x, upd, idx], node.output[0],
                         [xs, us, (len(xs),)], [elem_x, facts.types.get(upd) or elem_x, elem],
-                        {"plan": plan}, low, notes=notes)
+                        {"plan": plan}, low, notes=notes, output_shape=xs)
 
 
 def _dynamic_slice(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
@@ -213,7 +224,8 @@ def _dynamic_slice(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
     low = lowering.lower_dynamic_slice(x, idx, node.output[0], plan, index_elem=elem, opset=opset,
                                        prefix=node.output[0])
     return UpdateRecord(node.name, node.op_type, graph, [x, idx], node.output[0], [xs, (len(xs),)],
-                        [facts.types.get(x), elem], {"plan": plan, "sizes": np.asarray(size_values)}, low)
+                        [facts.types.get(x), elem], {"plan": plan, "sizes": np.asarray(size_values)}, low,
+                        output_shape=plan.window)
 
 
 def _spec(node, facts: _Facts, names: list[str]):
@@ -256,7 +268,7 @@ def _slice_write(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
                                      prefix=node.output[0])
     inputs = [value] if grad else [first, value]
     return UpdateRecord(node.name, node.op_type, graph, inputs, node.output[0], ([vs] if grad else [xs, vs]),
-                        [elem] * len(inputs), {"spec": spec, "shape": xs}, low)
+                        [elem] * len(inputs), {"spec": spec, "shape": xs}, low, output_shape=xs)
 
 
 def _gelu(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
@@ -268,7 +280,7 @@ def _gelu(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
     low = lowering.lower_gelu(x, node.output[0], approximate=approximate, elem=elem, opset=opset,
                               prefix=node.output[0])
     return UpdateRecord(node.name, node.op_type, graph, [x], node.output[0], [facts.shape(x)], [elem],
-                        {"approximate": approximate}, low)
+                        {"approximate": approximate}, low, output_shape=facts.shape(x))
 
 
 #: The op seams: op type as tf2onnx leaves it -> its reader/planner/lowering.
@@ -281,6 +293,21 @@ SEAMS: dict[str, OpSeam] = {
     semantics.STRIDED_SLICE_GRAD: _slice_write,
     "TFL_GELU": _gelu,
 }
+
+
+def _declare_output(graph, record: UpdateRecord) -> None:
+    """Declare the rewritten output's type and shape (the op's, known here) when the graph does
+    not: a lowering with run-time starts hides it from ONNX shape inference (a ``Slice`` at a
+    run-time start has an unknown size), and the nodes after it -- another of the family, a
+    StridedSlice -- need it.  Only numbers are declared (a symbolic dim named by one inference
+    run means nothing to the next: left unknown)."""
+    from onnx import helper
+    if record.output_shape is None or not record.elem_types[0] or \
+            any(v.name == record.output for v in list(graph.value_info) + list(graph.output)):
+        return
+    dims = [d if isinstance(d, int) else None for d in record.output_shape]
+    elem = record.elem_types[-1] if record.op_type == semantics.STRIDED_SLICE_GRAD else record.elem_types[0]
+    graph.value_info.append(helper.make_tensor_value_info(record.output, elem, dims))
 
 
 #: the oldest opset the lowerings are written for (Slice's inputs, ScatterND)
@@ -340,6 +367,7 @@ def rewrite_updates(model) -> list[UpdateRecord]:
                 records.append(record)
                 out.extend(record.lowering.nodes)
                 graph.initializer.extend(record.lowering.initializers)
+                _declare_output(graph, record)
             del graph.node[:]
             graph.node.extend(out)
         if waiting and len(records) == before:  # no progress this round: a node the framework rejects first
