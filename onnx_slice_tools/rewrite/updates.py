@@ -1,16 +1,19 @@
 """Rewrite of the slice-update family (and TFLite GELU) that tf2onnx leaves behind.
 
-tf2onnx 1.17's Python API has no handler for ``XlaDynamicUpdateSlice``, ``XlaDynamicSlice``,
+tf2onnx 1.17 has no handler for ``XlaDynamicUpdateSlice``, ``XlaDynamicSlice``,
 ``TensorStridedSliceUpdate``, ``StridedSliceGrad`` (TensorFlow) nor ``DYNAMIC_UPDATE_SLICE`` and
-``GELU`` (TFLite): it continues past them and leaves each as a raw node in the default domain
+``GELU`` (TFLite): its Python API and its command line continue past them (the command line
+exits 0) and leave each as a raw node in the default domain
 (``TFL_`` + the builtin's name for TFLite, GELU keeping its ``approximate`` attribute).  This
 module reads such nodes (one :class:`OpSeam` per op: its inputs parsed, planned by
 semantics/update.py, lowered by lowering/update.py), replaces them in place (main graph and
 subgraphs) and returns one :class:`UpdateRecord` each, which verification/update_checks.py checks
 against the numpy reference in onnxruntime.
 
-Shapes come from what the model declares (tf2onnx declares its custom nodes' outputs) and one
-plain ONNX shape inference of a weightless copy.
+Shapes come from one plain ONNX shape inference of a weightless copy (past our StridedSlice)
+and what the model declares (numbers over inference's symbolic names); each rewritten output is
+declared with the op's shape, which its lowering may hide from inference (a run-time start).
+The pipeline runs this first, on every input (api._slice_updates).
 """
 
 from __future__ import annotations
@@ -319,10 +322,27 @@ def in_family(op_type: str, domain: str) -> bool:
     return op_type in SEAMS and domain in STANDARD_DOMAINS
 
 
+#: the ONNX ops holding subgraphs (a custom op may too; our StridedSlice never does)
+_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
 def has_family(model) -> bool:
-    """Whether the ModelProto ``model`` holds a node of the family (any graph)."""
-    from ..graphs.walk import proto_nodes
-    return any(in_family(n.op_type, n.domain) for n, *_ in proto_nodes(model))
+    """Whether the ModelProto ``model`` holds a node of the family (any graph, functions too).
+    Asked of every input (api._slice_updates): each graph's op types are read as one set, and
+    only nodes that may hold a subgraph have their attributes read (a walk of every node's
+    attributes costs ten times more on a chain of thousands of StridedSlices)."""
+    from ..graphs.walk import proto_subgraphs
+    todo = [model.graph, *model.functions]
+    while todo:
+        nodes = todo.pop().node
+        if not SEAMS.keys().isdisjoint({n.op_type for n in nodes}) and \
+                any(in_family(n.op_type, n.domain) for n in nodes):
+            return True
+        for n in nodes:
+            op = n.op_type
+            if op in _HOLDERS or op != "StridedSlice" and n.domain not in STANDARD_DOMAINS:
+                todo.extend(proto_subgraphs(n))
+    return False
 
 
 def rewrite_updates(model) -> list[UpdateRecord]:
