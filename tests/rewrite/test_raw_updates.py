@@ -320,3 +320,21 @@ def test_an_op_made_invalid_or_unconvertible_is_one_line(made, tmp_path, capfd, 
     assert list(out.iterdir()) == []
     assert cli_main(["inspect", str(src)]) == code  # inspect reads the node the same way
     capfd.readouterr()
+
+
+def test_batch_records_invalid_and_failed_apart(made, tmp_path, capfd):
+    """In a batch, a raw node the framework rejects is ``invalid`` and one that cannot be
+    rewritten ``failed``, each with its one line; the good file beside them still converts."""
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(made / "dus_gelu.onnx", src / "good.onnx")
+    for name, mutate in (("invalid", _index_of_three), ("unconvertible", _runtime_begin)):
+        model = onnx.load(str(made / "family.onnx"))
+        mutate(model)
+        onnx.save(model, str(src / f"{name}.onnx"))
+    assert cli_main(["batch", str(src), "-o", str(tmp_path / "out"), "-q"]) == 2
+    capfd.readouterr()
+    entries = {Path(e["input"]).stem: e for e in json.loads((tmp_path / "out" / "report.json").read_text())["models"]}
+    assert entries["good"]["status"] == "converted" and entries["good"]["verdict"] == "verified"
+    assert entries["invalid"]["status"] == "invalid" and "indices" in entries["invalid"]["error"]
+    assert entries["unconvertible"]["status"] == "failed" and "begin must be a constant" in entries["unconvertible"]["error"]
