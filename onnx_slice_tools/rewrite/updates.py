@@ -313,6 +313,18 @@ def _declare_output(graph, record: UpdateRecord) -> None:
     graph.value_info.append(helper.make_tensor_value_info(record.output, elem, dims))
 
 
+def _import_used_domains(model) -> None:
+    """Import (version 1) each domain a node uses that ``model`` does not import: tf2onnx's
+    command line with ``--custom-ops OP:DOMAIN`` writes such nodes without the import, and
+    onnx's shape inference then derives nothing at all (the family's shapes included)."""
+    from onnx import helper
+
+    from ..graphs.walk import proto_nodes
+    imported = {o.domain for o in model.opset_import}
+    used = {n.domain for n, _ in proto_nodes(model, functions=False)} - imported - set(STANDARD_DOMAINS)
+    model.opset_import.extend(helper.make_opsetid(d, 1) for d in sorted(used))
+
+
 #: the oldest opset the lowerings are written for (Slice's inputs, ScatterND)
 MIN_OPSET = 11
 
@@ -363,6 +375,7 @@ def rewrite_updates(model) -> list[UpdateRecord]:
         raise ModelError(f"{first.op_type}: the model imports opset {opset}; the slice-update family is rewritten "
                          f"at opset {MIN_OPSET} or newer (export the model at opset {MIN_OPSET} or newer: onnx's "
                          "version converter cannot move a node no opset defines)", node=first.name)
+    _import_used_domains(model)
     while has_family(model):
         before = len(records)
         facts = _facts(model)

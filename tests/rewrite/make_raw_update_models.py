@@ -103,6 +103,11 @@ def build(out: Path) -> dict:
         args = ["--saved-model", str(out / name), "--output", str(out / f"{name}.onnx"), *options]
         _tf2onnx_command_line(args)
         cases[name] = {"source": name, "tf2onnx": args[4:]}
+    # the kept StridedSlice in a domain the command line names but does not import
+    args = ["--saved-model", str(out / "kv_cache"), "--output", str(out / "kv_cache_domain.onnx"),
+            "--custom-ops", "StridedSlice:ai.onnx.converters.tensorflow"]
+    _tf2onnx_command_line(args)
+    cases["kv_cache_domain"] = {"source": "kv_cache", "tf2onnx": args[4:]}
     (out / "dus_gelu.tflite").write_bytes(_tflite())
     for name, options in (("dus_gelu", []), ("dus_gelu_opset9", ["--opset", "9"])):
         _tf2onnx_command_line(["--tflite", str(out / "dus_gelu.tflite"), "--output", str(out / f"{name}.onnx"),

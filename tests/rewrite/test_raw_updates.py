@@ -338,3 +338,15 @@ def test_batch_records_invalid_and_failed_apart(made, tmp_path, capfd):
     assert entries["good"]["status"] == "converted" and entries["good"]["verdict"] == "verified"
     assert entries["invalid"]["status"] == "invalid" and "indices" in entries["invalid"]["error"]
     assert entries["unconvertible"]["status"] == "failed" and "begin must be a constant" in entries["unconvertible"]["error"]
+
+
+def test_a_custom_domain_tf2onnx_did_not_import(made, tmp_path):
+    """tf2onnx's command line with ``--custom-ops StridedSlice:DOMAIN`` writes the kept
+    StridedSlice in DOMAIN without importing it (onnx's inference then derives nothing): the
+    update is still planned on known shapes and the model verified."""
+    model = onnx.load(str(made / "kv_cache_domain.onnx"))
+    domain = "ai.onnx.converters.tensorflow"
+    assert any(n.domain == domain for n in model.graph.node) and domain not in {o.domain for o in model.opset_import}
+    result = convert(str(made / "kv_cache_domain.onnx"))
+    assert result.report.verdict == "verified" and result.report.found == result.report.rewritten == 2
+    assert result.report.updates[0].shapes[0] == (2, 8, 4)
