@@ -448,7 +448,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         _check_conversion(report, shipped, baseline, checked, budget.load_weights)
     proto = shipped
     m = holder.model
-    if cleanup and result.modified:  # what is saved is what the cleanup check ran
+    if cleanup and (result.modified or report.updates):  # what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, source, verify, ctx.memory, inplace, clean,
                             holder.cleanup_weight_bytes(budget))
     if verify:  # last: the bytes ConvertResult.save writes

@@ -350,3 +350,11 @@ def test_a_custom_domain_tf2onnx_did_not_import(made, tmp_path):
     result = convert(str(made / "kv_cache_domain.onnx"))
     assert result.report.verdict == "verified" and result.report.found == result.report.rewritten == 2
     assert result.report.updates[0].shapes[0] == (2, 8, 4)
+
+
+def test_an_export_holding_only_the_family_is_cleaned_up_as_a_framework_input(made):
+    """No StridedSlice to rewrite, only slice updates: the cleanup still runs (and its check),
+    so the updates reading one index share its clamp as in the framework path."""
+    result = convert(str(made / "family.onnx"))
+    assert result.report.found == 0 and result.report.model_checks["cleanup"].startswith("passed")
+    assert result.report.cleanup is not None
