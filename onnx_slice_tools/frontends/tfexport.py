@@ -63,13 +63,11 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
                 continue       # tf2onnx's own path below reports what is really wrong
             del graph_def
             _feeds_to_initializers(model, feeds, external_data)
-            model = _lower_unconverted(model)
             failures.require_loadable(model, None, Path(external_data).parent if external_data else None)
             return model
         failures.found.clear()
         model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
     _feeds_to_initializers(model, {f"{k}:0": v for k, v in constants.items()})
-    model = _lower_unconverted(model)
     failures.require_loadable(model, None)
     return model
 
@@ -92,62 +90,6 @@ def captured_constants(concrete) -> dict:
         except Exception:  # a symbolic capture (a graph tensor) has no value
             continue
     return out
-
-
-def _lower_unconverted(model):
-    """Standard ops tf2onnx 1.17 leaves raw although ONNX has an exact form: ``Erfc(x)`` becomes
-    ``1 - Erf(x)`` (the complementary error function by definition; the framework check judges
-    it like every rewrite).  Any other raw TensorFlow op stays, for the ONNX checks to report."""
-    import numpy as np
-    from onnx import helper, numpy_helper
-    from ..graphs.walk import proto_subgraphs
-    types = _value_types(model)
-
-    def lower(graph):
-        nodes = list(graph.node)
-        if not any(n.op_type == "Erfc" and n.domain in ("", "ai.onnx") for n in nodes):
-            for n in nodes:
-                for g in proto_subgraphs(n):
-                    lower(g)
-            return
-        out = []
-        for n in nodes:
-            for g in proto_subgraphs(n):
-                lower(g)
-            if n.op_type != "Erfc" or n.domain not in ("", "ai.onnx") or len(n.input) != 1:
-                out.append(n)
-                continue
-            dtype = types.get(n.input[0], 1)
-            one = f"{n.output[0]}__one"
-            erf = f"{n.output[0]}__erf"
-            value = np.ones((), dtype=helper.tensor_dtype_to_np_dtype(dtype))
-            out.append(helper.make_node("Constant", [], [one], name=f"{n.name}/one",
-                                        value=numpy_helper.from_array(value)))
-            out.append(helper.make_node("Erf", [n.input[0]], [erf], name=f"{n.name}/erf"))
-            out.append(helper.make_node("Sub", [one, erf], [n.output[0]], name=n.name))
-        del graph.node[:]
-        graph.node.extend(out)
-    lower(model.graph)
-    return model
-
-
-def _value_types(model) -> dict:
-    """{tensor name: ONNX element type} for what the model declares (inputs, initializers,
-    value_info, outputs), main graph and subgraphs."""
-    from ..graphs.walk import proto_subgraphs
-    types = {}
-
-    def visit(graph):
-        for v in [*graph.input, *graph.value_info, *graph.output]:
-            if v.type.HasField("tensor_type"):
-                types[v.name] = v.type.tensor_type.elem_type
-        for t in graph.initializer:
-            types[t.name] = t.data_type
-        for n in graph.node:
-            for g in proto_subgraphs(n):
-                visit(g)
-    visit(model.graph)
-    return types
 
 
 def keep_strided_slice_kwargs() -> dict:

@@ -67,7 +67,7 @@ for _t in (2, 3, 4, 5, 9, 10, 16, 17, 18, 19, 20, 24):
 #: (rewrite/updates.py ``SEAMS``, held to the same op types by tests/io/test_validate_fast.py),
 #: by their input count: no opset defines them, so no schema is asked
 RAW_UPDATE_INPUTS = {"XlaDynamicUpdateSlice": 3, "TFL_DYNAMIC_UPDATE_SLICE": 3, "XlaDynamicSlice": 3,
-                     "TensorStridedSliceUpdate": 5, "StridedSliceGrad": 5, "TFL_GELU": 1}
+                     "TensorStridedSliceUpdate": 5, "StridedSliceGrad": 5, "TFL_GELU": 1, "Erfc": 1}
 _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
                 "uint64_data")
 

@@ -249,3 +249,10 @@ def lower_gelu(x: str, out: str, *, approximate: bool, elem: int, opset: int, pr
     one_plus = b.node("Add", [t, b.const(dt(1), "one")])
     b.node("Mul", [b.node("Mul", [x, b.const(dt(0.5), "half")]), one_plus], out)
     return b.out
+
+
+def lower_erfc(x: str, out: str, *, elem: int, prefix: str) -> OpLowering:
+    """TensorFlow's ``Erfc``: ``1 - Erf(x)``, its definition (ONNX has no Erfc)."""
+    b = _Builder(prefix, "one-minus-erf")
+    b.node("Sub", [b.const(np.array(1, helper.tensor_dtype_to_np_dtype(elem)), "one"), b.node("Erf", [x])], out)
+    return b.out

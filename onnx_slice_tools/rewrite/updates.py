@@ -286,6 +286,16 @@ def _gelu(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
                         {"approximate": approximate}, low, output_shape=facts.shape(x))
 
 
+def _erfc(node, facts: _Facts, opset: int, graph: str) -> UpdateRecord:
+    x = node.input[0]
+    elem = facts.types.get(x) or 1
+    if elem not in _FLOATS:
+        raise StridedSliceError(f"Erfc takes a float input, not element type {elem}", field="input", node=node.name)
+    low = lowering.lower_erfc(x, node.output[0], elem=elem, prefix=node.output[0])
+    return UpdateRecord(node.name, node.op_type, graph, [x], node.output[0], [facts.shape(x)], [elem], {}, low,
+                        output_shape=facts.shape(x))
+
+
 #: The op seams: op type as tf2onnx leaves it -> its reader/planner/lowering.
 OpSeam = Callable[..., UpdateRecord]
 SEAMS: dict[str, OpSeam] = {
@@ -295,6 +305,7 @@ SEAMS: dict[str, OpSeam] = {
     semantics.TENSOR_STRIDED_SLICE_UPDATE: _slice_write,
     semantics.STRIDED_SLICE_GRAD: _slice_write,
     "TFL_GELU": _gelu,
+    semantics.ERFC: _erfc,  # (not a slice update: a float op tf2onnx leaves raw, read the same way)
 }
 
 

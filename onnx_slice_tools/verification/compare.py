@@ -163,6 +163,7 @@ def slice_update_ops(op_types) -> list:
         "TensorStridedSliceUpdate": lambda attrs, x, b, e, s, v: su.strided_slice_update(x, spec(attrs, b, e, s), v),
         "StridedSliceGrad": lambda attrs, sh, b, e, s, dy: su.strided_slice_grad(sh, spec(attrs, b, e, s), dy),
         "TFL_GELU": lambda attrs, x: su.gelu(x, bool(attrs.get("approximate") or 0)),
+        "Erfc": lambda attrs, x: su.erfc(x),
     }
     classes = []
     for op in sorted(set(op_types) & set(runs)):

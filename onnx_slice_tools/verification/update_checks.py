@@ -21,6 +21,8 @@ from .inputs import random_values
 from .status import failed, passed
 from .tolerance import agree
 
+#: The seams' ops of float arithmetic (judged by the tolerance rule, not bitwise).
+FLOAT_OPS = ("TFL_GELU", semantics.ERFC)
 #: Starts drawn for a run-time index vector, besides the in-range ones.
 _FAR = [-(2 ** 31), -(2 ** 20), -1, 2 ** 20, 2 ** 31 - 1]
 
@@ -90,7 +92,7 @@ def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
         for values, expected in _cases(record, rng, shapes, dtypes, draws):
             got = session.run(None, {k: v for k, v in values.items() if k in feeds})[0]
             runs += 1
-            if record.op_type == "TFL_GELU":
+            if record.op_type in FLOAT_OPS:
                 verdict = agree(expected, got)
                 if not verdict.ok:
                     raise AssertionError(verdict.detail)
@@ -99,7 +101,7 @@ def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
     except Exception as exc:
         record.check = failed(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return record.check
-    rule = "within tolerance" if record.op_type == "TFL_GELU" else "bitwise"
+    rule = "within tolerance" if record.op_type in FLOAT_OPS else "bitwise"
     record.check = passed(f"{runs} run(s) in onnxruntime equal the reference, {rule}")
     return record.check
 
@@ -107,9 +109,10 @@ def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
 def _cases(record, rng, shapes, dtypes, draws: int):
     names = record.inputs
     op = record.op_type
-    if op == "TFL_GELU":
+    if op in FLOAT_OPS:
         x = (rng.standard_normal(shapes[0]) * 3).astype(dtypes[0])
-        yield {names[0]: x}, semantics.gelu(x, record.params["approximate"])
+        yield {names[0]: x}, (semantics.erfc(x) if op == semantics.ERFC else
+                              semantics.gelu(x, record.params["approximate"]))
         return
     if op in (semantics.XLA_DYNAMIC_UPDATE_SLICE, "TFL_" + semantics.TFLITE_DYNAMIC_UPDATE_SLICE):
         plan = record.params["plan"]

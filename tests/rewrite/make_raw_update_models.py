@@ -56,6 +56,10 @@ def _functions():
         """An int32 update narrower on both axes at run-time int64 starts (the ScatterND form)."""
         return {"y": xla.dynamic_update_slice(x, u, idx)}
 
+    def erfc(x):
+        """Keras's exact GELU: TensorFlow's ``Erfc``, which tf2onnx leaves raw too."""
+        return {"y": 0.5 * x * tf.math.erfc(-x * 0.7071067811865476)}
+
     f32, i32, i64 = tf.float32, tf.int32, tf.int64
     keep = ["--custom-ops", "StridedSlice"]  # (our custom domain: tf2onnx imports it only when it names it)
     return {
@@ -65,6 +69,7 @@ def _functions():
                                 tf.TensorSpec([], i32, name="pos")], keep),
         "loop": (loop, [tf.TensorSpec([1, 8, 4], f32, name="cache"), tf.TensorSpec([1, 1, 4], f32, name="new"),
                         tf.TensorSpec([], i32, name="n")], []),
+        "erfc": (erfc, [tf.TensorSpec([3, 5], f32, name="x")], []),
         "scatter": (scatter, [tf.TensorSpec([5, 6], i32, name="x"), tf.TensorSpec([2, 3], i32, name="u"),
                               tf.TensorSpec([2], i64, name="idx")], []),
     }

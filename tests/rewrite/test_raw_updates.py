@@ -29,7 +29,7 @@ HERE = Path(__file__).parent
 FAMILY_OPS = {"XlaDynamicUpdateSlice", "XlaDynamicSlice", "TensorStridedSliceUpdate", "StridedSliceGrad"}
 #: case -> the raw ops tf2onnx's command line leaves in it
 RAW = {"family": FAMILY_OPS, "kv_cache": {"XlaDynamicUpdateSlice"}, "loop": {"XlaDynamicUpdateSlice"},
-       "scatter": {"XlaDynamicUpdateSlice"}, "dus_gelu": {"TFL_DYNAMIC_UPDATE_SLICE", "TFL_GELU"}}
+       "scatter": {"XlaDynamicUpdateSlice"}, "dus_gelu": {"TFL_DYNAMIC_UPDATE_SLICE", "TFL_GELU"}, "erfc": {"Erfc"}}
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +129,18 @@ def test_scatter_form_matches_tensorflow_bitwise(made, tmp_path):
         feeds = {"x": rng.integers(-9, 9, (5, 6)).astype(np.int32), "u": rng.integers(-9, 9, (2, 3)).astype(np.int32),
                  "idx": np.array(idx, np.int64)}
         assert _bitwise(session.run(None, feeds)[0], _tf_outputs(made, "scatter", feeds)["y"]), idx
+
+
+def test_erfc_matches_tensorflow_within_the_float_rule(made):
+    """Keras's exact GELU (TensorFlow's Erfc, raw in tf2onnx's export) against TensorFlow, under
+    the product's tolerance rule (float arithmetic in two engines)."""
+    result = convert(str(made / "erfc.onnx"))
+    assert result.report.verdict == "verified" and "1 Erfc as Erf/Sub" in result.report.model_checks["slice_updates"]
+    session = onnxruntime_session(result.model.SerializeToString(), SHIPPED)
+    x = (np.random.default_rng(3).standard_normal((3, 5)) * 4).astype(np.float32)
+    expected = _tf_outputs(made, "erfc", {"x": x})["y"]
+    got = session.run(None, {"x": x})[0]
+    assert got.shape == expected.shape and got.dtype == expected.dtype and agree(expected, got).ok
 
 
 def test_tflite_export_matches_litert(made):
