@@ -91,7 +91,7 @@ def cmd_convert(args) -> int:
     found, rewritten, fixable, fixed = rep.tally()
     done = [f"{rewritten}/{found} StridedSlice rewritten"] if found or not (fixable or rep.updates) else []
     if rep.updates:  # the slice-update family (api._slice_updates): every one rewritten, or nothing written
-        done.append(f"{len(rep.updates)} slice-update node(s) rewritten")
+        done.append(f"{len(rep.updates)} raw tf2onnx node(s) rewritten")
     if fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
         done.append(f"{fixed}/{fixable} Slice/Gather fixed for target {rep.target}")
     if not args.quiet:  # with the report on stdout, stdout holds only the report
@@ -397,7 +397,7 @@ def _inspect(args, path) -> int:
     if rows or not family:
         print(_plain_table(cells))
     if family:
-        print(one_line(f"{len(family)} slice-update node(s) tf2onnx left unconverted, rewritten and checked:"))
+        print(one_line(f"{len(family)} raw tf2onnx node(s) (slice updates, GELU, Erfc) rewritten and checked:"))
         cells = [("node", "op", "form", "inputs", "ONNX")] + [
             (one_line(f["node"]), f["op_type"], f["form"], " ".join(_fmt_shape(sh) for sh in f["input_shapes"]),
              "/".join(f["onnx"])) for f in family]

@@ -229,7 +229,7 @@ def test_batch_verifies_every_export(made, tmp_path, capfd):
 def test_inspect_shows_the_family_table(made, capfd):
     assert cli_main(["inspect", str(made / "family.onnx")]) == 0
     text, err = capfd.readouterr()
-    assert err == "" and "4 slice-update node(s)" in text, text
+    assert err == "" and "4 raw tf2onnx node(s)" in text, text
     for op, ops in (("XlaDynamicUpdateSlice", "Concat"), ("XlaDynamicSlice", "Slice"),
                     ("TensorStridedSliceUpdate", "ScatterND"), ("StridedSliceGrad", "ScatterND")):
         line = next(ln for ln in text.splitlines() if f" {op} " in ln)
