@@ -1,10 +1,11 @@
-"""Rewrite of the slice-update family (and TFLite GELU) that tf2onnx leaves behind.
+"""Rewrite of the slice-update family (and TFLite GELU, TensorFlow Erfc) that tf2onnx leaves behind.
 
 tf2onnx 1.17 has no handler for ``XlaDynamicUpdateSlice``, ``XlaDynamicSlice``,
 ``TensorStridedSliceUpdate``, ``StridedSliceGrad`` (TensorFlow) nor ``DYNAMIC_UPDATE_SLICE`` and
 ``GELU`` (TFLite): its Python API and its command line continue past them (the command line
 exits 0) and leave each as a raw node in the default domain
-(``TFL_`` + the builtin's name for TFLite, GELU keeping its ``approximate`` attribute).  This
+(``TFL_`` + the builtin's name for TFLite, GELU keeping its ``approximate`` attribute); so
+does it with TensorFlow's ``Erfc`` (Keras's exact GELU), which ONNX lacks.  This
 module reads such nodes (one :class:`OpSeam` per op: its inputs parsed, planned by
 semantics/update.py, lowered by lowering/update.py), replaces them in place (main graph and
 subgraphs) and returns one :class:`UpdateRecord` each, which verification/update_checks.py checks
@@ -352,8 +353,8 @@ _HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 def has_family(model) -> bool:
     """Whether the ModelProto ``model`` holds a node of the family (any graph, functions too).
     Asked of every input (api._slice_updates): each graph's op types are read as one set, and
-    only nodes that may hold a subgraph have their attributes read (a walk of every node's
-    attributes costs ten times more on a chain of thousands of StridedSlices)."""
+    only nodes that may hold a subgraph have their attributes read (not every node's: a chain of
+    thousands of StridedSlices is read cheaply; docs/benchmarks.md section 20)."""
     from ..graphs.walk import proto_subgraphs
     todo = [model.graph, *model.functions]
     while todo:

@@ -4,8 +4,8 @@ Each record's lowering runs alone in onnxruntime, in the configuration users get
 (``runtimes.SHIPPED``), on random data (``inputs.random_values``) and, for run-time starts,
 on starts drawn in range, at both ends and far out of range on both sides (int32/int64
 extremes).  The result must equal the reference of semantics/update.py bitwise (pure data
-movement); GELU's float results are judged by the product's tolerance rule
-(``tolerance.agree``) against a float64 evaluation of its definition.  The status is written
+movement); GELU's and Erfc's float results (:data:`FLOAT_OPS`) are judged by the product's
+tolerance rule (``tolerance.agree``) against a float64 evaluation of their definition.  The status is written
 into ``record.check`` (a ``status.Status``: passed or failed, with why).
 """
 
