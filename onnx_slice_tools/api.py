@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .verification.budget import Budget
 from .verification.checks import check_model, static_checks
-from .verification.checks import PASSED, detail, failed, passed, skipped
-from .errors import ModelError
+from .verification.checks import PASSED, detail, failed, kind, passed, skipped
+from .errors import ConversionError, ModelError, StridedSliceError
 from .graphs.allocation import paused_gc
 from .errors import first_line as _first_line
 from .io.files import adopt_files, load_ir, load_model_proto
@@ -39,7 +39,7 @@ __all__ = [
 #: its caller, not a conversion option (the label of a framework input, and that its caller holds
 #: the weights), and a framework input's own options (a batch passes none)
 CALLER_OPTIONS = frozenset({"source", "weights_held", "calibration", "input_shapes", "output_names", "signature",
-                            "input_ranges", "updates"})
+                            "input_ranges"})
 
 
 def convert(model, *, flavor: str | None = None, opset: int | None = None, verify: bool = True,
@@ -48,7 +48,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
             target: str | None = None, verify_on=None, fix_slices: bool = False,
             weights_held: bool = False, input_shapes: dict | None = None, output_names=None,
             signature: str | None = None, input_ranges: dict | None = None,
-            calibration: dict | None = None, updates: list | None = None) -> ConvertResult:
+            calibration: dict | None = None) -> ConvertResult:
     """Replace every StridedSlice in ``model`` (a ModelProto or a path) by standard ONNX.
 
     ``target``: onnxruntime (default: the minimal lowering), portable or openvino (lowering/targets.py).
@@ -70,10 +70,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     tf2onnx's export), so its external ones count as held.  ``calibration``: {graph output name:
     (largest, |median|) disagreement in quantization steps} of the framework's own two kernel
     sets (measured on a .tflite input): the as-shipped run compares quantized outputs under that
-    allowance (verification/tolerance.py, ``steps_rule``).  ``updates``: the records of the
-    slice-update rewrites already made in ``model`` (frontends/updates.py: a framework input),
-    checked in place with the StridedSlice rewrites (``report.updates``).  Raises
-    :class:`ModelError` for
+    allowance (verification/tolerance.py, ``steps_rule``).  Raises :class:`ModelError` for
     an unusable model.  Invalid specs and failed checks are reported (``result.ok`` is False).
     ``cleanup``: run the cleanup passes (cleanup/passes.py) after the rewrite; with ``verify`` the
     model before and after cleanup are compared in onnxruntime (``model_checks["cleanup"]``).
@@ -104,7 +101,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     verify_memory = DEFAULT_VERIFY_MEMORY if verify_memory is None else verify_memory
     label = source or (str(model) if isinstance(model, (str, os.PathLike)) else None)
     report = Report(label, verify=verify, strict=strict, target=target_spec.name,
-                    verify_on=tuple(runtimes) if verify else (), updates=list(updates or ()))
+                    verify_on=tuple(runtimes) if verify else ())
     ctx = Context(label, flavor, opset, verify, cleanup, target_spec, verify_memory, fix_slices, weights_held,
                   calibration)
     read = None
@@ -114,6 +111,8 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
         if done is not None:
             return done
         read = holder.read
+        if read is None and report.updates:  # a ModelProto whose copy the holder rewrote the family of
+            model = holder.proto
     done = _pipeline(model, report, ctx, _IrHolder(model, ctx, read))
     assert done is not None  # (onnx-ir takes every model)
     return done
@@ -131,23 +130,19 @@ def _convert_source(opened, **options):
     from .frontends.sources import export_source, framework_status, tflite_options
     path = opened.path
     folder = tempfile.TemporaryDirectory(prefix="onnx-slice-tools-source-")
-    updates: list = []  # the slice-update family tf2onnx left raw, rewritten and checked (frontends/updates.py)
-    file = export_source(opened, folder.name, opset=options.get("opset"), updates=updates)
+    # (the slice-update family tf2onnx leaves raw is rewritten by the pipeline, as in any .onnx input)
+    file = export_source(opened, folder.name, opset=options.get("opset"))
     calibration = None
     if opened.kind == "tflite":
         input_ranges, calibration = tflite_options(path, file, opened.input_ranges, options.get("verify", True))
         opened = replace(opened, input_ranges=input_ranges)
     try:
         # (TensorFlow or LiteRT holds the weights for the export and the framework check)
-        result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, updates=updates,
-                         **options)
+        result = convert(str(file), source=str(path), weights_held=True, calibration=calibration, **options)
     except ModelError as exc:  # name the user's input, not our temporary file
         raise ModelError(exc.reason, path=str(path), node=exc.node) from None
     result.source_folder = folder  # the result's external weights are read from here until it is gone
     rep = result.report
-    if updates:
-        from .frontends.updates import updates_status
-        rep.model_checks["slice_updates"] = updates_status(updates, rep.update_inplace)
     rep.model_checks["framework"] = framework_status(opened, result, options.get("verify", True), Path(folder.name))
     return result
 
@@ -194,6 +189,14 @@ class _ProtoHolder:
         self.read = (proto, external) if isinstance(self.source, (str, os.PathLike)) else None
         self.proto = proto
         return not external  # onnx-ir reads external data lazily
+
+    def has_family(self) -> bool:
+        from .rewrite.updates import has_family
+        return has_family(self.proto)
+
+    def edit_proto(self, edit):
+        """``edit(proto)`` on the model, in place (the holder's own copy or read of the input)."""
+        return edit(self.proto)
 
     def current_opset(self):
         from .rewrite.proto_pass import proto_default_opset
@@ -278,10 +281,26 @@ class _IrHolder:
     def __init__(self, model, ctx: Context, read=None):
         self.source, self.ctx, self.read = model, ctx, read
         self.upgraded = False
+        self.edited = False  # the model differs from what was read: its baseline is serialized again
 
     def load(self) -> bool:
         self.model = load_ir(self.source, path_hint=self.ctx.label, read=self.read)
         return True
+
+    def has_family(self) -> bool:
+        from .graphs.walk import all_nodes
+        from .rewrite.updates import in_family
+        return any(in_family(n.op_type, n.domain) for n, _ in all_nodes(self.model))
+
+    def edit_proto(self, edit):
+        """``edit(proto)`` on the model as a ModelProto (external tensors stay references), read
+        back into onnx-ir."""
+        import onnx_ir as ir
+        proto = ir.to_proto(self.model)
+        out = edit(proto)
+        self.model = adopt_files(ir.from_proto(proto), self.model)
+        self.edited = True
+        return out
 
     def current_opset(self):
         from .rewrite.ir_pass import default_opset
@@ -302,7 +321,7 @@ class _IrHolder:
     def baseline(self, found: bool):
         # The model before the rewrite, as a proto without external data: the baseline of the
         # structural proof and the input of shape derivation (declared shapes are not trusted).
-        return _baseline_proto(self.source, self.model, self.upgraded) if found else None
+        return _baseline_proto(self.source, self.model, self.upgraded or self.edited) if found else None
 
     def shapes(self, found: bool, baseline) -> dict:
         from .rewrite.ir_pass import derive_shapes
@@ -375,6 +394,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     if not holder.load():
         return None
     report.timings["load"] = time.perf_counter() - t0
+    _slice_updates(report, ctx, holder)  # before any other stage reads the model
     current = holder.current_opset()
     if not holder.accepts(current):
         return None
@@ -416,12 +436,45 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         _check_conversion(report, shipped, baseline, checked, budget.load_weights)
     proto = shipped
     m = holder.model
-    if cleanup and result.modified:  # what is saved is what the cleanup check ran
+    if cleanup and (result.modified or report.updates):  # what is saved is what the cleanup check ran
         m, proto = _cleanup(report, m, proto, source, verify, replace(budget, weight_bytes=holder.cleanup_weight_bytes(budget)),
                             inplace, clean)
     if verify:  # last: the bytes ConvertResult.save writes
         _check_shipped(report, proto, checked, budget, inplace, ctx.calibration)
     return holder.result(proto, report, m)
+
+
+def _slice_updates(report: Report, ctx: Context, holder) -> None:
+    """The slice-update family tf2onnx leaves raw (``XlaDynamicUpdateSlice``, TFLite
+    ``DYNAMIC_UPDATE_SLICE``, ``XlaDynamicSlice``, ``TensorStridedSliceUpdate``,
+    ``StridedSliceGrad``, TFLite ``GELU``; docs/slice_updates.md), rewritten in the model as read
+    (rewrite/updates.py) and each rewrite checked alone against the reference in onnxruntime
+    (verification/update_checks.py): an ``.onnx`` input and a framework input's export alike.
+    From here on the rewritten model is the input: the StridedSlice rewrite derives its shapes
+    through it, the structural proof and the whole-model runs take it as their baseline.  The
+    records go to ``report.updates`` and ``model_checks["slice_updates"]``.  A node the
+    framework rejects is invalid input (StridedSliceError, exit 2: the StridedSlice rule); one
+    this cannot rewrite, or a failed check, is a failed conversion (ConversionError, exit 1)."""
+    if not holder.has_family():
+        return
+    from .rewrite.updates import rewrite_updates
+    from .verification.update_checks import check_records, updates_status
+    t = time.perf_counter()
+    try:
+        records = holder.edit_proto(rewrite_updates)
+    except StridedSliceError as exc:
+        if not exc.unsupported:
+            raise exc.in_context(path=ctx.label) from None
+        raise ConversionError(f"{exc}; not converted, nothing written", path=ctx.label) from None
+    except ModelError as exc:
+        raise ModelError(exc.reason, path=ctx.label, node=exc.node) from None
+    for record, status in zip(records, check_records(records)):
+        if kind(status) != "passed":
+            raise ConversionError(f"node {record.node!r} ({record.op_type}): the rewrite's check {status}; "
+                                  "nothing written", path=ctx.label)
+    report.updates = records
+    report.model_checks["slice_updates"] = updates_status(records)
+    report.timings["slice_updates"] = time.perf_counter() - t
 
 
 # --------------------------------------------------------------------------- the checked run, as shipped
@@ -473,7 +526,7 @@ def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None,
     if inplace is not None and getattr(inplace, "awaiting", None):
         settled = inplace.settle(compared or None, detail(report.model_checks["shipped"]))
         report.model_checks["model_run"] = settled.status
-        report.set_inplace(settled.inplace)
+        _set_inplace(report, settled.inplace)
     report.timings["verify_shipped"] = time.perf_counter() - t
 
 
@@ -669,9 +722,18 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     inplace = pending.result()
     report.model_checks["model_run"] = inplace.status
     report.inplace_sizes = inplace.sizes
-    report.set_inplace(inplace.inplace)
+    _set_inplace(report, inplace.inplace)
     report.timings["verify_model"] = started + time.perf_counter() - t5
     return pending
+
+
+def _set_inplace(report: Report, statuses: dict) -> None:
+    """The in-place run's statuses onto the report's records and, when the slice-update family
+    was rewritten, its model check counts those checked in place."""
+    report.set_inplace(statuses)
+    if report.updates:
+        from .verification.update_checks import updates_status
+        report.model_checks["slice_updates"] = updates_status(report.updates, report.update_inplace)
 
 
 def _contradicting_node(report: Report, statics: dict, proto, changes, label) -> ModelError | None:

@@ -39,7 +39,8 @@ class Report:
     path: str | None = None  # the representation the rewrite ran on: "protobuf" | "onnx-ir" (rewrite/core.py)
     # graph output -> why onnxruntime's as-shipped run disagreed with the checked run on it (those that did)
     shipped_problems: dict = field(default_factory=dict)
-    # the slice-update family's rewrites (rewrite/updates.py), checked in place with ``records``
+    # the slice-update family's rewrites (rewrite/updates.UpdateRecord, made and checked first:
+    # api._slice_updates), checked in place with ``records``
     # (verification/records.py), and each one's in-place status by its position in ``updates``
     updates: list = field(default_factory=list)
     update_inplace: dict = field(default_factory=dict)
@@ -175,12 +176,12 @@ class Report:
     def verdict(self) -> str:
         """"verified" | "nothing to rewrite" | "unverified (<what was skipped and why>)" |
         "failed": the one answer that convert, batch, verify and report.json give.  "nothing
-        to rewrite": every check passed, but the conversion replaced nothing, converted no
-        opset and read no framework file (the output is the input): nothing was verified
+        to rewrite": every check passed, but the conversion replaced nothing (no StridedSlice, no
+        slice update), converted no opset and read no framework file (the output is the input): nothing was verified
         because nothing was done."""
         v = "verified" if self._all_passed() else verdict(self.statuses(), strict=self.strict)
         _, rewritten, _, fixed = self.tally()
-        changed = rewritten or fixed or self.updates or {"opset_conversion", "framework"} & set(self.model_checks)
+        changed = rewritten or fixed or {"opset_conversion", "framework", "slice_updates"} & set(self.model_checks)
         if v == "verified" and not changed:  # (framework inputs: tf2onnx converted them, the framework check ran)
             return NOTHING_TO_REWRITE
         return v

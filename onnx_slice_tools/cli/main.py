@@ -89,7 +89,9 @@ def cmd_convert(args) -> int:
         return code
     result.save(dst, protect=inputs)
     found, rewritten, fixable, fixed = rep.tally()
-    done = [f"{rewritten}/{found} StridedSlice rewritten"] if found or not fixable else []
+    done = [f"{rewritten}/{found} StridedSlice rewritten"] if found or not (fixable or rep.updates) else []
+    if rep.updates:  # the slice-update family (api._slice_updates): every one rewritten, or nothing written
+        done.append(f"{len(rep.updates)} raw tf2onnx node(s) rewritten")
     if fixable:  # the model's own Slice/Gather (--fix-slices): counted as what they are
         done.append(f"{fixed}/{fixable} Slice/Gather fixed for target {rep.target}")
     if not args.quiet:  # with the report on stdout, stdout holds only the report
@@ -119,15 +121,17 @@ def verdict_text(rep, v: str | None = None) -> str:
         inplace = list(rep.record_inplace.values()).count("passed")  # (keyed by record position)
         shipped_too = list(rep.record_inplace.values()).count(AS_SHIPPED)  # (settled by the as-shipped run)
         framework = detail(rep.model_checks.get("framework", ""))
-        updates = detail(rep.model_checks.get("slice_updates", ""))  # frontends/updates.py
+        updates = detail(rep.model_checks.get("slice_updates", ""))  # api._slice_updates
         framework = f"{updates}; {framework}" if updates and framework else updates or framework
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
-        return (f"verified ({rep.signatures_checked} distinct rewrites checked in {where}"
-                + (f", {inplace} checked in place in the whole model" if inplace else "")
-                + (f", {shipped_too} by their output in the as-shipped run" if shipped_too else "")
-                + (f"; {framework}" if framework else "") + ")"
+        parts = [f"{rep.signatures_checked} distinct rewrites checked in {where}"
+                 + (f", {inplace} checked in place in the whole model" if inplace else "")
+                 + (f", {shipped_too} by their output in the as-shipped run" if shipped_too else "")]
+        if not rep.signatures_checked and updates:  # only slice updates: their checks say it
+            parts = []
+        return (f"verified ({'; '.join(parts + ([framework] if framework else []))})"
                 + (f", and the saved model run in {shipped}'s default configuration" if shipped else ""))
     if v == "nothing to rewrite":
         return ("nothing to rewrite (the output is the input; the saved model loads and runs in onnxruntime's "
@@ -354,12 +358,11 @@ def cmd_inspect(args) -> int:
     import tempfile  # a framework file: what convert would rewrite, the ONNX model tf2onnx makes of it
 
     from ..frontends.sources import export_source
-    updates: list = []  # the slice-update family tf2onnx left raw (frontends/updates.py)
     with tempfile.TemporaryDirectory(prefix="onnx-slice-tools-inspect-") as folder:
-        return _inspect(args, export_source(args.model, folder, updates=updates), updates)
+        return _inspect(args, export_source(args.model, folder))
 
 
-def _inspect(args, path, updates: list | None = None) -> int:
+def _inspect(args, path) -> int:
     from ..api import convert
     rep = convert(path, flavor=args.flavor, verify=False, cleanup=False, source=str(args.model)).report
     problems = _convert_problems(rep)
@@ -382,7 +385,7 @@ def _inspect(args, path, updates: list | None = None) -> int:
         rows.append(row)
     family = [{"node": u.node, "graph": u.graph, "op_type": u.op_type, "form": u.form,
                "input_shapes": [_list_or_none(sh) for sh in u.shapes], "onnx": u.lowering.describe(),
-               "check": u.check, "notes": u.notes} for u in updates or ()]
+               "check": u.check, "notes": u.notes} for u in rep.updates]  # (api._slice_updates)
     if args.json:
         print(json.dumps(rows + family, indent=2))
         return EXIT_OK
@@ -391,9 +394,10 @@ def _inspect(args, path, updates: list | None = None) -> int:
     cells = [header] + [(one_line(r["node"]), str(r["flavor"]), r.get("spec", "-"),
                          *(_fmt_shape(r[k]) if k in r else "-" for k in ("input_shape", "output_shape")),
                          "; ".join(r.get("onnx", [])) or one_line(r.get("error", ""))) for r in rows]
-    print(_plain_table(cells))
+    if rows or not family:
+        print(_plain_table(cells))
     if family:
-        print(one_line(f"{len(family)} slice-update node(s) tf2onnx left unconverted, rewritten and checked:"))
+        print(one_line(f"{len(family)} raw tf2onnx node(s) (slice updates, GELU, Erfc) rewritten and checked:"))
         cells = [("node", "op", "form", "inputs", "ONNX")] + [
             (one_line(f["node"]), f["op_type"], f["form"], " ".join(_fmt_shape(sh) for sh in f["input_shapes"]),
              "/".join(f["onnx"])) for f in family]

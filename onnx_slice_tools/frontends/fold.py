@@ -90,14 +90,13 @@ def fold_weight_subgraphs(model, base_dir=None) -> int:
     return before - len(graph.node)
 
 
-def drop_identity_reshapes(model, renamed: dict | None = None) -> int:
+def drop_identity_reshapes(model) -> int:
     """Remove each main-graph ``Reshape`` whose output provably has its input's shape (pure data
     movement that moves nothing): its consumers read its input instead.  Shapes come from one
     ONNX shape inference of a weightless skeleton; the target must be a constant of the input's
     rank whose every entry is the input's known dim, a 0 copying it (``allowzero`` 0), or one
     -1 beside known positive dims (so -1 can only be that dim).  A Reshape giving a graph output,
-    or read inside a subgraph, stays.  Returns how many were removed; ``renamed`` (a dict) gets
-    each removed output -> the name its consumers read instead."""
+    or read inside a subgraph, stays.  Returns how many were removed."""
     from onnx import numpy_helper
     graph = model.graph
     consts = {t.name: t for t in graph.initializer if not _external(t) and t.data_type == 7}  # INT64
@@ -107,27 +106,25 @@ def drop_identity_reshapes(model, renamed: dict | None = None) -> int:
         return 0
     dims = _inferred_dims(model)
     protected = {o.name for o in graph.output} | _names_read_by_subgraphs(graph)
-    dropped: dict = {}
+    renamed: dict = {}
     for node in candidates:
         data, out = node.input[0], node.output[0]
         allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
         target = numpy_helper.to_array(consts[node.input[1]]).reshape(-1).tolist()
         if out in protected or not _same_shape(dims.get(data), target, allowzero):
             continue
-        dropped[out] = dropped.get(data, data)
-    if not dropped:
+        renamed[out] = renamed.get(data, data)
+    if not renamed:
         return 0
-    kept = [n for n in graph.node if not (n.op_type == "Reshape" and n.output and n.output[0] in dropped)]
+    kept = [n for n in graph.node if not (n.op_type == "Reshape" and n.output and n.output[0] in renamed)]
     for n in kept:
         for k, name in enumerate(n.input):
-            if name in dropped:
-                n.input[k] = dropped[name]
-    if renamed is not None:
-        renamed.update(dropped)
+            if name in renamed:
+                n.input[k] = renamed[name]
     removed = len(graph.node) - len(kept)
     del graph.node[:]
     graph.node.extend(kept)
-    info = [vi for vi in graph.value_info if vi.name not in dropped]
+    info = [vi for vi in graph.value_info if vi.name not in renamed]
     del graph.value_info[:]
     graph.value_info.extend(info)
     _drop_unused_initializers(graph, protected)

@@ -157,7 +157,7 @@ def _checked_kind(path, input_shapes, signature) -> str:
     return kind
 
 
-def export_source(source, folder, *, opset: int | None = None, updates: list | None = None) -> Path:
+def export_source(source, folder, *, opset: int | None = None) -> Path:
     """:func:`load_source` of ``source`` (a path, or a :class:`Source` from :func:`open_source`:
     its options and what it loaded) written to ``folder/model.onnx`` with its large initializers in
     ``folder/model.onnx.data``; returns the model's path.  A SavedModel's or Keras model's
@@ -165,40 +165,38 @@ def export_source(source, folder, *, opset: int | None = None, updates: list | N
     without being frozen (tfexport.export): they are never held in a ModelProto.  A ``.tflite``
     has its large constant buffers moved out the same way (tfexport.export_tflite); initializers
     tf2onnx still made in memory are written there when of 1 MiB or more.
-    ``updates``: a list that gets the records of the slice-update rewrites (frontends/updates.py)."""
+    (The slice-update family tf2onnx leaves raw is rewritten by the pipeline: api._slice_updates.)"""
     import onnx
     folder = Path(folder)
     file, data = folder / "model.onnx", folder / "model.onnx.data"
     if not isinstance(source, Source):  # a path given alone: no options
         source = Source(source, _checked_kind(source, None, None))
     with quiet_frameworks():
-        model = _load(source, opset or 17, data, updates)
+        model = _load(source, opset or 17, data)
     move_to_external(model, data, 1 << 20)  # what tf2onnx kept in memory (a .tflite's quantized weights)
     onnx.save_model(model, str(file))
     return file
 
 
-def _load(source: Source, opset, external_data=None, updates=None):
+def _load(source: Source, opset, external_data=None):
     path, kind, output_names = source.path, source.kind or "", source.output_names  # (kind: _checked_kind's)
     tf, tf2onnx, onnx = _frameworks(path)
     traced = None
-    renamed: dict = {}  # value names changed after the slice updates were rewritten (their records follow)
     try:
         if kind == "tflite":
             model = export_tflite(path, opset=opset, output_names=output_names, external_data=external_data,
-                                  large_buffer_bytes=LARGE_VARIABLE_BYTES, updates=updates)
+                                  large_buffer_bytes=LARGE_VARIABLE_BYTES)
         else:
             fn, sig, keys = traced = source.loaded or _tf_callable(tf, path, kind, source.input_shapes,
                                                                     source.signature)
             model = export(fn, sig, opset=opset, large_variable_bytes=LARGE_VARIABLE_BYTES,
                            external_data=external_data)
-            require_converted(model, path, updates)
+            require_converted(model, path)
             if output_names or keys:
-                _rename_outputs(model, output_names or keys, path, renamed)
+                _rename_outputs(model, output_names or keys, path)
         # what tf2onnx folds on constants, left on the weights moved out before it converted
         fold_weight_subgraphs(model, Path(external_data).parent if external_data else None)
-        drop_identity_reshapes(model, renamed)  # what tf2onnx's layout optimiser leaves behind
-        _rename_records(updates, renamed)
+        drop_identity_reshapes(model)  # what tf2onnx's layout optimiser leaves behind
     except ConversionError as exc:
         if exc.path is None:  # (raised where the input's path is not known)
             raise ConversionError(exc.reason, path=str(path)) from None
@@ -246,18 +244,7 @@ def framework_error_line(exc: BaseException) -> str:
     return next((ln for ln in lines if not ln.startswith(_WRAPPER_LINES)), lines[0])
 
 
-def _rename_records(records, renamed: dict) -> None:
-    """The slice-update records (frontends/updates.py) read the model's value names as they were
-    when rewritten: follow the renames made since (``renamed``: old -> new), so the in-place run
-    finds the tensors each one taps."""
-    if not renamed:
-        return
-    for r in records or ():
-        r.inputs = [renamed.get(name, name) for name in r.inputs]
-        r.output = renamed.get(r.output, r.output)
-
-
-def _rename_outputs(model, names, path, renamed: dict | None = None) -> None:
+def _rename_outputs(model, names, path) -> None:
     outs = model.graph.output
     if len(names) != len(outs):
         raise ModelError(f"{len(names)} output names given, the model has {len(outs)} outputs", path=str(path))
@@ -269,8 +256,6 @@ def _rename_outputs(model, names, path, renamed: dict | None = None) -> None:
                              "with --outputs", path=str(path))
     for out, new in zip(outs, names):
         old = out.name
-        if renamed is not None and old != new:
-            renamed[old] = new
         for init in model.graph.initializer:  # an output TensorFlow folded to a constant
             if init.name == old:
                 init.name = new

@@ -63,13 +63,11 @@ def export(fn, input_signature, *, opset: int = 17, keep_strided_slice: bool = T
                 continue       # tf2onnx's own path below reports what is really wrong
             del graph_def
             _feeds_to_initializers(model, feeds, external_data)
-            model = _lower_unconverted(model)
             failures.require_loadable(model, None, Path(external_data).parent if external_data else None)
             return model
         failures.found.clear()
         model, _ = tf2onnx.convert.from_function(fn, input_signature=input_signature, opset=opset, **kwargs)
     _feeds_to_initializers(model, {f"{k}:0": v for k, v in constants.items()})
-    model = _lower_unconverted(model)
     failures.require_loadable(model, None)
     return model
 
@@ -94,62 +92,6 @@ def captured_constants(concrete) -> dict:
     return out
 
 
-def _lower_unconverted(model):
-    """Standard ops tf2onnx 1.17 leaves raw although ONNX has an exact form: ``Erfc(x)`` becomes
-    ``1 - Erf(x)`` (the complementary error function by definition; the framework check judges
-    it like every rewrite).  Any other raw TensorFlow op stays, for the ONNX checks to report."""
-    import numpy as np
-    from onnx import helper, numpy_helper
-    from ..graphs.walk import proto_subgraphs
-    types = _value_types(model)
-
-    def lower(graph):
-        nodes = list(graph.node)
-        if not any(n.op_type == "Erfc" and n.domain in ("", "ai.onnx") for n in nodes):
-            for n in nodes:
-                for g in proto_subgraphs(n):
-                    lower(g)
-            return
-        out = []
-        for n in nodes:
-            for g in proto_subgraphs(n):
-                lower(g)
-            if n.op_type != "Erfc" or n.domain not in ("", "ai.onnx") or len(n.input) != 1:
-                out.append(n)
-                continue
-            dtype = types.get(n.input[0], 1)
-            one = f"{n.output[0]}__one"
-            erf = f"{n.output[0]}__erf"
-            value = np.ones((), dtype=helper.tensor_dtype_to_np_dtype(dtype))
-            out.append(helper.make_node("Constant", [], [one], name=f"{n.name}/one",
-                                        value=numpy_helper.from_array(value)))
-            out.append(helper.make_node("Erf", [n.input[0]], [erf], name=f"{n.name}/erf"))
-            out.append(helper.make_node("Sub", [one, erf], [n.output[0]], name=n.name))
-        del graph.node[:]
-        graph.node.extend(out)
-    lower(model.graph)
-    return model
-
-
-def _value_types(model) -> dict:
-    """{tensor name: ONNX element type} for what the model declares (inputs, initializers,
-    value_info, outputs), main graph and subgraphs."""
-    from ..graphs.walk import proto_subgraphs
-    types = {}
-
-    def visit(graph):
-        for v in [*graph.input, *graph.value_info, *graph.output]:
-            if v.type.HasField("tensor_type"):
-                types[v.name] = v.type.tensor_type.elem_type
-        for t in graph.initializer:
-            types[t.name] = t.data_type
-        for n in graph.node:
-            for g in proto_subgraphs(n):
-                visit(g)
-    visit(model.graph)
-    return types
-
-
 def keep_strided_slice_kwargs() -> dict:
     """tf2onnx options keeping every StridedSlice as our custom node."""
     import onnx
@@ -157,7 +99,7 @@ def keep_strided_slice_kwargs() -> dict:
 
 
 def export_tflite(path, *, opset: int = 17, output_names=None, external_data=None,
-                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES, updates: list | None = None):
+                  large_buffer_bytes: int = LARGE_VARIABLE_BYTES):
     """A ModelProto for the ``.tflite`` at ``path``, StridedSlice kept (with ``offset``).
 
     tf2onnx's TFLite reader copies every buffer several times.  With
@@ -194,10 +136,6 @@ def export_tflite(path, *, opset: int = 17, output_names=None, external_data=Non
             if dense is not None:
                 file.write_bytes(dense)
             model = _from_tflite(tf2onnx, file if dense is not None else Path(path), path, kwargs)
-    from .updates import lower_family
-    records = lower_family(model, path)  # the slice-update family tf2onnx leaves raw, rewritten first
-    if updates is not None:
-        updates.extend(records)
     failures.require_loadable(model, path, Path(external_data).parent if external_data else None)
     require_converted(model, path)
     return model
@@ -417,15 +355,11 @@ def sparse_to_dense(values, shape: list[int], sparsity):
     return dense
 
 
-def require_converted(model, path, updates: list | None = None) -> None:
+def require_converted(model, path) -> None:
     """Raise a one-line :class:`ConversionError` naming the ops tf2onnx left unconverted in
     ``model`` (converted from the file at ``path``), if any.  The slice-update family (and TFLite
-    GELU), which tf2onnx leaves raw, is rewritten and checked first (frontends/updates.py); its
-    records are appended to ``updates``."""
-    from .updates import lower_family
-    records = lower_family(model, path)
-    if updates is not None:
-        updates.extend(records)
+    GELU), which tf2onnx leaves raw, is not among them: the pipeline rewrites it
+    (api._slice_updates)."""
     left = unconverted_ops(model)
     if left:
         raise ConversionError(f"tf2onnx has no ONNX conversion for {', '.join(left)}: the model cannot be "
@@ -436,12 +370,12 @@ def _holds_ours(model) -> bool:
     """Whether ``model`` holds a node this package rewrites later (a kept StridedSlice, a slice
     update): onnxruntime cannot load it before that, whatever tf2onnx did."""
     from ..graphs.walk import proto_subgraphs
-    from ..rewrite.updates import SEAMS
+    from ..rewrite.updates import in_family
     todo = [model.graph]
     while todo:
         graph = todo.pop()
         for n in graph.node:
-            if n.op_type == "StridedSlice" or n.op_type in SEAMS:
+            if n.op_type == "StridedSlice" or in_family(n.op_type, n.domain):
                 return True
             todo.extend(proto_subgraphs(n))
     return False
@@ -449,18 +383,21 @@ def _holds_ours(model) -> bool:
 
 def unconverted_ops(model) -> list[str]:
     """The ops of ``model`` (subgraphs included) that no ONNX opset defines, each as
-    ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice excepted: tf2onnx's Python
+    ``"OP (node 'NAME')"`` (its first node), our kept StridedSlice and the slice-update family
+    (rewritten by the pipeline: api._slice_updates) excepted: tf2onnx's Python
     API continues past a framework op it has no handler for and leaves it in the graph as it is
     (its command line stops), and such a model is no ONNX model a runtime can load."""
     from onnx import defs
 
     from ..graphs.walk import proto_subgraphs
+    from ..rewrite.updates import in_family
     found: dict[str, str] = {}
     todo = [model.graph]
     while todo:
         for node in todo.pop().node:
             todo.extend(proto_subgraphs(node))
-            if node.op_type == "StridedSlice" and node.domain == TF_DOMAIN or node.op_type in found:
+            if node.op_type == "StridedSlice" and node.domain == TF_DOMAIN or node.op_type in found or \
+                    in_family(node.op_type, node.domain):
                 continue
             if not defs.has(node.op_type, node.domain or ""):
                 found[node.op_type] = f"{node.op_type} (node {node.name!r})"

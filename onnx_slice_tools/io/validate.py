@@ -29,7 +29,9 @@ problem found:
 * model-local functions that call themselves, directly or through others;
 * tensors with data in both raw_data and a typed field;
 * StridedSlice with other than 3 or 4 inputs or other than one output (index tensors of absurd
-  size are refused by the tensor checks above, from their dims).
+  size are refused by the tensor checks above, from their dims); a raw node of the slice-update
+  family tf2onnx leaves in the default domain (:data:`RAW_UPDATE_INPUTS`, rewritten by
+  rewrite/updates.py) with another input count or other than one output.
 
 Two stages.  :class:`_Fast` first tries to prove, cheaply, that the model passes every check:
 a second parse of its bytes in C through a view of onnx.proto that checks UTF-8 as it
@@ -61,6 +63,11 @@ _TYPED = {1: ("float_data", 1), 6: ("int32_data", 1), 7: ("int64_data", 1), 11: 
           8: ("string_data", 1)}
 for _t in (2, 3, 4, 5, 9, 10, 16, 17, 18, 19, 20, 24):
     _TYPED[_t] = ("int32_data", 1)
+#: the raw nodes tf2onnx leaves in the default domain that the package rewrites itself
+#: (rewrite/updates.py ``SEAMS``, held to the same op types by tests/io/test_validate_fast.py),
+#: by their input count: no opset defines them, so no schema is asked
+RAW_UPDATE_INPUTS = {"XlaDynamicUpdateSlice": 3, "TFL_DYNAMIC_UPDATE_SLICE": 3, "XlaDynamicSlice": 3,
+                     "TensorStridedSliceUpdate": 5, "StridedSliceGrad": 5, "TFL_GELU": 1, "Erfc": 1}
 _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
                 "uint64_data")
 
@@ -159,11 +166,12 @@ class _Validator:
                 self.onnx_version = imp.version
 
     def schema(self, n, name: str) -> None:
-        """A node of the ONNX domain (StridedSlice aside: ours to read) is an operator of the
+        """A node of the ONNX domain (StridedSlice and the raw slice updates aside: ours to read) is an operator of the
         model's opset, with an input and output count it allows, only attributes it knows and
         every one it requires -- else no runtime loads the model (onnxruntime: INVALID_GRAPH)."""
         import onnx
-        if n.domain not in ("", "ai.onnx") or n.op_type == "StridedSlice" or self.onnx_version is None \
+        if n.domain not in ("", "ai.onnx") or n.op_type == "StridedSlice" or n.op_type in RAW_UPDATE_INPUTS \
+                or self.onnx_version is None \
                 or self.onnx_version > onnx.defs.onnx_opset_version():  # a newer opset: its schemas unknown here
             return
         try:
@@ -332,6 +340,12 @@ class _Validator:
                 self.fail("outputs: StridedSlice has no output", node=name)
             if len(n.output) > 1:
                 self.fail(f"outputs: StridedSlice has one output, got {len(n.output)}", node=name)
+        if n.op_type in RAW_UPDATE_INPUTS and n.domain in ("", "ai.onnx"):
+            count = RAW_UPDATE_INPUTS[n.op_type]
+            if len(n.input) != count or not all(n.input):
+                self.fail(f"inputs: {n.op_type} takes {count} input(s), got {list(n.input)}", node=name)
+            if len(n.output) != 1 or not n.output[0]:
+                self.fail(f"outputs: {n.op_type} has one output, got {list(n.output)}", node=name)
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.attribute) != 1:
             self.fail(f"attributes: Constant takes exactly one value attribute, got {len(n.attribute)}", node=name)
         if n.op_type in _BODIES and n.domain in ("", "ai.onnx"):
@@ -545,6 +559,9 @@ class _Fast:
                         return False
                     subgraphs.append(real)
             if op == "StridedSlice" and (len(ins) not in (3, 4) or len(outs) != 1 or not outs[0]):
+                return False
+            if op in RAW_UPDATE_INPUTS and (len(ins) != RAW_UPDATE_INPUTS[op] or not all(ins) or len(outs) != 1
+                                            or not outs[0]):
                 return False
             if len(outs) == 1:  # the common case, without the iterator
                 define_one(outs[0])

@@ -104,7 +104,8 @@ def lower_dynamic_update_slice(x: str, update: str, idx: str, out: str, plan: Up
     wins = [plan.window[a] for a in plan.narrow]
     if not all(isinstance(v, int) for v in dims + wins):
         raise StridedSliceError(f"the input's and update's dims on axes {list(plan.narrow)} must be known "
-                                f"(input {list(plan.input_shape)}, update {list(plan.window)})", field="update")
+                                f"(input {list(plan.input_shape)}, update {list(plan.window)})", field="update",
+                                unsupported=True)
     hi = [known(d) - known(w) for d, w in zip(dims, wins)]
     dt = _np_index(index_elem)
     if len(plan.narrow) == 1:
@@ -131,7 +132,8 @@ def lower_dynamic_update_slice(x: str, update: str, idx: str, out: str, plan: Up
         return b.out
     if not all(isinstance(d, int) for d in plan.input_shape + plan.window):
         raise StridedSliceError(f"an update narrower on several axes needs known shapes (input "
-                                f"{list(plan.input_shape)}, update {list(plan.window)})", field="update")
+                                f"{list(plan.input_shape)}, update {list(plan.window)})", field="update",
+                                unsupported=True)
     b = _Builder(prefix, "scatter")
     window = [known(w) for w in plan.window]
     grid = np.stack(np.meshgrid(*[np.arange(w, dtype=np.int64) for w in window], indexing="ij"), axis=-1)
@@ -158,7 +160,8 @@ def lower_dynamic_slice(x: str, idx: str, out: str, plan: UpdatePlan, *, index_e
     wins = [known(plan.window[a]) for a in plan.narrow]
     if not all(isinstance(d, int) for d in dims):
         raise StridedSliceError(f"the input's dims on axes {list(plan.narrow)} must be known (input "
-                                f"{list(plan.input_shape)})", field="input")
+                                f"{list(plan.input_shape)})", field="input",
+                                unsupported=True)
     dt = _np_index(index_elem)
     axes = b.const(np.array(plan.narrow, dt), "axes")
     if plan.starts is not None:
@@ -245,4 +248,11 @@ def lower_gelu(x: str, out: str, *, approximate: bool, elem: int, opset: int, pr
         t = b.node("Erf", [b.node("Mul", [x, b.const(dt(1 / math.sqrt(2)), "k")])])
     one_plus = b.node("Add", [t, b.const(dt(1), "one")])
     b.node("Mul", [b.node("Mul", [x, b.const(dt(0.5), "half")]), one_plus], out)
+    return b.out
+
+
+def lower_erfc(x: str, out: str, *, elem: int, prefix: str) -> OpLowering:
+    """TensorFlow's ``Erfc``: ``1 - Erf(x)``, its definition (ONNX has no Erfc)."""
+    b = _Builder(prefix, "one-minus-erf")
+    b.node("Sub", [b.const(np.array(1, helper.tensor_dtype_to_np_dtype(elem)), "one"), b.node("Erf", [x])], out)
     return b.out

@@ -16,6 +16,8 @@ Pure Python and numpy, no ONNX.  Each function follows the framework's *runtime*
   returns the input whatever ``value`` is.
 - ``StridedSliceGrad``: :func:`strided_slice_grad`, ``TensorStridedSliceUpdate(zeros(shape),
   spec, dy)`` with ``dy`` of exactly the slice's shape (no broadcast).
+- TFLite ``GELU``: :func:`gelu`, its definition (Erf, or the tanh form) evaluated in float64;
+  TensorFlow's ``Erfc`` (Keras's exact GELU): :func:`erfc`.
 
 :class:`UpdatePlan` is the canonical plan of a dynamic update (shared by the reference, the
 lowering and ``explain``): shapes, the axes the update is narrower on, and the clamped starts
@@ -24,6 +26,7 @@ when they are known.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -40,6 +43,7 @@ XLA_DYNAMIC_SLICE = "XlaDynamicSlice"
 TENSOR_STRIDED_SLICE_UPDATE = "TensorStridedSliceUpdate"
 STRIDED_SLICE_GRAD = "StridedSliceGrad"
 TFLITE_DYNAMIC_UPDATE_SLICE = "DYNAMIC_UPDATE_SLICE"
+ERFC = "Erfc"
 
 
 @dataclass(frozen=True)
@@ -209,3 +213,25 @@ def strided_slice_grad(shape, spec: SliceSpec, dy) -> np.ndarray:
         index = plan_index(plan)
         out[index] = dy.reshape(out[index].shape)
     return out
+
+
+def gelu(x, approximate: bool) -> np.ndarray:
+    """TFLite ``GELU`` by its definition, evaluated in float64 and rounded once to ``x``'s type:
+    ``0.5 x (1 + erf(x / sqrt 2))``, or with ``approximate`` the tanh form
+    ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``.  Float arithmetic: compared under
+    the product's tolerance rule, never bitwise."""
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    if approximate:
+        t = np.tanh(math.sqrt(2 / math.pi) * (w + 0.044715 * w ** 3))
+    else:
+        t = np.vectorize(math.erf, otypes=[np.float64])(w / math.sqrt(2)) if w.size else w
+    return (0.5 * w * (1 + t)).astype(x.dtype)
+
+
+def erfc(x) -> np.ndarray:
+    """TensorFlow's ``Erfc``: the complementary error function, evaluated in float64 and rounded
+    once to ``x``'s type (float arithmetic: compared under the tolerance rule)."""
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    return (np.vectorize(math.erfc, otypes=[np.float64])(w) if w.size else w).astype(x.dtype)

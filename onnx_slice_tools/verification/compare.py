@@ -2,7 +2,8 @@
 
 The *original* model runs in ``onnx.reference.ReferenceEvaluator`` with a
 StridedSlice implementation for its flavour (our numpy reference, so the
-frameworks' exact rules) and a ``Loop`` that stacks its scan outputs as the ONNX
+frameworks' exact rules), the raw slice-update nodes tf2onnx leaves by the same
+reference (semantics/update.py), and a ``Loop`` that stacks its scan outputs as the ONNX
 spec says (onnx's own concatenates them); the *converted* model runs in
 onnxruntime, every input fed through ``OrtValue`` with its element type
 (bfloat16, float8, int4 ...).  Every graph output must agree under the one
@@ -142,6 +143,36 @@ def strided_slice_ops(domains, flavor: str | None = None) -> list:
     return classes
 
 
+def slice_update_ops(op_types) -> list:
+    """``OpRun`` classes computing the raw slice-update nodes tf2onnx leaves in the default domain
+    (rewrite/updates.py ``SEAMS``) that ``op_types`` names, by the numpy reference of
+    semantics/update.py: an ``.onnx`` input holding them runs in the reference evaluator as its
+    framework would run it (errors included), so ``verify ORIGINAL CONVERTED`` compares their rewrite."""
+    from onnx.reference.op_run import OpRun
+
+    from ..semantics import update as su
+
+    def spec(attrs, begin, end, strides):
+        return from_tf(*(np.asarray(v).reshape(-1).tolist() for v in (begin, end, strides)),
+                       **{m: int(attrs.get(m) or 0) for m in MASK_NAMES})
+
+    runs = {
+        "XlaDynamicUpdateSlice": lambda attrs, x, u, i: su.dynamic_update_slice(x, u, i),
+        "TFL_DYNAMIC_UPDATE_SLICE": lambda attrs, x, u, i: su.dynamic_update_slice(x, u, i),
+        "XlaDynamicSlice": lambda attrs, x, s, n: su.dynamic_slice(x, s, n),
+        "TensorStridedSliceUpdate": lambda attrs, x, b, e, s, v: su.strided_slice_update(x, spec(attrs, b, e, s), v),
+        "StridedSliceGrad": lambda attrs, sh, b, e, s, dy: su.strided_slice_grad(sh, spec(attrs, b, e, s), dy),
+        "TFL_GELU": lambda attrs, x: su.gelu(x, bool(attrs.get("approximate") or 0)),
+        "Erfc": lambda attrs, x: su.erfc(x),
+    }
+    classes = []
+    for op in sorted(set(op_types) & set(runs)):
+        def _run(self, *inputs, _op=op, **attrs):
+            return (runs[_op](attrs, *inputs),)
+        classes.append(type(op, (OpRun,), {"op_domain": "", "_run": _run}))
+    return classes
+
+
 @functools.lru_cache(maxsize=None)
 def stacking_loop():
     """onnx's reference ``Loop`` with its scan outputs stacked along a new first axis, as the
@@ -195,12 +226,18 @@ def _strided_slice_domains(proto) -> set[str]:
     return {n.domain for n, _ in proto_nodes(proto) if n.op_type == "StridedSlice"}
 
 
+def _default_domain_ops(proto) -> set[str]:
+    from ..graphs.walk import proto_nodes
+    return {n.op_type for n, _ in proto_nodes(proto) if n.domain in ("", "ai.onnx")}
+
+
 def _reference_evaluator(original, flavor):
     """A ReferenceEvaluator of ``original`` whose StridedSlice nodes -- in model-local
     functions too, which ``new_ops`` alone does not reach -- run our reference, and whose
     Loops stack their scan outputs."""
     from onnx.reference import ReferenceEvaluator
-    ops = strided_slice_ops(_strided_slice_domains(original), flavor) + [stacking_loop()]
+    ops = strided_slice_ops(_strided_slice_domains(original), flavor) + [stacking_loop()] + \
+        slice_update_ops(_default_domain_ops(original))
     if not original.functions:
         return ReferenceEvaluator(original, new_ops=ops)
     functions: list = []

@@ -4,14 +4,14 @@ Each record's lowering runs alone in onnxruntime, in the configuration users get
 (``runtimes.SHIPPED``), on random data (``inputs.random_values``) and, for run-time starts,
 on starts drawn in range, at both ends and far out of range on both sides (int32/int64
 extremes).  The result must equal the reference of semantics/update.py bitwise (pure data
-movement); GELU's float results are judged by the product's tolerance rule
-(``tolerance.agree``) against a float64 evaluation of its definition.  The status is written
+movement); GELU's and Erfc's float results (:data:`FLOAT_OPS`) are judged by the product's
+tolerance rule (``tolerance.agree``) against a float64 evaluation of their definition.  The status is written
 into ``record.check`` (a ``status.Status``: passed or failed, with why).
 """
 
 from __future__ import annotations
 
-import math
+from collections import Counter
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from .exact import same_bits
 from .status import PASSED, detail, failed, kind, passed
 from .tolerance import agree
 
+#: The seams' ops of float arithmetic (judged by the tolerance rule, not bitwise).
+FLOAT_OPS = ("TFL_GELU", semantics.ERFC)
 #: Starts drawn for a run-time index vector, besides the in-range ones.
 _FAR = [-(2 ** 31), -(2 ** 20), -1, 2 ** 20, 2 ** 31 - 1]
 
@@ -72,15 +74,6 @@ def _starts(rng, shape, window, given, dtype, draws: int) -> list[np.ndarray]:
     return out
 
 
-def _gelu_reference(x: np.ndarray, approximate: bool) -> np.ndarray:
-    w = x.astype(np.float64)
-    if approximate:
-        t = np.tanh(math.sqrt(2 / math.pi) * (w + 0.044715 * w ** 3))
-    else:
-        t = np.vectorize(math.erf, otypes=[np.float64])(w / math.sqrt(2)) if w.size else w
-    return (0.5 * w * (1 + t)).astype(x.dtype)
-
-
 def check_record(record, *, draws: int = 12, seed: int = 0) -> str:
     """Run ``record``'s lowering against the reference; returns (and stores) the status."""
     from onnx import helper
@@ -115,7 +108,7 @@ def _cases(record, rng, shapes, dtypes, draws: int):
     """(values fed by input name, the reference's output) per run of :func:`check_record`."""
     names = record.inputs
     op = record.op_type
-    if op == GELU:
+    if op in FLOAT_OPS:
         x = (rng.standard_normal(shapes[0]) * 3).astype(dtypes[0])
         values = {names[0]: x}
         yield values, reference(record, values)
@@ -151,7 +144,7 @@ GELU = "TFL_GELU"
 DYNAMIC_UPDATES = (semantics.XLA_DYNAMIC_UPDATE_SLICE, "TFL_" + semantics.TFLITE_DYNAMIC_UPDATE_SLICE)
 #: every op type whose records this module checks (rewrite/updates.py ``SEAMS``)
 OPS = (*DYNAMIC_UPDATES, semantics.XLA_DYNAMIC_SLICE, semantics.TENSOR_STRIDED_SLICE_UPDATE,
-       semantics.STRIDED_SLICE_GRAD, GELU)
+       semantics.STRIDED_SLICE_GRAD, *FLOAT_OPS)
 
 
 def _starts_given(record) -> bool:
@@ -180,15 +173,16 @@ def output_elem(record) -> int:
 
 def bitwise(record) -> bool:
     """Whether ``record``'s output is compared bitwise (data movement), not under the tolerance."""
-    return record.op_type != GELU
+    return record.op_type not in FLOAT_OPS
 
 
 def reference(record, values: dict) -> np.ndarray:
     """The reference output of ``record`` on ``values`` (input name -> array; constant start
     indices may be left out).  Raises a StridedSliceError where the framework rejects them."""
     names, op, params = record.inputs, record.op_type, record.params
-    if op == GELU:
-        return _gelu_reference(values[names[0]], params["approximate"])
+    if op in FLOAT_OPS:
+        x = values[names[0]]
+        return semantics.erfc(x) if op == semantics.ERFC else semantics.gelu(x, params["approximate"])
     if op in DYNAMIC_UPDATES:
         starts = values[names[2]] if names[2] in values else np.asarray(params["plan"].starts, np.int64)
         return semantics.dynamic_update_slice(values[names[0]], values[names[1]], starts)
@@ -202,7 +196,7 @@ def reference(record, values: dict) -> np.ndarray:
 
 def judge(record, got, expected, where: str) -> str:
     """``got`` (the rewrite's output) against the reference's ``expected``: bitwise (shape, dtype,
-    bytes), GELU under the product's tolerance rule (tolerance.agree)."""
+    bytes), GELU and Erfc under the product's tolerance rule (tolerance.agree)."""
     if not bitwise(record):
         verdict = agree(expected, got)
         return PASSED if verdict.ok else failed(f"{where}: {verdict.detail}")
@@ -223,3 +217,16 @@ def where(record, values: dict) -> str:
 def check_records(records: list) -> list[str]:
     """:func:`check_record` for each record (one session per distinct lowering form and shape)."""
     return [check_record(r) for r in records]
+
+
+def updates_status(records: list, inplace: dict | None = None) -> str:
+    """The ``slice_updates`` model check: what was rewritten into what, each rewrite checked (a
+    failed check stops the conversion: api._slice_updates, so every listed one passed), and how
+    many the in-place run checked in the converted model (``inplace``: position in ``records`` ->
+    in-place status, report.Report.update_inplace; a failure there fails ``model_run``, which
+    names it)."""
+    forms = Counter((r.op_type, "/".join(r.lowering.describe())) for r in records)
+    what = "; ".join(f"{n} {op} as {ops}" for (op, ops), n in sorted(forms.items()))
+    done = sum(kind(s) == "passed" for s in (inplace or {}).values())
+    return passed(f"{what}: each checked against the reference in onnxruntime; "
+                  f"{done}/{len(records)} checked in place")

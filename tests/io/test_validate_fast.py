@@ -360,3 +360,12 @@ def test_convert_reads_a_model_file_once(tmp_path, monkeypatch):
     result = api.convert(str(path), verify=False, cleanup=False)
     assert not reads
     assert [n.op_type for n in result.model.graph.node if n.op_type == "StridedSlice"] == []
+
+
+def test_the_raw_update_ops_the_validator_reads_are_the_rewrite_seams():
+    """validate.RAW_UPDATE_INPUTS (io/, below the rewrite) names exactly the op types
+    rewrite/updates.py has a seam for: a seam added without its arity would be refused as no
+    ONNX operator, an arity without a seam would let a raw node through unrewritten."""
+    from onnx_slice_tools.io.validate import RAW_UPDATE_INPUTS
+    from onnx_slice_tools.rewrite.updates import SEAMS
+    assert set(RAW_UPDATE_INPUTS) == set(SEAMS)

@@ -171,3 +171,20 @@ def test_unknown_dim_on_a_narrow_axis_is_refused():
                                              ("i", TensorProto.INT64, [2])])
     with pytest.raises(StridedSliceError, match="must be known"):
         rewrite_updates(model)
+
+
+@pytest.mark.parametrize("elem", [TensorProto.FLOAT, TensorProto.FLOAT16])
+def test_erfc_as_one_minus_erf(elem):
+    """TensorFlow's Erfc (Keras's exact GELU), which tf2onnx leaves raw: ``1 - Erf(x)``, checked
+    against float64 erfc under the tolerance rule."""
+    record = _rewrite_and_check(_model("Erfc", [("x", elem, [3, 5])]))
+    assert record.lowering.describe() == ["Erf", "Sub"]
+
+
+def test_a_float64_erfc_fails_its_check_naming_onnxruntime():
+    """onnxruntime has no float64 Erf: the rewrite's own check says so (a failed conversion),
+    never a model that fails later."""
+    model = _model("Erfc", [("x", TensorProto.DOUBLE, [3, 5])])
+    record = rewrite_updates(model)[0]
+    status = check_record(record)
+    assert status.startswith("failed") and "Erf" in status and "NOT_IMPLEMENTED" in status, status

@@ -14,7 +14,8 @@ from onnx import TensorProto, helper
 from onnx_slice_tools import convert
 from onnx_slice_tools.frontends.tfexport import TF_DOMAIN
 from onnx_slice_tools.lowering import update as lowering
-from onnx_slice_tools.rewrite.updates import rewrite_updates
+from onnx_slice_tools.verification import update_checks
+from onnx_slice_tools.verification.checks import PASSED
 from onnx_slice_tools.verification.budget import Budget
 from onnx_slice_tools.verification.inplace import run_inplace
 
@@ -73,15 +74,16 @@ def _loop_model(grow: bool, trips: int = 3, condition: bool = False):
                    helper.make_tensor_value_info("y", F, None)])
 
 
-def _rewritten(model):
-    """``model`` with its slice updates rewritten (as frontends/updates.py does), and their records."""
-    records = rewrite_updates(model)
-    return model, records
-
-
 def _convert(model, **options):
-    model, records = _rewritten(model)
-    return convert(model, updates=records, **options).report
+    """``model`` (raw slice updates) converted: the pipeline rewrites the family first
+    (api._slice_updates) and checks it in place with the StridedSlice rewrites."""
+    return convert(model, **options).report
+
+
+def _blind(monkeypatch):
+    """The per-rewrite check passes whatever the lowering (a planted bug must then be caught in
+    place, by the converted model's own run)."""
+    monkeypatch.setattr(update_checks, "check_records", lambda records: [PASSED] * len(records))
 
 
 @pytest.mark.parametrize("grow", [False, True], ids=["stacked", "carried"])
@@ -112,11 +114,12 @@ def _off_by_one(real):
 @pytest.mark.parametrize("grow", [False, True], ids=["stacked", "carried"])
 @pytest.mark.parametrize("plant, first", [(_wrong_clamp, 2), (_off_by_one, 1)], ids=["wrong-clamp", "off-by-one"])
 def test_a_planted_wrong_cache_write_in_a_loop_body_fails_in_place(monkeypatch, grow, plant, first):
-    """A wrong lowering of the cache write (no per-rewrite check here: rewrite_updates alone) is
+    """A wrong lowering of the cache write (the per-rewrite check blinded: :func:`_blind`) is
     caught by the in-place run at the first iteration it differs (the wrong clamp: iteration 2,
     whose start 8 must clamp to 7; off by one: iteration 1, start -2 lands on 0 either way), with
     taps stacked and carried; the verdict fails."""
     monkeypatch.setattr(lowering, "_clamped", plant(lowering._clamped))
+    _blind(monkeypatch)
     rep = _convert(_loop_model(grow))
     status = rep.update_inplace[0]
     assert status.startswith(f"failed: iteration {first}: ") and "values differ" in status, rep.statuses()
@@ -128,6 +131,7 @@ def test_the_wrong_lowerings_are_right_where_they_are_not_reached(monkeypatch):
     """The same wrong clamp in a Loop of 2 iterations (starts -2, 3: the last position is never
     the start) computes what TensorFlow would: the check judges what reached the rewrite."""
     monkeypatch.setattr(lowering, "_clamped", _wrong_clamp(lowering._clamped))
+    _blind(monkeypatch)
     rep = _convert(_loop_model(False, trips=2))
     assert rep.update_inplace == {0: "passed"}, rep.statuses()
 
@@ -157,6 +161,7 @@ def test_a_main_graph_cache_write_that_ships_is_settled_as_shipped():
 @pytest.mark.parametrize("cleanup", [True, False])
 def test_a_planted_wrong_main_graph_cache_write_fails_as_shipped(monkeypatch, cleanup):
     monkeypatch.setattr(lowering, "_clamped", _off_by_one(lowering._clamped))
+    _blind(monkeypatch)
     rep = _convert(_main_model(), cleanup=cleanup)
     assert rep.update_inplace[0].startswith("failed: as shipped: "), rep.statuses()
     assert rep.model_checks["model_run"].startswith("failed: node 'dus': as shipped: ") and rep.verdict == "failed"
@@ -171,6 +176,7 @@ def test_gelu_is_checked_in_place_under_the_tolerance_rule(monkeypatch):
     assert rep.update_inplace[ops["gelu"]] == "passed", rep.statuses()
     real = lowering.lower_gelu
     monkeypatch.setattr(lowering, "lower_gelu", lambda *a, approximate, **k: real(*a, approximate=False, **k))
+    _blind(monkeypatch)
     rep = _convert(_main_model(gelu=True))
     assert rep.update_inplace[ops["gelu"]] == "passed", rep.statuses()
 
@@ -179,6 +185,7 @@ def test_gelu_is_checked_in_place_under_the_tolerance_rule(monkeypatch):
         low.nodes.append(helper.make_node("Relu", [x], [out], name=f"{out}__Relu1"))
         return low
     monkeypatch.setattr(lowering, "lower_gelu", relu)
+    _blind(monkeypatch)
     rep = _convert(_main_model(gelu=True))
     assert rep.update_inplace[ops["gelu"]].startswith("failed: cache [1, 8, 4]: "), rep.statuses()
     assert rep.verdict == "failed"
@@ -205,13 +212,14 @@ def test_a_reference_that_raises_on_what_reached_it_is_a_failure():
 
 
 def test_taps_leave_the_converted_model_untouched():
-    model, records = _rewritten(_loop_model(True))
+    model = _loop_model(True)
     before = onnx.ModelProto()
     before.CopyFrom(model)
-    result = convert(model, updates=records)
+    result = convert(model)
+    assert model == before  # (the caller's model: the pipeline rewrites a copy)
     loop = next(n for n in result.model.graph.node if n.op_type == "Loop")
     assert list(loop.output) == ["cache_out", "y"]
-    run = run_inplace(result.model, records, budget=Budget(2 ** 28))
+    run = run_inplace(result.model, result.report.updates, budget=Budget(2 ** 28))
     assert run.inplace == {0: "passed"}, run.status
 
 
@@ -219,13 +227,13 @@ def test_loop_taps_count_against_the_memory_budget():
     """Taps through a Loop hold every iteration's tensors (a KV cache per iteration): counted
     per iteration times the trip count (here the constant 3) against ``--verify-memory``; over
     it the in-place run is skipped naming its need and the option, never run past the budget."""
-    model, records = _rewritten(_loop_model(False))
-    rep = convert(model, updates=records, verify_memory=1500).report
+    model = _loop_model(False)
+    rep = convert(model, verify_memory=1500).report
     status = rep.model_checks["model_run"]
     assert status.startswith("skipped: needs ~") and "(--verify-memory)" in status, status
     assert rep.update_inplace[0] == status and rep.verdict.startswith("unverified ("), rep.statuses()
-    model, records = _rewritten(_loop_model(False))
-    assert convert(model, updates=records, verify_memory=4000).report.update_inplace == {0: "passed"}
+    model = _loop_model(False)
+    assert convert(model, verify_memory=4000).report.update_inplace == {0: "passed"}
 
 
 @pytest.mark.parametrize("grow", [False, True], ids=["fixed", "growing"])
@@ -235,11 +243,11 @@ def test_a_loop_run_by_its_condition_is_tapped_within_the_budget(grow):
     budget every iteration is kept (passed); at a small one only a prefix of the iterations
     fits: the rewrite is checked on those, and says it was not checked on the others (skipped,
     naming the budget), never "passed"; a wrong write inside that prefix still fails."""
-    model, records = _rewritten(_loop_model(grow, condition=True))
-    rep = convert(model, updates=records).report
+    model = _loop_model(grow, condition=True)
+    rep = convert(model).report
     assert rep.update_inplace == {0: "passed"} and rep.inplace_of(0) == "passed", rep.statuses()
-    model, records = _rewritten(_loop_model(grow, condition=True))
-    rep = convert(model, updates=records, verify_memory=3500).report
+    model = _loop_model(grow, condition=True)
+    rep = convert(model, verify_memory=3500).report
     status = rep.update_inplace[0]
     assert status.startswith("skipped: checked in place on 2 of its Loop's iterations only (passed, the first ones): "
                              "the taps of the others exceed their share of the memory budget (") and \
@@ -247,15 +255,16 @@ def test_a_loop_run_by_its_condition_is_tapped_within_the_budget(grow):
     run = rep.model_checks["model_run"]
     assert run.startswith("skipped: ") and "rewrites checked on part of their Loop's iterations only" in run, run
     assert rep.verdict.startswith("unverified ("), rep.statuses()
-    model, records = _rewritten(_loop_model(grow, condition=True))
-    status = convert(model, updates=records, verify_memory=1000).report.update_inplace[0]
+    model = _loop_model(grow, condition=True)
+    status = convert(model, verify_memory=1000).report.update_inplace[0]
     assert status.startswith("skipped: not checked in place: the taps of its Loop's first iteration exceed "), status
 
 
 def test_a_wrong_write_in_the_iterations_that_fit_still_fails(monkeypatch):
     monkeypatch.setattr(lowering, "_clamped", _off_by_one(lowering._clamped))
-    model, records = _rewritten(_loop_model(False, condition=True))
-    rep = convert(model, updates=records, verify_memory=3500).report
+    _blind(monkeypatch)
+    model = _loop_model(False, condition=True)
+    rep = convert(model, verify_memory=3500).report
     assert rep.update_inplace[0].startswith("failed: iteration 1: "), rep.statuses()
     assert rep.verdict == "failed"
 
@@ -317,6 +326,7 @@ def test_a_cache_write_in_an_if_branch_is_checked_in_place(monkeypatch):
     assert rep.updates[0].graph == "main > If 'branch'.then_branch" and rep.update_inplace == {0: "passed"}, \
         rep.statuses()
     monkeypatch.setattr(lowering, "_clamped", _off_by_one(lowering._clamped))
+    _blind(monkeypatch)
     rep = _convert(_if_model())
     assert rep.update_inplace[0].startswith("failed: cache [1, 8, 4], new [1, 1, 4], idx ["), rep.statuses()
     assert rep.verdict == "failed"
