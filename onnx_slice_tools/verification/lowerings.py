@@ -8,8 +8,10 @@ thousands of rewrites:
 * shape inference (strict) must give each output the plan's shape (a symbolic
   dim may stay symbolic or become unknown, never a different number);
 * onnxruntime, run on concrete shapes -- several sizes for every symbolic or
-  unknown dim, including 1, 0 where allowed, and sizes where clamping changes the
-  result -- must equal the reference of the flavour exactly: shape, dtype, bytes.
+  unknown dim the result can depend on (one along an axis neither the emitted ops nor
+  the plan read: :func:`size_free_axes`), including 1, 0 where allowed, and sizes where
+  clamping changes the result -- must equal the reference of the flavour exactly: shape,
+  dtype, bytes.
 
 Memory is bounded by one budget (``memory_budget``): axes a rewrite passes through
 whole are fed at small sizes (the emitted constants do not depend on them; the
