@@ -17,10 +17,6 @@ from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_val
 
 __all__ = ["derive_shapes", "skeleton", "weightless"]
 
-#: derive_shapes infers only the ancestors of the values asked for when they are fewer than this
-#: share of the nodes
-_KEEP_BELOW = 0.75
-
 
 def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
                   flavor: str | None = None, table: NodeTable | None = None) -> dict:
@@ -39,10 +35,9 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     When they are all graph inputs and initializers, no inference runs: it would return their
     declarations as they are.  ``has_subgraphs``: see :func:`skeleton`; when False (no main-graph
     node holds a subgraph) and the model has no functions, only the nodes ``names`` depend on are
-    inferred (a node's inferred types depend on its inputs' alone) -- when they are fewer than
-    :data:`_KEEP_BELOW` of them (else the model is inferred as it is: a copy of nearly every node
-    costs more than inferring the few others).  ``table``: the NodeTable of ``proto``'s main
-    graph as it is, if read (rewrite.proto_pass.scan reads it)."""
+    inferred (a node's inferred types depend on its inputs' alone; a node that would make
+    inference fail, downstream of every value asked for, is not inferred).  ``table``: the
+    NodeTable of ``proto``'s main graph as it is, if read (rewrite.proto_pass.scan reads it)."""
     from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
@@ -52,7 +47,7 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     if names is not None and has_subgraphs is False and not proto.functions:
         table = table or NodeTable(proto.graph)  # (read once: the ancestors' walk and the rounds read it)
         keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
-        if len(keep) >= _KEEP_BELOW * len(table):
+        if len(keep) == len(table):
             keep = None
         else:
             table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
