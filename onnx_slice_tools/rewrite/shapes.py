@@ -109,8 +109,8 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: No
     link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
     order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
     graph.  ``copy``: ``sk`` is the caller's model (not modified).  ``table``: the NodeTable of
-    ``sk``'s main graph, if read.  ``names``: the main-graph values the caller reads (a set), or
-    None: every value (the rounds in parts then return only those)."""
+    ``sk``'s main graph, if read.  ``names``: the main-graph values the caller reads (a set: the
+    rounds in parts then return only those), or None: every value."""
     table = table or NodeTable(sk.graph)
     positions = [k for k, op in enumerate(table.ops)
                  if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]

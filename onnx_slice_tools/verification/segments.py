@@ -1,9 +1,8 @@
 """The in-place run's FAST session of a large model, built in consecutive parts.
 
-onnxruntime's session build grows faster than the graph (a chain of ``Neg`` nodes: about 10 us a
-node up to a few thousand nodes, three times that per node at 100,000; docs/benchmarks.md 16b),
-so a model of many nodes costs less as a few sessions of consecutive nodes run one after the
-other, each fed the values the earlier ones made.  In the FAST configuration
+onnxruntime's session build grows faster than the graph (docs/benchmarks.md 16b), so a model
+of many nodes costs less as a few sessions of consecutive nodes run one after the other, each
+fed the values the earlier ones made.  In the FAST configuration
 (runtimes.session_options: no graph optimisation, one thread) a session runs each node with its
 own CPU kernel on the tensors it reads; nothing is fused or folded across nodes, so each node
 computes, in parts, what it computes in one session of the whole model: the tensors reaching
