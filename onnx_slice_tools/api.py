@@ -65,7 +65,7 @@ def convert(model, *, flavor: str | None = None, opset: int | None = None, verif
     ``strict``: a skipped check fails the conversion.  ``verify_memory``: bytes the checks may
     add to converting the model (default ``DEFAULT_VERIFY_MEMORY``, 256 MiB: the tensors a run
     holds, one more copy of the weights in memory, two of external ones, see
-    inplace.budget_weight_bytes); a check that needs more is skipped with its reason.
+    sizing.budget_weight_bytes); a check that needs more is skipped with its reason.
     ``weights_held``: the caller holds the model's weights in memory (a framework input:
     tf2onnx's export), so its external ones count as held.  ``calibration``: {graph output name:
     (largest, |median|) disagreement in quantization steps} of the framework's own two kernel
@@ -253,7 +253,7 @@ class _ProtoHolder:
     def budget(self) -> Budget:
         if not self.ctx.verify:  # (no check counts: verification's modules stay unimported)
             return Budget(self.ctx.memory)
-        from .verification.inplace import budget_weight_bytes
+        from .verification.sizing import budget_weight_bytes
         return Budget(self.ctx.memory, budget_weight_bytes(self.proto, held=True))  # (every weight inline)
 
     def needs_checked_run(self, result, converting: bool) -> bool:
@@ -357,7 +357,7 @@ class _IrHolder:
         m, source = self.model, self.source
         if not self.ctx.verify:  # (no check counts: verification's modules stay unimported)
             return Budget(self.ctx.memory)
-        from .verification.inplace import budget_weight_bytes
+        from .verification.sizing import budget_weight_bytes
         weights = budget_weight_bytes(m, held=self.ctx.weights_held)
         if not _external_tensors(m):
             return Budget(self.ctx.memory, weights)
@@ -594,7 +594,7 @@ def _cleanup(report: Report, m, before, source, verify: bool, budget: Budget, in
     in-place run of ``before`` (``_verify``), whose session then runs the model before cleanup.
     ``m`` None (the protobuf path): ``before`` is deserialized for the passes, and returned as
     it is, with no onnx-ir model, when they change nothing.  ``budget``: what the check's runs
-    may hold (its ``weight_bytes``: the weights they count, inplace.budget_weight_bytes).  When the proto-level pre-check
+    may hold (its ``weight_bytes``: the weights they count, sizing.budget_weight_bytes).  When the proto-level pre-check
     (cleanup/precheck.py) proves no pass can change ``before``, the passes do not run: the report is
     the one they would give (``clean``: :func:`_provably_clean`'s answer, used when it is of ``before``)."""
     from .cleanup.precheck import nothing_to_clean, unchanged_report

@@ -296,7 +296,8 @@ def bench_targets(runs: int) -> list[dict]:
     """Per sample model and benchmark pattern, per --target: nodes added (all graphs) and
     onnxruntime latency."""
     from onnx_slice_tools import convert
-    from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.verification.feeds import random_feeds
+    from onnx_slice_tools.verification.sizing import choose_sizes
     from onnx_slice_tools.rewrite.shapes import skeleton
     from onnx_slice_tools.lowering.targets import TARGETS
     sys.path.insert(0, str(ROOT / "scripts"))

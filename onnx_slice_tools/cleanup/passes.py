@@ -226,27 +226,27 @@ def cleanup_check(before_proto, after_proto, *, budget: Budget, trials: int = 2,
                   run_before=None, sized=None, vectors: dict | None = None) -> str:
     """Run the model before and after cleanup in onnxruntime on the same random inputs and
     compare every graph output bitwise (shape, dtype, bytes).  Inputs are sized as for the
-    in-place run (inplace.choose_sizes: small, grown only where shape inference needs it), then,
+    in-place run (sizing.choose_sizes: small, grown only where shape inference needs it), then,
     when the model rejects them, a few other small size assignments (all dims 4, 6, 8; distinct
-    sizes), each within ``budget.memory`` (inplace.run_need, counting ``budget.weight_bytes``:
-    inplace.budget_weight_bytes; verification/budget.py).  Returns
+    sizes), each within ``budget.memory`` (sizing.run_need, counting ``budget.weight_bytes``:
+    sizing.budget_weight_bytes; verification/budget.py).  Returns
     "passed", "skipped: ..." (no sizes the model before cleanup runs on, or the budget) or
     "failed: ...".  ``budget.load_weights(proto)``: the proto with its external weights read in.
     ``run_before(feeds) -> outputs``: a session of the model before cleanup that already exists
     (the in-place check's, whose taps only add outputs): no second session of it.  ``sized``:
-    ``inplace.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
+    ``sizing.choose_sizes`` of ``before_proto``'s skeleton when the in-place check made it.
     ``vectors``: the index vector inputs of the rewrites (input_ranges.index_vectors): fed at
     the length and in the ranges their slices need, in every size assignment tried.
     A cleanup that only merged duplicate nodes and removed dead ones is proven without a run
     (structure.same_values, and the checker and strict shape inference of the cleaned model)."""
     from ..rewrite.shapes import skeleton
     from ..verification.checks import PASSED, failed, kind, passed, skipped, static_checks
-    from ..verification.inplace import (
+    from ..verification.feeds import random_feeds
+    from ..verification.sizing import (
         Skip,
         choose_sizes,
         infer_at_sizes,
         over_budget,
-        random_feeds,
         run_need,
         vector_pins,
     )

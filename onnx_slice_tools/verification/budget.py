@@ -21,7 +21,7 @@ def _same(proto):
 class Budget:
     """``memory``: the bytes a whole-model check may add to converting the model
     (``--verify-memory``); ``weight_bytes``: the charge of the model's weights against it
-    (inplace.budget_weight_bytes); ``load_weights``: a proto -> the proto with its external
+    (sizing.budget_weight_bytes); ``load_weights``: a proto -> the proto with its external
     weights read in inline (the identity for a model without them; only for a run that fits)."""
 
     memory: int

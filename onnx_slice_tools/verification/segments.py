@@ -29,7 +29,7 @@ PART_NODES = 1024
 MIN_NODES = 8 * PART_NODES
 #: initializer bytes copied into more than one part: above this, one session
 MAX_COPIED_BYTES = 1 << 20
-#: element types numpy holds as onnxruntime does (inplace._PLAIN_ELEMS): what may cross a cut
+#: element types numpy holds as onnxruntime does (feeds._PLAIN_ELEMS): what may cross a cut
 _CROSSING_ELEMS = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13})
 
 

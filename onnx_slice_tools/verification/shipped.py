@@ -32,18 +32,9 @@ from ..errors import first_line as _line
 from .budget import Budget
 from .checks import PASSED, failed, passed, skipped
 from .exact import FLOAT_ELEMS, MOVEMENT, exact_outputs  # noqa: F401 - re-exported
-from .inplace import (
-    CheckedRun,
-    Digest,
-    Reference,
-    Skip,
-    choose_sizes,
-    Liveness,
-    over_budget,
-    random_feeds,
-    run_need,
-    run_taps,
-)
+from .feeds import random_feeds, run_taps
+from .inplace import CheckedRun, Digest
+from .records import Reference
 from .runtimes import (
     FAST,
     ONNXRUNTIME,
@@ -54,6 +45,7 @@ from .runtimes import (
     release,
 )
 from .quantized import output_steps, relative_disagreement
+from .sizing import Liveness, Skip, choose_sizes, over_budget, run_need
 from .tolerance import agree, calibrated_rtol, default_rtol, is_float
 
 #: ONNX integer element types (8 to 64 bits)
@@ -234,7 +226,7 @@ def shipped_checks(proto, checked: CheckedRun | None, *, runtimes=(ONNXRUNTIME,)
     with ``why_none``.  ``compared``: filled,
     when onnxruntime's run compared its outputs, with graph output name -> None (agreed) or the
     problem -- what settles the rewrites the in-place run deferred (InplaceRun.settle).
-    ``liveness``: ``proto``'s, when the in-place run already read it (inplace.Liveness).
+    ``liveness``: ``proto``'s, when the in-place run already read it (sizing.Liveness).
     ``ahead``: onnxruntime's session of these bytes, started earlier (used only if they match).
     ``calibration``: the framework's own disagreement per output (quantized.output_steps): on
     a quantized graph onnxruntime's default optimiser fuses Q/DQ around an op into one integer

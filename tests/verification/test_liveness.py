@@ -1,4 +1,4 @@
-"""inplace.Liveness.peak against a node-by-node simulation of its own rule, on random graphs."""
+"""sizing.Liveness.peak against a node-by-node simulation of its own rule, on random graphs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 from onnx import TensorProto, helper
 
-from onnx_slice_tools.verification.inplace import Liveness
+from onnx_slice_tools.verification.sizing import Liveness
 
 
 def _random_model(rng: random.Random):

@@ -154,9 +154,9 @@ def test_initializers_copied_into_many_parts_stay_small():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_prune_keeps_exactly_the_nodes_the_outputs_need(seed):
-    """inplace._prune (the tapped copy keeps only what its outputs need) keeps, in order, exactly
+    """taps.prune (the tapped copy keeps only what its outputs need) keeps, in order, exactly
     the nodes the graph outputs depend on, whether it deletes a few in place or copies the rest."""
-    from onnx_slice_tools.verification.inplace import _FEW_PRUNED, _prune
+    from onnx_slice_tools.verification.taps import _FEW_PRUNED, prune
     rng = random.Random(seed)
     model, _, outputs = _random_model(rng, rng.randint(30, 200))
     for keep_outputs in (outputs, outputs[:1], [model.graph.node[-1].output[0]]):
@@ -169,6 +169,6 @@ def test_prune_keeps_exactly_the_nodes_the_outputs_need(seed):
             if needed & set(n.output):
                 expected.append(n.SerializeToString())
                 needed.update(n.input)
-        _prune(m.graph)
+        prune(m.graph)
         assert [n.SerializeToString() for n in m.graph.node] == expected[::-1]
     assert _FEW_PRUNED > 0

@@ -270,9 +270,9 @@ def test_a_wrong_write_in_the_iterations_that_fit_still_fails(monkeypatch):
 
 
 def test_capped_carried_taps_keep_a_prefix_of_the_iterations():
-    """``_carry_through_loop(capped=True)`` keeps whole iterations while they fit the cap, then
+    """``taps.carry_through_loop(capped=True)`` keeps whole iterations while they fit the cap, then
     none: the kept ones read back exactly, and the flag says some were dropped."""
-    from onnx_slice_tools.verification.inplace import _cap_name, _carry_through_loop, _iterations
+    from onnx_slice_tools.verification.taps import cap_name, carry_through_loop, loop_iterations
     from onnx_slice_tools.verification.runtimes import onnxruntime_session
     body = helper.make_graph([helper.make_node("Identity", ["c_in"], ["c_out"]),
                               helper.make_node("Concat", ["s_in", "s_in"], ["s_out"], axis=0)], "body",
@@ -285,15 +285,15 @@ def test_capped_carried_taps_keep_a_prefix_of_the_iterations():
     model = _model([loop], [helper.make_tensor_value_info("M", I64, []), helper.make_tensor_value_info("s0", F, [1, 2])],
                    [helper.make_tensor_value_info("s_final", F, None)])
     g = model.graph
-    flat, dims = _carry_through_loop(g, g.node[0], g.node[0].attribute[0].g, "s_in", F, capped=True)
-    next(t for t in g.initializer if t.name == _cap_name(flat)).int64_data[:] = [14]  # 2 + 4 + 8 elements: 3 iterations
+    flat, dims = carry_through_loop(g, g.node[0], g.node[0].attribute[0].g, "s_in", F, capped=True)
+    next(t for t in g.initializer if t.name == cap_name(flat)).int64_data[:] = [14]  # 2 + 4 + 8 elements: 3 iterations
     for vi in (flat, dims, f"{flat}_rec"):
         g.output.append(helper.make_empty_tensor_value_info(vi))
     session = onnxruntime_session(model)
     s0 = np.arange(2, dtype=np.float32).reshape(1, 2)
     for m, kept in ((2, 2), (3, 3), (5, 3)):
         got = dict(zip([o.name for o in g.output], session.run(None, {"M": np.array(m, np.int64), "s0": s0})))
-        values = _iterations(got, flat, {flat: dims})
+        values = loop_iterations(got, flat, {flat: dims})
         assert len(values) == kept and bool(got[f"{flat}_rec"]) == (m == kept)
         for k, v in enumerate(values):
             assert v.tobytes() == np.concatenate([s0] * 2 ** k).tobytes()

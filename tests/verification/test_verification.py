@@ -119,13 +119,13 @@ def _weighted_model(weights: int = 65536):
 
 
 def test_budget_counts_what_verification_adds_to_the_weights_the_process_holds(tmp_path):
-    """--verify-memory bounds what the checks add to converting the model (inplace.run_need):
+    """--verify-memory bounds what the checks add to converting the model (sizing.run_need):
     inline weights, which the conversion already holds, count once (the run's session copy),
     the tensors of a run count too.  Here 256 KiB of inline weights and a 384 KiB budget:
     counting the weights twice (the rule before) needed 512 KiB and skipped every whole-model
     run; now the model is verified."""
     from onnx_slice_tools.rewrite.shapes import skeleton
-    from onnx_slice_tools.verification.inplace import budget_weight_bytes, infer_at_sizes, run_need
+    from onnx_slice_tools.verification.sizing import budget_weight_bytes, infer_at_sizes, run_need
     model = _weighted_model()
     weights = 65536 * 4
     assert weights <= budget_weight_bytes(model, held=True) < weights + 1024  # (with b, e, s)
@@ -384,7 +384,8 @@ def test_integer_inputs_used_as_gather_indices_get_in_range_values():
                            helper.make_tensor_value_info("idx", TensorProto.INT64, ["K"])],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                    [_ints("b", [0, -1]), _ints("e", [0, -3]), _ints("s", [1, -1])])
-    from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.verification.feeds import random_feeds
+    from onnx_slice_tools.verification.sizing import choose_sizes
     from onnx_slice_tools.rewrite.shapes import skeleton
     sizes, shapes = choose_sizes(skeleton(model))
     for seed in range(3):
@@ -405,7 +406,8 @@ def test_integer_inputs_cast_before_a_gather_get_in_range_values():
     model = _model(nodes, [helper.make_tensor_value_info("seg", TensorProto.INT32, ["N"])],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                    [table, _ints("b", [0, -1]), _ints("e", [0, -4]), _ints("s", [1, -1])])
-    from onnx_slice_tools.verification.inplace import choose_sizes, random_feeds
+    from onnx_slice_tools.verification.feeds import random_feeds
+    from onnx_slice_tools.verification.sizing import choose_sizes
     from onnx_slice_tools.rewrite.shapes import skeleton
     sizes, shapes = choose_sizes(skeleton(model))
     for seed in range(3):
@@ -605,7 +607,7 @@ def test_a_cleanup_that_only_merges_duplicates_is_proven_without_a_run_a_wrong_o
     import onnx_ir as ir
 
     from onnx_slice_tools.cleanup import passes as cleanup_module
-    from onnx_slice_tools.verification import inplace
+    from onnx_slice_tools.verification import inplace, sizing
     nodes = [_ss("x", "b", "e", "s", f"y{k}", begin_mask=1, end_mask=1, shrink_axis_mask=2) for k in range(3)]
     nodes += [helper.make_node("Neg", ["x"], [n]) for n in ("n1", "n2")] + [helper.make_node("Add", ["n1", "n2"], ["sum"])]
     model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
@@ -614,7 +616,8 @@ def test_a_cleanup_that_only_merges_duplicates_is_proven_without_a_run_a_wrong_o
                    [_ints("b", [0, 1]), _ints("e", [0, 2]), _ints("s", [1, 1])])
     real_choose, real_cleanup, real_session = inplace.choose_sizes, cleanup_module.cleanup, cleanup_module._session
     chosen, built = [], []
-    monkeypatch.setattr(inplace, "choose_sizes", lambda sk, *pins: chosen.append(1) or real_choose(sk, *pins))
+    for module in (inplace, sizing):  # (the in-place run's name, and the one the cleanup's check imports)
+        monkeypatch.setattr(module, "choose_sizes", lambda sk, *pins: chosen.append(1) or real_choose(sk, *pins))
     monkeypatch.setattr(cleanup_module, "_session", lambda p: built.append(1) or real_session(p))
     report = convert(model).report
     assert report.cleanup["passes"]["CommonSubexpressionPass"]["removed"] == {"Neg": 1}
@@ -708,7 +711,7 @@ def test_declared_sizes_take_their_shapes_from_the_strict_inference_as_the_skele
 
     from onnx_slice_tools.graphs.shape_inference import infer
     from onnx_slice_tools.rewrite.shapes import skeleton
-    from onnx_slice_tools.verification import inplace
+    from onnx_slice_tools.verification import inplace, sizing
     models = Path(__file__).resolve().parents[2] / "models"
     static = [convert(models / name).model for name in ("tf_bert_cls_pooling.onnx", "openvino_channel_flip.onnx",
                                                          "tf_channel_flip.onnx", "openvino_bert_cls_pooling.onnx")]
@@ -719,17 +722,18 @@ def test_declared_sizes_take_their_shapes_from_the_strict_inference_as_the_skele
                   value_info=[helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 6, 5])])
     static.append(convert(declared).model)
     for proto in static:
-        assert inplace.all_sizes_declared(proto)
-        own = inplace.declared_shapes(proto, infer(proto, strict=True))
-        sizes, sk = inplace.choose_sizes(skeleton(proto))
+        assert sizing.all_sizes_declared(proto)
+        own = sizing.declared_shapes(proto, infer(proto, strict=True))
+        sizes, sk = sizing.choose_sizes(skeleton(proto))
         assert sizes == {}
         known = {k: v for k, v in sk.items() if v[1] is not None and None not in v[1]}
         assert known and all(own.get(k) == v for k, v in known.items())
     symbolic = onnx.load(models / "tf_yolo_focus.onnx")
-    assert not inplace.all_sizes_declared(symbolic)
+    assert not sizing.all_sizes_declared(symbolic)
     asked = []
-    real = inplace.choose_sizes
-    monkeypatch.setattr(inplace, "choose_sizes", lambda *a, **k: asked.append(1) or real(*a, **k))
+    real = sizing.choose_sizes
+    for module in (inplace, sizing):  # (the in-place run's name, and the one the cleanup's check imports)
+        monkeypatch.setattr(module, "choose_sizes", lambda *a, **k: asked.append(1) or real(*a, **k))
     assert convert(symbolic).report.verified and asked
     asked.clear()
     assert convert(models / "tf_channel_flip.onnx").report.verified and not asked
@@ -770,7 +774,7 @@ def test_the_names_of_a_graph_are_never_another_graphs_that_had_its_id():
     "could not expose" at random)."""
     import onnx
 
-    from onnx_slice_tools.verification.inplace import _names_in
+    from onnx_slice_tools.verification.taps import _names_in
 
     then_g = onnx.helper.make_graph([onnx.helper.make_node("Neg", ["x"], ["a"])], "then", [], [])
     else_g = onnx.helper.make_graph([onnx.helper.make_node("Abs", ["x"], ["b"])], "else", [], [])
@@ -785,7 +789,7 @@ def test_the_names_of_a_graph_are_never_another_graphs_that_had_its_id():
 def test_carried_loop_taps_give_back_each_iteration_exactly(elem):
     """Carried taps (elements and dims appended per iteration) cut back into the iterations'
     tensors: one that grows from empty ([0, 2], [1, 2], [2, 2]) and a scalar, per element type."""
-    from onnx_slice_tools.verification.inplace import _carry_through_loop, _iterations
+    from onnx_slice_tools.verification.taps import carry_through_loop, loop_iterations
     np_type = helper.tensor_dtype_to_np_dtype(elem)
     body = helper.make_graph(
         [helper.make_node("Identity", ["c_in"], ["c_out"]),
@@ -803,17 +807,17 @@ def test_carried_loop_taps_give_back_each_iteration_exactly(elem):
                    [helper.make_tensor_value_info("s_final", elem, None)])
     g = model.graph
     node, body = g.node[0], g.node[0].attribute[0].g
-    taps = {name: _carry_through_loop(g, node, body, name, e) for name, e in (("s_in", elem), ("k", elem))}
+    taps = {name: carry_through_loop(g, node, body, name, e) for name, e in (("s_in", elem), ("k", elem))}
     for flat, dims in taps.values():
         g.output.extend([helper.make_empty_tensor_value_info(flat), helper.make_empty_tensor_value_info(dims)])
     names = [o.name for o in g.output]
     for m in (0, 3):
         got = dict(zip(names, _run(model, {"M": np.array(m, np.int64), "s0": np.zeros((0, 2), np_type)})))
         carried = {flat: dims for flat, dims in taps.values()}
-        grown = _iterations(got, taps["s_in"][0], carried)
+        grown = loop_iterations(got, taps["s_in"][0], carried)
         assert [a.shape for a in grown] == [(k, 2) for k in range(m)]
         assert all(a.dtype == np_type and (a == np.ones((k, 2), np_type)).all() for k, a in enumerate(grown))
-        scalars = _iterations(got, taps["k"][0], carried)
+        scalars = loop_iterations(got, taps["k"][0], carried)
         assert [a.shape for a in scalars] == [()] * m
         assert [a.item() for a in scalars] == [np.asarray(k).astype(np_type).item() for k in range(m)]
         assert got["s_final"].shape == (m, 2)  # the Loop's own output is untouched
@@ -823,15 +827,15 @@ def test_loop_taps_that_run_neither_stacked_nor_carried_say_so(monkeypatch):
     """When the Loop taps fail both ways (stacking: the tensor grows; carrying: sabotaged here),
     the check runs without them and both the rewrite's status and the model's ``model_run`` say
     the taps could not run, with onnxruntime's error -- never "no rewrite in the main graph"."""
-    from onnx_slice_tools.verification import inplace
-    real = inplace._carry_through_loop
+    from onnx_slice_tools.verification import taps
+    real = taps.carry_through_loop
 
     def broken(g, node, body, name, elem, **kw):
         flat, dims = real(g, node, body, name, elem, **kw)
         concat = next(n for n in body.node if list(n.output) == [f"{flat}_out"])
         concat.attribute[0].i = 1  # (1-D tensors: no axis 1)
         return flat, dims
-    monkeypatch.setattr(inplace, "_carry_through_loop", broken)
+    monkeypatch.setattr(taps, "carry_through_loop", broken)
     rep = convert(_loop_model(grow=True)).report
     status = rep.inplace_of(0)
     assert status.startswith("skipped: taps through the Loop could not run (onnxruntime "), status
