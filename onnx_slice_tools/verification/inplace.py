@@ -293,7 +293,7 @@ def _first_loops(proto, records: list, table: NodeTable) -> str:
     ``records`` has a trip count known before the run (a constant, or a fed input the random
     inputs draw small), so that its taps can be counted against the budget
     (:meth:`_Attempt._loop_tap_bytes`); else CARRIED, whose taps keep only what fits the budget
-    (:func:`carry_through_loop`, ``capped``) -- a Loop run by its condition (tf.while_loop, no
+    (:func:`taps.carry_through_loop`, ``capped``) -- a Loop run by its condition (tf.while_loop, no
     trip count) may run any number of iterations."""
     graphs = {r.graph for r in records if " > Loop " in r.graph}
     if not graphs:
