@@ -85,12 +85,12 @@ _PLAIN_ELEMS = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13})
 
 
 def run_taps(session, feeds: dict, names: list[str], elems: dict) -> dict:
-    """One run; ``names`` -> numpy arrays.  Through OrtValues (lowerings.fetch: the one codec)
+    """One run; ``names`` -> numpy arrays.  Through OrtValues (runtimes.fetch: the one codec)
     unless every input and output is of a type numpy holds as onnxruntime does."""
     if any(a.dtype.kind in "OUS" for a in feeds.values()) or \
             all(elems.get(k) in _PLAIN_ELEMS for k in feeds) and all(elems.get(n) in _PLAIN_ELEMS for n in names):
         return dict(zip(names, session.run(names, feeds)))
-    from .lowerings import fetch, ort_value  # the one OrtValue codec
+    from .runtimes import fetch, ort_value  # the one OrtValue codec
     ort_feeds = {k: ort_value(v, elems[k]) for k, v in feeds.items()}
     outs = session.run_with_ort_values(names, ort_feeds)
     return {n: fetch(v, elems[n]) if elems.get(n) else v.numpy() for n, v in zip(names, outs)}
