@@ -24,14 +24,14 @@ from .io.files import with_external_data as _with_external_data
 from .report import NOTHING_TO_REWRITE, ConvertResult, Report
 from .rewrite.core import RewriteRecord
 from .semantics.spec import check_flavor
-from .verification.lowerings import DEFAULT_VERIFY_MEMORY  # memory every check may use (--verify-memory)
+from .verification.lowerings import DEFAULT_VERIFY_MEMORY, CheckRun  # memory every check may use (--verify-memory)
 
 if TYPE_CHECKING:
     from .lowering.targets import Target
 
 __all__ = [
     "CALLER_OPTIONS", "NOTHING_TO_REWRITE", "ConvertResult", "Report", "check_model", "compare_model_files", "convert",
-    "verify_model_file", "verify_records",
+    "verify_model_file", "verify_records", "CheckRun",
 ]
 
 
@@ -702,8 +702,8 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
                                 ahead=ahead, inferred=inferred[0] if inferred else None)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
-    report.signatures_checked, report.record_checks = verify_records(report.records, opset, memory_budget=budget.memory,
-                                               runtimes=report.verify_on or ("onnxruntime",))
+    run = CheckRun(opset, tuple(report.verify_on or ("onnxruntime",)), budget.memory)
+    report.signatures_checked, report.record_checks = verify_records(report.records, run)
     report.timings["verify_rewrites"] = time.perf_counter() - t2
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return None
@@ -834,11 +834,10 @@ def _convert_function(f, target: int, label):
     return out
 
 
-def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int | None = None,
-                   runtimes=("onnxruntime",)) -> tuple[int, dict]:
-    """Check each distinct rewrite once (see verification/lowerings.py) within ``memory_budget`` bytes (default
-    ``verify.DEFAULT_VERIFY_MEMORY``) on each of ``runtimes`` (verification/runtimes.py); returns the number of
-    signatures checked and each record's CheckResult by its position in ``records``."""
+def verify_records(records: list[RewriteRecord], run: CheckRun) -> tuple[int, dict]:
+    """Check each distinct rewrite once (see verification/lowerings.py) as ``run`` says (its opset,
+    runtimes, memory budget and seed: ``lowerings.CheckRun``); returns the number of signatures
+    checked and each record's CheckResult by its position in ``records``."""
     from .verification.lowerings import CheckCase, check_on_runtimes, declared_conflict, np_dtype
     groups: dict = {}
     for i, r in enumerate(records):
@@ -852,7 +851,7 @@ def verify_records(records: list[RewriteRecord], opset: int, memory_budget: int 
         first = recs[0][1]
         cases.append(CheckCase(first.lowering, np_dtype(elem), elem, declared_output=first.declared_output,
                                index_types=first.index_types))
-    check_on_runtimes(cases, opset, runtimes, memory_budget=memory_budget or DEFAULT_VERIFY_MEMORY)
+    check_on_runtimes(cases, run)
     checks: dict = {}
     for case, recs in zip(cases, groups.values()):
         for i, r in recs:

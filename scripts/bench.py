@@ -950,7 +950,7 @@ def _checks_model(kind: str, folder: Path) -> Path:
 _CHECK_CODE = """
 import sys, time
 from onnx_slice_tools import convert
-from onnx_slice_tools.api import verify_records
+from onnx_slice_tools.api import CheckRun, verify_records
 from onnx_slice_tools.verification.compare import compare_models
 path, step = sys.argv[1], sys.argv[2]
 r = convert(path, verify=False)
@@ -960,7 +960,7 @@ base = status('VmRSS')
 open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM) to the current RSS
 t = time.perf_counter()
 if step == 'verify_records':
-    _, checks = verify_records(r.report.records, r.report.opset)
+    _, checks = verify_records(r.report.records, CheckRun(r.report.opset))
     verdicts = sorted({c.onnxruntime.split(':')[0] for c in checks.values()})
 else:
     import onnx

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from onnx_slice_tools.lowering.lower import lower
 from onnx_slice_tools.verification.oracles import RandomSource, random_lowering_input, target_against_framework
 from onnx_slice_tools.verification.runtimes import parse_runtimes
-from onnx_slice_tools.verification.lowerings import check_on_runtimes
+from onnx_slice_tools.verification.lowerings import CheckRun, check_on_runtimes
 from onnx_slice_tools.lowering.targets import find_violations, get_target
 from onnx_slice_tools.verification.lowerings import CheckCase, build_model
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     for i in range(0, len(cases), args.chunk):
         chunk = cases[i:i + args.chunk]
         violations += len(find_violations(build_model(chunk, 17), target))
-        check_on_runtimes(chunk, 17, runtimes, seed=args.seed)
+        check_on_runtimes(chunk, CheckRun(17, tuple(runtimes), seed=args.seed))
         print(f"  {i + len(chunk)}/{len(cases)} checked", flush=True)
     failed, errors = Counter(), Counter()
     shown = 0

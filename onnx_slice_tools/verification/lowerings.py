@@ -516,44 +516,40 @@ def check_lowerings(cases: list[CheckCase], opset: int, seed: int = 0,
         return
     token = _RUNTIME.set(runtime)
     try:
-        _check_lowerings(cases, opset, seed, memory_budget)
+        parts: list = []
+        full = build_model(cases, opset, parts=parts)
+        _check_shapes(cases, opset, full)
+        rng = np.random.default_rng(seed)
+        runnable: list[_CaseRun] = []
+        rejected: list[_CaseRun] = []              # every draw of runtime values rejected: must-fail runs only
+        by_evaluator: list[_CaseRun] = []
+        baselines: dict = {}  # (shape, dtype) -> the random tensor every baseline of that shape reads
+        for i, case in enumerate(cases):
+            p = _plan_case(i, case, memory_budget)
+            if p is None:
+                continue
+            if case.elem_type not in _COMMON_TYPES and _kernel_gap(p, opset):
+                by_evaluator.append(p)
+            elif _set_baseline(p, rng, baselines) is not None:
+                runnable.append(p)
+            else:
+                rejected.append(p)
+        tensors: dict | None = None
+        for group in _groups(runnable, memory_budget):
+            if len(group) == len(cases):  # every case: the model built above; else its part of it
+                proto = full
+            else:
+                if tensors is None:
+                    tensors = {t.name: t for t in full.graph.initializer}
+                proto = _part_model(full, parts, [p.index for p in group], tensors)
+            by_evaluator += _run_group(group, opset, rng, memory_budget, proto)
+        for p in rejected:
+            if not _kernel_gap(p, opset):
+                _run_must_fail(p, opset)
+        for p in by_evaluator:
+            _check_with_evaluator(p, opset, rng)
     finally:
         _RUNTIME.reset(token)
-
-
-def _check_lowerings(cases: list[CheckCase], opset: int, seed: int, memory_budget: int) -> None:
-    parts: list = []
-    full = build_model(cases, opset, parts=parts)
-    _check_shapes(cases, opset, full)
-    rng = np.random.default_rng(seed)
-    runnable: list[_CaseRun] = []
-    rejected: list[_CaseRun] = []              # every draw of runtime values rejected: must-fail runs only
-    by_evaluator: list[_CaseRun] = []
-    baselines: dict = {}  # (shape, dtype) -> the random tensor every baseline of that shape reads
-    for i, case in enumerate(cases):
-        p = _plan_case(i, case, memory_budget)
-        if p is None:
-            continue
-        if case.elem_type not in _COMMON_TYPES and _kernel_gap(p, opset):
-            by_evaluator.append(p)
-        elif _set_baseline(p, rng, baselines) is not None:
-            runnable.append(p)
-        else:
-            rejected.append(p)
-    tensors: dict | None = None
-    for group in _groups(runnable, memory_budget):
-        if len(group) == len(cases):  # every case: the model built above; else its part of it
-            proto = full
-        else:
-            if tensors is None:
-                tensors = {t.name: t for t in full.graph.initializer}
-            proto = _part_model(full, parts, [p.index for p in group], tensors)
-        by_evaluator += _run_group(group, opset, rng, memory_budget, proto)
-    for p in rejected:
-        if not _kernel_gap(p, opset):
-            _run_must_fail(p, opset)
-    for p in by_evaluator:
-        _check_with_evaluator(p, opset, rng)
 
 
 #: Element types onnxruntime's CPU kernels of the emitted ops take (probed only when a session
@@ -991,14 +987,25 @@ def _compare_arrays(got: np.ndarray, exp, shape) -> str | None:
 # --------------------------------------------------------------------------- several runtimes
 
 
-def check_on_runtimes(cases: list, opset: int, runtimes=(ONNXRUNTIME,), seed: int = 0,
-                      memory_budget: int | None = None) -> None:
-    """The per-rewrite checks on each runtime listed: onnxruntime's status stays in
+@dataclass(frozen=True)
+class CheckRun:
+    """What the per-rewrite checks of one conversion share: the opset of their check models, the
+    runtimes they run on (verification/runtimes.py), the memory budget of one run
+    (``--verify-memory``) and the seed of their random draws -- one value handed from the
+    pipeline (api.verify_records) to :func:`check_on_runtimes`, read field by field only by
+    :func:`check_lowerings`."""
+
+    opset: int
+    runtimes: tuple = (ONNXRUNTIME,)
+    memory_budget: int = DEFAULT_VERIFY_MEMORY
+    seed: int = 0
+
+
+def check_on_runtimes(cases: list, run: CheckRun) -> None:
+    """The per-rewrite checks on each runtime of ``run``: onnxruntime's status stays in
     ``result.onnxruntime``, every other runtime's goes to ``result.runtimes[name]``
     (each runtime sees the same input sizes and index values: same seed)."""
-    from dataclasses import replace
-
-    budget = memory_budget or DEFAULT_VERIFY_MEMORY
+    runtimes, opset, seed, budget = run.runtimes, run.opset, run.seed, run.memory_budget
     for name in runtimes:
         require(name)
     if ONNXRUNTIME in runtimes or not runtimes:

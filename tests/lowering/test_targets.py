@@ -33,7 +33,7 @@ from onnx_slice_tools.verification.runtimes import RUNTIMES, make_session
 from onnx_slice_tools.semantics.spec import from_index_expr
 from onnx_slice_tools.lowering.targets import (CONSTRAINTS, NEGATIVE_GATHER, NEGATIVE_STEP, RAW_UNKNOWN_BOUNDS, SCALAR_GATHER,
                                       SENTINEL, TARGETS, find_violations, get_target)
-from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, build_model, check_on_runtimes
+from onnx_slice_tools.verification.lowerings import OPENVINO_NO_ERRORS, CheckCase, CheckRun, build_model, check_on_runtimes
 
 from test_differential import HypothesisSource
 
@@ -56,7 +56,7 @@ def _case(data, target):
 def _assert_exact_everywhere(case, target):
     proto = build_model([case], 17)
     assert find_violations(proto, target) == []
-    check_on_runtimes([case], 17, RUNTIMES)
+    check_on_runtimes([case], CheckRun(17, RUNTIMES))
     r = case.result
     spec = case.lowering.plan.spec
     assert r.shape_inference == "passed", (spec, case.lowering.plan.input_shape, r.shape_inference)
@@ -243,14 +243,14 @@ def test_run_time_errors_are_checked_for_every_target():
     for target in ("portable", "openvino"):
         case = CheckCase(lower(make_plan(spec, ("N", "M")), 17, {"begin": "int64"}, target=target),
                          np.dtype(np.float32), 1, index_types={"begin": "int64"})
-        check_on_runtimes([case], 17, RUNTIMES)
+        check_on_runtimes([case], CheckRun(17, RUNTIMES))
         r = case.result
         assert r.must_fail_checked > 0 and r.run_time_errors_on == {
             "onnxruntime": "passed", "openvino": OPENVINO_NO_ERRORS, "reference": "passed"}, r.run_time_errors_on
         assert r.run_time_errors.startswith("skipped: openvino: ") and "passed on onnxruntime, reference" in \
             r.run_time_errors
         again = replace(case, result=type(r)())
-        check_on_runtimes([again], 17, ("onnxruntime", "reference"))  # without OpenVINO: nothing skipped
+        check_on_runtimes([again], CheckRun(17, ("onnxruntime", "reference")))  # without OpenVINO: nothing skipped
         assert again.result.run_time_errors == "passed" and again.result.must_fail_checked > 0
 
 
@@ -262,7 +262,7 @@ def test_rejected_sizes_are_checked_for_every_target():
     plan = make_plan(from_index_expr("x[:, 2]"), ("N", "M"))
     for target in ("portable", "openvino"):
         case = CheckCase(lower(plan, 17, target=target), np.dtype(np.float32), 1)
-        check_on_runtimes([case], 17, RUNTIMES)
+        check_on_runtimes([case], CheckRun(17, RUNTIMES))
         r = case.result
         assert r.must_fail_checked > 0 and r.run_time_errors_on == {
             "onnxruntime": "passed", "openvino": OPENVINO_NO_ERRORS}, r.run_time_errors_on
@@ -278,7 +278,7 @@ def test_a_rejected_size_emptied_by_another_axis_is_no_false_failure():
     spec = SliceSpec(flavor="openvino", begin=(-2, -4), end=(-2, 3), strides=(3, 1), begin_mask=2, end_mask=4,
                      shrink_axis_mask=2, mask_lengths=(3, 3, 3, 3, 3))
     case = CheckCase(lower(make_plan(spec, ("a", "b", "c")), 17, target="portable"), np.dtype(np.float32), 1)
-    check_on_runtimes([case], 17, RUNTIMES)
+    check_on_runtimes([case], CheckRun(17, RUNTIMES))
     r = case.result
     assert r.ok and r.must_fail_checked > 0 and r.run_time_errors_on.get("onnxruntime") == "passed", r
 

@@ -14,7 +14,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 from onnx_slice_tools import convert
-from onnx_slice_tools.api import verify_records
+from onnx_slice_tools.api import CheckRun, verify_records
 from onnx_slice_tools.verification.compare import _reference_evaluator, compare_models
 from onnx_slice_tools.lowering.lower import lower
 from onnx_slice_tools.verification.oracles import tf_strided_slice
@@ -148,7 +148,7 @@ def test_large_static_input_is_checked_at_small_sizes():
         for expr in exprs:
             model, _ = slice_model(expr, [64, 64, 256, 256])
             r = convert(model, verify=False)
-            results.append((r, verify_records(r.report.records, 17)[1][0]))
+            results.append((r, verify_records(r.report.records, CheckRun(17))[1][0]))
     peak = _numpy_peak(run)
     for r, check in results:
         assert check.ok and check.onnxruntime == "passed", (r.report.records[0].notation, check)
@@ -160,23 +160,23 @@ def test_what_does_not_fit_the_budget_is_skipped_with_its_size():
     model, _ = slice_model("x[1:-1]", [2 ** 27])  # 512 MiB of float32: the sliced axis is fed whole
     r = convert(model, verify=False)
     checks: dict = {}
-    peak = _numpy_peak(lambda: checks.update(verify_records(r.report.records, 17)[1]))
+    peak = _numpy_peak(lambda: checks.update(verify_records(r.report.records, CheckRun(17))[1]))
     check = checks[0]
     assert check.onnxruntime.startswith("skipped: needs ") and "budget 256 MiB" in check.onnxruntime
     assert check.shape_inference == "passed" and check.ok and check.skipped
     assert peak < 16 * 2 ** 20
     model, _ = slice_model("x[:, 1:3]", [8, 64, 256])
     r = convert(model, verify=False)
-    check = verify_records(r.report.records, 17, memory_budget=2 ** 8)[1][0]
+    check = verify_records(r.report.records, CheckRun(17, memory_budget=2 ** 8))[1][0]
     assert check.onnxruntime.startswith("skipped: needs 0.00073 MiB, budget 0.00024 MiB")
-    assert verify_records(r.report.records, 17, memory_budget=2 ** 20)[1][0].onnxruntime == "passed"
+    assert verify_records(r.report.records, CheckRun(17, memory_budget=2 ** 20))[1][0].onnxruntime == "passed"
 
 
 def test_symbolic_ranks_stay_small():
     model, _ = slice_model("x[30]", ["a", "b", "c", "d", "e", "f", "g"])
     r = convert(model, verify=False)
     checks: dict = {}
-    peak = _numpy_peak(lambda: checks.update(verify_records(r.report.records, 17)[1]))
+    peak = _numpy_peak(lambda: checks.update(verify_records(r.report.records, CheckRun(17))[1]))
     check = checks[0]
     assert check.onnxruntime == "passed" and all(s[0] >= 31 for s in check.tried_shapes)
     assert all(max(s[1:]) <= 3 and s[0] <= 32 for s in check.tried_shapes), check.tried_shapes
