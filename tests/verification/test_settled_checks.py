@@ -142,3 +142,15 @@ def test_a_model_the_opset_conversion_changes_keeps_its_checks():
     model = _slices(DISTINCT)
     rep = api.convert(model, opset=18).report
     assert rep.signatures_checked == 2 and all(rep.check_of(i).onnxruntime == "passed" for i in range(2))
+
+
+def test_the_summary_line_says_which_checks_the_as_shipped_run_settled(tmp_path, capsys):
+    """``convert``'s line counts the checks run (x[1:-1]: B is read) and those the as-shipped run
+    settled (the two distinct slices), among the rewrites it checked by their output."""
+    from onnx_slice_tools.cli.main import main as cli_main
+    src, dst = tmp_path / "in.onnx", tmp_path / "out.onnx"
+    src.write_bytes(_slices([*DISTINCT, READS_B]).SerializeToString())
+    assert cli_main(["convert", str(src), "-o", str(dst)]) == 0
+    assert "3/3 StridedSlice rewritten, verified (1 distinct rewrites checked in onnxruntime, 3 by their output " \
+           "in the as-shipped run (2 of them needing no per-rewrite check: that run tries every size the check " \
+           "would)), and the saved model run in onnxruntime's default configuration" in capsys.readouterr().out
