@@ -427,6 +427,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         inplace = _verify(report, proto, baseline, result, lower_opset, budget, ship_ahead=ahead,
                           removed_domains=domains_before - holder.domains(),
                           keep_session=cleanup and result.modified and not converting and not clean[1],
+                          settle_checks=not converting,
                           baseline_holders=holder.baseline_holders, label=ctx.label)
     checked = None
     if verify and holder.needs_checked_run(result, converting):
@@ -440,7 +441,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
         m, proto = _cleanup(report, m, proto, source, verify, replace(budget, weight_bytes=holder.cleanup_weight_bytes(budget)),
                             inplace, clean)
     if verify:  # last: the bytes ConvertResult.save writes
-        _check_shipped(report, proto, checked, budget, inplace, ctx.calibration)
+        _check_shipped(report, proto, checked, budget, inplace, ctx.calibration, opset=lower_opset)
     return holder.result(proto, report, m)
 
 
@@ -504,10 +505,13 @@ def _check_conversion(report: Report, proto, baseline, checked, load_weights) ->
 
 
 @paused_gc()
-def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None, calibration=None) -> None:
+def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None, calibration=None,
+                   opset: int | None = None) -> None:
     """The as-shipped run of the final ``proto`` in each runtime's default configuration
     (verification/shipped.py): model_checks ``shipped`` (onnxruntime) and ``shipped_openvino``;
-    then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status.
+    then the rewrites the in-place run left to it (``inplace``: the InplaceRun) get their status,
+    and so do the per-rewrite checks left to it (``report.awaiting_checks``): those it did not
+    settle are run now, at ``opset`` (verification/settled_checks.py).
     Its onnxruntime session may have been started by the in-place run (``inplace.ahead``)."""
     from .verification.shipped import shipped_checks
     t = time.perf_counter()
@@ -528,6 +532,25 @@ def _check_shipped(report: Report, proto, checked, budget: Budget, inplace=None,
         report.model_checks["model_run"] = settled.status
         _set_inplace(report, settled.inplace)
     report.timings["verify_shipped"] = time.perf_counter() - t
+    if report.awaiting_checks:
+        _settle_checks(report, getattr(inplace, "checked", None), budget, opset)
+
+
+def _settle_checks(report: Report, checked, budget: Budget, opset: int | None) -> None:
+    """The per-rewrite checks left to the as-shipped run: passed where it settled them
+    (settled_checks.settle_checks), else run now, as :func:`_verify` would have."""
+    from .verification.settled_checks import settle_checks
+    t = time.perf_counter()
+    awaiting, report.awaiting_checks = report.awaiting_checks, {}
+    left = settle_checks(report.records, awaiting, report.record_inplace, checked)
+    report.checks_as_shipped = frozenset(i for i in awaiting if i not in left)
+    if left:
+        keep = frozenset(i for i in range(len(report.records)) if i not in left)
+        run = CheckRun(opset or report.opset or 17, tuple(report.verify_on or ("onnxruntime",)), budget.memory)
+        count, checks = verify_records(report.records, run, skip=keep)
+        report.signatures_checked += count
+        report.record_checks.update(checks)
+    report.timings["verify_rewrites"] = report.timings.get("verify_rewrites", 0.0) + time.perf_counter() - t
 
 
 def opsets(current: int | None, opset: int | None, label) -> tuple[int, int]:
@@ -665,7 +688,7 @@ def _baseline_proto(model, m, upgraded: bool):
 
 @paused_gc()  # (many small acyclic objects: see graphs/allocation.py)
 def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget, removed_domains, *,
-            keep_session: bool = False, ship_ahead: bool = False,
+            keep_session: bool = False, ship_ahead: bool = False, settle_checks: bool = False,
             baseline_holders: list | None = None, label=None):
     """Per-rewrite checks, the structural proof and the in-place run (see docs/design.md,
     "Verification").  The in-place run's session (the one whole-model session) builds in a
@@ -680,7 +703,11 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
     ``baseline_holders``: the positions of ``baseline``'s main-graph nodes that hold subgraphs,
     when the input's read found them (rewrite.proto_pass.scan of the model ``baseline`` copies).
     ModelError (``label``: the input) when the output fails strict shape inference at a node of
-    the input's own that contradicts the rewrites' proven shapes (:func:`_contradicting_node`)."""
+    the input's own that contradicts the rewrites' proven shapes (:func:`_contradicting_node`).
+    ``settle_checks``: the model checked is the one the as-shipped run loads (no opset
+    conversion after): the per-rewrite checks that run would settle are left to it
+    (verification/settled_checks.py; ``report.awaiting_checks``, settled by :func:`_check_shipped`)
+    -- only onnxruntime's, only after strict shape inference passed, only of rewrites deferred."""
     from .verification.inplace import start_inplace
     from .verification.structure import structural_diff
     statics, ahead = None, None
@@ -702,8 +729,15 @@ def _verify(report: Report, proto, baseline, result, opset: int, budget: Budget,
                                 ahead=ahead, inferred=inferred[0] if inferred else None)
     started = time.perf_counter() - t2
     t2 = time.perf_counter()
+    awaiting: dict = {}
+    if pending is not None and settle_checks and inferred and tuple(report.verify_on or ("onnxruntime",)) == ("onnxruntime",):
+        from .verification.settled_checks import deferrable_checks
+        awaiting = deferrable_checks(report.records, pending.deferred_positions(), inferred[0])
     run = CheckRun(opset, tuple(report.verify_on or ("onnxruntime",)), budget.memory)
-    report.signatures_checked, report.record_checks = verify_records(report.records, run)
+    report.signatures_checked, report.record_checks = verify_records(report.records, run, skip=frozenset(awaiting))
+    awaiting = {i: c for i, c in awaiting.items() if i not in report.record_checks}  # (a signature checked anyway)
+    report.record_checks.update(awaiting)
+    report.awaiting_checks = awaiting
     report.timings["verify_rewrites"] = time.perf_counter() - t2
     if pending is None:  # nothing replaced: the model is the input (its opset aside)
         return None
@@ -834,10 +868,12 @@ def _convert_function(f, target: int, label):
     return out
 
 
-def verify_records(records: list[RewriteRecord], run: CheckRun) -> tuple[int, dict]:
+def verify_records(records: list[RewriteRecord], run: CheckRun, skip: frozenset = frozenset()) -> tuple[int, dict]:
     """Check each distinct rewrite once (see verification/lowerings.py) as ``run`` says (its opset,
     runtimes, memory budget and seed: ``lowerings.CheckRun``); returns the number of signatures
-    checked and each record's CheckResult by its position in ``records``."""
+    checked and each record's CheckResult by its position in ``records``.  ``skip``: positions
+    not to check (and not returned): those the as-shipped run settles
+    (verification/settled_checks.py); a signature one of them shares with a checked record is checked."""
     from .verification.lowerings import CheckCase, check_on_runtimes, declared_conflict, np_dtype
     groups: dict = {}
     for i, r in enumerate(records):
@@ -846,6 +882,8 @@ def verify_records(records: list[RewriteRecord], run: CheckRun) -> tuple[int, di
         elem = r.elem_type or 1  # slicing does not depend on the dtype: float32 when unknown
         key = (r.spec, r.input_shape, elem, tuple(sorted(r.index_types.items())))
         groups.setdefault(key, []).append((i, r))
+    if skip:
+        groups = {k: recs for k, recs in groups.items() if not all(i in skip for i, _ in recs)}
     cases = []
     for (spec, shape, elem, _), recs in groups.items():
         first = recs[0][1]

@@ -44,6 +44,10 @@ class Report:
     # (verification/records.py), and each one's in-place status by its position in ``updates``
     updates: list = field(default_factory=list)
     update_inplace: dict = field(default_factory=dict)
+    # per-rewrite checks left to the as-shipped run (verification/settled_checks.py): position in
+    # ``records`` -> its CheckResult (also in ``record_checks``), until api._check_shipped settles them
+    awaiting_checks: dict = field(default_factory=dict)
+    checks_as_shipped: frozenset = frozenset()  # ... the positions of those it settled (passed as shipped)
 
     def in_place_records(self) -> list:
         """What the in-place run checks, in the order its statuses are keyed: ``records``, then

@@ -243,6 +243,25 @@ def test_convert_of_distinct_specs_grows_linearly():
     assert inferred_2 <= 2.2 * inferred_1, (inferred_1, inferred_2)
 
 
+def test_distinct_specs_the_as_shipped_run_settles_build_no_check_session(monkeypatch):
+    """Counted, not timed: on the distinct-spec model (every slice a graph output, its lowering
+    static, B and the last axis size-free) no per-rewrite check runs on its own -- none is handed
+    to the checks -- because the as-shipped run settles each one (verification/settled_checks.py);
+    every record's check says so and the conversion is verified."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import distinct_spec_model
+
+    from onnx_slice_tools import convert
+    from onnx_slice_tools.verification import lowerings
+    handed: list = []
+    real = lowerings.check_lowerings
+    monkeypatch.setattr(lowerings, "check_lowerings", lambda cases, *a, **k: handed.append(len(cases)) or
+                        real(cases, *a, **k))
+    rep = convert(distinct_spec_model(200, seed=4)).report
+    assert rep.verified and sum(handed) == 0 and rep.signatures_checked == 0, (handed, rep.verdict)
+    assert len(rep.checks_as_shipped) == len(rep.records) == 200
+
+
 def test_inplace_session_of_a_long_chain_is_built_in_parts(monkeypatch):
     """The in-place run's FAST session of a model above segments.MIN_NODES nodes is built in parts
     of about segments.PART_NODES nodes (onnxruntime's build grows faster than the graph), counted:

@@ -126,9 +126,14 @@ def verdict_text(rep, v: str | None = None) -> str:
         shipped = " and ".join(name for check, name in (("shipped", "onnxruntime"), ("shipped_openvino", "OpenVINO"))
                                if check in rep.model_checks)
         where = ", ".join(rep.verify_on) if rep.verify_on else "onnxruntime"
-        parts = [f"{rep.signatures_checked} distinct rewrites checked in {where}"
-                 + (f", {inplace} checked in place in the whole model" if inplace else "")
-                 + (f", {shipped_too} by their output in the as-shipped run" if shipped_too else "")]
+        settled = len(rep.checks_as_shipped)  # (their per-rewrite checks too: verification/settled_checks.py)
+        clauses = [f"{rep.signatures_checked} distinct rewrites checked in {where}"] \
+            if rep.signatures_checked or not settled else []
+        clauses += [f"{inplace} checked in place in the whole model"] if inplace else []
+        clauses += [f"{shipped_too} by their output in the as-shipped run"
+                    + (f" ({settled} of them needing no per-rewrite check: that run tries every size the check would)"
+                       if settled else "")] if shipped_too else []
+        parts = [", ".join(clauses)]
         if not rep.signatures_checked and updates:  # only slice updates: their checks say it
             parts = []
         return (f"verified ({'; '.join(parts + ([framework] if framework else []))})"

@@ -232,6 +232,12 @@ class InplaceRun:
             result.status = self.passed
         return result
 
+    def deferred_positions(self) -> frozenset:
+        """Positions in ``records`` of the rewrites the first attempt left to the as-shipped run
+        (known from the start, before :meth:`result`: verification/settled_checks.py)."""
+        deferred = self.attempt.taps.deferred
+        return frozenset(i for i, r in enumerate(self.records) if r is not None and id(r) in deferred)
+
     @property
     def awaiting(self) -> dict:
         """After :meth:`result`: output name -> the record of each rewrite left to the as-shipped run."""

@@ -333,7 +333,7 @@ def _dims_compatible(inferred: Dim, planned: Dim, lenient: bool = False) -> bool
     return True
 
 
-def _shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
+def shape_problem(inferred: tuple | None, planned: tuple | None, lenient: bool = False) -> str | None:
     return shape_conflict(inferred, planned, lambda a, b: None if _dims_compatible(a, b, lenient)
                           else f"inferred {a} != planned {b}", "planned ")
 
@@ -460,7 +460,7 @@ def _check_shapes(cases: list[CheckCase], opset: int, proto) -> None:
                 continue
         case.result.inferred_shape = got
         plan_shape = case.lowering.plan.output_shape
-        problem = (_shape_problem(got, plan_shape, lenient=case.lowering.dynamic) if got is not None
+        problem = (shape_problem(got, plan_shape, lenient=case.lowering.dynamic) if got is not None
                    else "no shape inferred")
         if plan_shape is None and got is None:
             problem = None  # unknown rank: nothing to infer

@@ -251,7 +251,7 @@ def test_cli_convert_writes_output_and_report(tmp_path, capsys):
     assert "1/1 StridedSlice rewritten, verified" in capsys.readouterr().out
     report = json.loads(rep.read_text())
     assert report["ok"] and report["rewrites"][0]["spec"] == "x[:, -1]"
-    assert report["rewrites"][0]["checks"]["onnxruntime"] == "passed"
+    assert report["rewrites"][0]["checks"]["onnxruntime"].startswith("passed")  # (or "passed (as shipped: ...)")
     onnx.checker.check_model(onnx.load(dst), full_check=True)
 
 

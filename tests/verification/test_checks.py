@@ -58,7 +58,9 @@ def test_every_element_type_is_checked_or_honestly_skipped(type_name):
     elem = getattr(T, type_name)
     model, spec = slice_model("x[1:3, ::-1]", [4, 5], elem)
     result = convert(model)
-    check = result.report.check_of(0)
+    # the per-rewrite check itself (a static [4, 5] slice's, in a conversion, is settled by the
+    # as-shipped run: verification/settled_checks.py; its verdict is asked below)
+    check = verify_records(result.report.records, CheckRun(17))[1][0]
     assert check.reference_evaluator in ("passed", "not run"), check
     if type_name in NARROW_TYPES:
         # ONNX's Slice has no such type: an honest failure naming it, never a silent pass

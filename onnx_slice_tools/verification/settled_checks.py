@@ -1,0 +1,114 @@
+"""Per-rewrite checks that the as-shipped run settles (docs/design.md, "Per-rewrite checks the
+as-shipped run settles", issue 32).
+
+A per-rewrite check (verification/lowerings.py) runs a rewrite's lowering alone, in onnxruntime,
+at a few input shapes, against the plan's reference, bitwise.  The as-shipped run
+(verification/shipped.py) runs the saved bytes in onnxruntime's default session, and for a
+rewrite the in-place run deferred to it (inplace.start_inplace, ``defer``: a main-graph rewrite
+whose output is a graph output of pure data movement) compares that output bitwise with the
+reference of the tensor that really reached it.  When every input shape the check would try is
+covered by that one run, the check proves nothing more, so it is not run on its own:
+
+* the rewrite is one the in-place run deferred (:meth:`inplace.InplaceRun.deferred_positions`),
+  of the main graph, with a static lowering (no runtime begin/end/strides, no ``Shape``-computed
+  indices);
+* every axis of its input is either a known dim that the check tries at that size only (not one
+  of ``lowerings.relaxed_axes``, which the check also tries smaller), or size-free for it
+  (``lowerings.size_free_axes``: the lowering and the plan keep it whole at every size, so one
+  non-empty size tries them all);
+* the whole model's strict shape inference (checks.static_checks) passed and gives its output
+  the plan's shape and no declared shape of the node contradicts it (what the check's own shape
+  inference would say: :func:`deferrable_checks` asks it of the model that ships).
+
+Such a record gets a CheckResult whose onnxruntime status awaits the as-shipped run
+(:data:`AWAITS`); :func:`settle_checks` then passes it only when its in-place status is the
+as-shipped pass (inplace.AS_SHIPPED) and the tensor that reached it has every known dim as
+declared and every size-free one non-empty.  Any other record -- its as-shipped comparison
+skipped, over budget, failed, or run at a shape that does not cover the check's -- is handed
+back, and the caller runs its per-rewrite check then (api._check_shipped).  Nothing here says
+"passed" before the run that proves it.
+"""
+
+from __future__ import annotations
+
+from .checks import passed, skipped
+from .inplace import AS_SHIPPED, Reference
+from .lowerings import CheckResult, relaxed_axes, shape_problem, size_free_axes
+from ..semantics.plan import declared_conflict
+
+#: the onnxruntime status of a per-rewrite check left to the as-shipped run, until it settles it
+AWAITS = skipped("awaits the as-shipped run")
+#: ... the shape-inference status of such a check: the whole model's, compared with the plan
+INFERRED = passed("the whole model's strict shape inference gives the plan's shape")
+
+
+def _covered(record) -> bool:
+    """Whether one run at ``record``'s in-graph shape tries every size its check would (module doc)."""
+    lowering, shape = record.lowering, record.input_shape
+    if lowering is None or lowering.dynamic or record.index_names or record.graph != "main" or shape is None:
+        return False
+    free, relaxed = size_free_axes(lowering), relaxed_axes(lowering)
+    return all(k in free or isinstance(d, int) and k not in relaxed for k, d in enumerate(shape))
+
+
+def _output_shapes(inferred) -> dict:
+    """Graph output name -> its shape in the strict inference's model (dims: int, name or None)."""
+    out = {}
+    for vi in inferred.graph.output:
+        tt = vi.type.tensor_type
+        out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                             for d in tt.shape.dim) if tt.HasField("shape") else None
+    return out
+
+
+def deferrable_checks(records: list, deferred, inferred) -> dict:
+    """Position in ``records`` -> the awaiting CheckResult of each record whose per-rewrite check
+    the as-shipped run will settle (module doc).  ``deferred``: the positions the in-place run
+    left to the as-shipped run; ``inferred``: the whole model's strict shape inference (a
+    ModelProto; None: it did not pass, and nothing is deferred)."""
+    if inferred is None or not deferred:
+        return {}
+    candidates = [i for i in sorted(deferred) if i < len(records) and records[i].error is None
+                  and _covered(records[i])]
+    if not candidates:
+        return {}
+    shapes = _output_shapes(inferred)
+    out = {}
+    for i in candidates:
+        r = records[i]
+        got, planned = shapes.get(r.output_name), r.lowering.plan.output_shape
+        if got is None or planned is None or shape_problem(got, planned) is not None:
+            continue  # (the check's own shape inference says what is wrong, if anything)
+        if r.declared_output is not None and declared_conflict(r.declared_output, planned):
+            continue
+        out[i] = CheckResult(shape_inference=INFERRED, inferred_shape=got, onnxruntime=AWAITS)
+    return out
+
+
+def settle_checks(records: list, awaiting: dict, inplace: dict, checked) -> list:
+    """After the as-shipped run: each awaiting CheckResult (``awaiting``, from
+    :func:`deferrable_checks`) passes when ``inplace`` (position -> in-place status) holds the
+    as-shipped pass for it and the tensor that reached it in ``checked`` (the checked run,
+    inplace.CheckedRun, or None) covers the check's sizes.  Returns the positions not settled:
+    their per-rewrite checks are still to run."""
+    outputs = checked.outputs if checked is not None else {}
+    left = []
+    for i, result in awaiting.items():
+        r = records[i]
+        ref = outputs.get(r.output_name)
+        reached = tuple(ref.x.shape) if isinstance(ref, Reference) else None
+        if inplace.get(i) != AS_SHIPPED or reached is None or not _reached_covers(r, reached):
+            left.append(i)
+            continue
+        free = any(not isinstance(d, int) for d in r.input_shape)
+        result.onnxruntime = passed(f"as shipped: the saved model's default run gave its reference output "
+                                    f"bitwise at input {list(reached)}"
+                                    + ("; the check's other sizes are of axes nothing reads" if free else ""))
+        result.tried_shapes = [reached]
+    return left
+
+
+def _reached_covers(record, reached: tuple) -> bool:
+    """Each known dim of ``record``'s input as declared in ``reached``, each other one non-empty."""
+    shape = record.input_shape
+    return len(reached) == len(shape) and all(s == d if isinstance(d, int) else s >= 1 for s, d in zip(reached, shape))
