@@ -180,5 +180,5 @@ def test_identity_reshapes_left_by_tf2onnx_are_dropped_from_a_keras_model(tmp_pa
     assert sum(ours.values()) <= sum(theirs.values()), (ours, theirs)
     assert drop_identity_reshapes(native) >= 1 and drop_identity_reshapes(result.model) == 0
     with pytest.MonkeyPatch.context() as mp:  # the export without the step keeps them
-        mp.setattr(sources, "drop_identity_reshapes", lambda model, renamed=None: 0)
+        mp.setattr(sources, "drop_identity_reshapes", lambda model: 0)
         assert drop_identity_reshapes(sources.load_source(tmp_path / "m.keras")) >= 1
