@@ -83,7 +83,7 @@ def _convert(model, **options):
 def _blind(monkeypatch):
     """The per-rewrite check passes whatever the lowering (a planted bug must then be caught in
     place, by the converted model's own run)."""
-    monkeypatch.setattr(update_checks, "check_records", lambda records: [PASSED] * len(records))
+    monkeypatch.setattr(update_checks, "check_records", lambda records, *budget: [PASSED] * len(records))
 
 
 @pytest.mark.parametrize("grow", [False, True], ids=["stacked", "carried"])
@@ -330,3 +330,24 @@ def test_a_cache_write_in_an_if_branch_is_checked_in_place(monkeypatch):
     rep = _convert(_if_model())
     assert rep.update_inplace[0].startswith("failed: cache [1, 8, 4], new [1, 1, 4], idx ["), rep.statuses()
     assert rep.verdict == "failed"
+
+
+def test_a_per_rewrite_check_over_the_memory_budget_is_skipped_never_run_past_it(monkeypatch):
+    """The check's tensors come from the record's declared shapes: a declared cache of 64 MiB
+    under a 16 MiB budget is not drawn (its check says skipped, naming the option; the
+    conversion stays unverified, never failed nor verified); under the default budget it runs."""
+    def big():
+        nodes = [helper.make_node("XlaDynamicUpdateSlice", ["cache", "new", "idx"], ["cache_out"], name="dus")]
+        return _model(nodes, [helper.make_tensor_value_info("cache", F, [16, 1024, 1024]),
+                              helper.make_tensor_value_info("new", F, [16, 1, 1024]),
+                              helper.make_tensor_value_info("idx", I64, [3])],
+                      [helper.make_tensor_value_info("cache_out", F, [16, 1024, 1024])])
+    ran = []
+    real = update_checks.runtimes.onnxruntime_session
+    monkeypatch.setattr(update_checks.runtimes, "onnxruntime_session", lambda *a, **k: ran.append(1) or real(*a, **k))
+    rep = convert(big(), verify_memory=16 * 2 ** 20).report
+    assert ran == [] and rep.updates[0].check.startswith("skipped: needs ~") and "(--verify-memory)" in rep.updates[0].check
+    status = rep.model_checks["slice_updates"]
+    assert status.startswith("skipped: ") and "1 of 1 not checked against the reference (node 'dus': needs ~" in status
+    assert rep.verdict.startswith("unverified ("), rep.statuses()
+    assert update_checks.check_record(rep.updates[0]).startswith("passed"), rep.updates[0].check  # the default budget
