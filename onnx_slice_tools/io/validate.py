@@ -45,6 +45,8 @@ Linear in nodes and tensors, the proof much cheaper than the walk.
 
 from __future__ import annotations
 
+from math import prod
+from operator import attrgetter
 from typing import Any, NoReturn
 
 from ..errors import ModelError
@@ -70,6 +72,8 @@ RAW_UPDATE_INPUTS = {"XlaDynamicUpdateSlice": 3, "TFL_DYNAMIC_UPDATE_SLICE": 3, 
                      "TensorStridedSliceUpdate": 5, "StridedSliceGrad": 5, "TFL_GELU": 1, "Erfc": 1}
 _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
                 "uint64_data")
+#: a tensor's type, location, dims and typed data fields, read in one call
+_TENSOR_FIELDS = attrgetter("data_type", "data_location", "dims", *_DATA_FIELDS[1:])
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
@@ -378,43 +382,49 @@ class _Validator:
                 self.graph(g, f"{where} > {n.op_type} {_q(name)}.{a.name}", outer=scope)
 
     # ------------------------------------------------------------------ tensors
-    def tensor(self, t, field: str, node: str | None = None) -> None:
-        n = 1
-        for k, d in enumerate(t.dims):
-            if d < 0:
-                self.fail(f"{field}: dim {k} is {d} (dims must be >= 0)", node=node)
-            n *= d
+    def tensor(self, t, field: str, node: str | None = None) -> int | None:
+        """Check a tensor's dims, type and data against each other; returns its data type, or
+        None when its data is external (checked by :meth:`external`)."""
+        dt, location, dims, *data = _TENSOR_FIELDS(t)  # (one read of each field: many small tensors)
+        rank = len(dims)
+        n = dims[0] if rank == 1 else prod(dims) if rank else 1  # (indexing a protobuf container costs less)
+        if n < 0 or rank > 1 and min(dims) < 0:
+            k = next(k for k, d in enumerate(dims) if d < 0)
+            self.fail(f"{field}: dim {k} is {dims[k]} (dims must be >= 0)", node=node)
         if n > MAX_TENSOR_ELEMENTS:
-            self.fail(f"{field}: {n} elements (dims {list(t.dims)}): too large to be a usable tensor", node=node)
-        dt = t.data_type
+            self.fail(f"{field}: {n} elements (dims {list(dims)}): too large to be a usable tensor", node=node)
         if dt not in _BITS and dt != _STRING:
             self.fail(f"{field}: unknown data_type {dt}", node=node)
-        if t.data_location == 1:  # EXTERNAL
+        if location == 1:  # EXTERNAL
             self.external(t, field, n, node)
-            return
+            return None
         if t.HasField("raw_data"):
             if dt == _STRING:
                 self.fail(f"{field}: a string tensor cannot use raw_data", node=node)
-            typed = next((f for f in _DATA_FIELDS[1:] if len(getattr(t, f))), None)
-            if typed:
+            counts = list(map(len, data))
+            if any(counts):
+                typed = _DATA_FIELDS[1 + next(k for k, c in enumerate(counts) if c)]
                 self.fail(f"{field}: data in both raw_data and {typed} (which one?)", node=node)
             want = (n * _BITS[dt] + 7) // 8
             if want > RAW_CHECK_BYTES:
-                return  # reading the length copies the bytes: left to the checker
+                return dt  # reading the length copies the bytes: left to the checker
             got = len(t.raw_data)
             if got != want:
-                self.fail(f"{field}: raw_data has {got} bytes, dims {list(t.dims)} of data_type {dt} need {want}",
+                self.fail(f"{field}: raw_data has {got} bytes, dims {list(dims)} of data_type {dt} need {want}",
                           node=node)
-            return
+            return dt
         name, per = _TYPED.get(dt, ("int32_data", None))  # sub-byte types: packed in int32_data
-        for other in _DATA_FIELDS[1:]:
-            if other != name and len(getattr(t, other)):
-                self.fail(f"{field}: data of type {dt} cannot be in {other} (expected {name})", node=node)
+        at = _DATA_FIELDS.index(name) - 1
+        counts = list(map(len, data))
+        got = counts[at]
+        if sum(counts) != got:
+            other = _DATA_FIELDS[1 + next(k for k, c in enumerate(counts) if c and k != at)]
+            self.fail(f"{field}: data of type {dt} cannot be in {other} (expected {name})", node=node)
         if per is None:
-            return
-        got = len(getattr(t, name))
+            return dt
         if got != n * per:
-            self.fail(f"{field}: {name} has {got} values, dims {list(t.dims)} need {n * per}", node=node)
+            self.fail(f"{field}: {name} has {got} values, dims {list(dims)} need {n * per}", node=node)
+        return dt
 
     def external(self, t, field: str, n: int, node) -> None:
         entries = {e.key: e.value for e in t.external_data}
@@ -496,8 +506,8 @@ class _Fast:
             return False
         if not (self.values(g.input, "input", main) and self.values(g.output, "output", False)
                 and self.values(g.value_info, "value_info", False)
-                and all(self.tensor(t) for t in g.initializer)
-                and all(self.tensor(st.values) and self.tensor(st.indices) for st in g.sparse_initializer)):
+                and self.tensors(g.initializer)
+                and all(self.tensors((st.values, st.indices)) for st in g.sparse_initializer)):
             return False
         defined = set(outer)
         defined.update(inputs, names)
@@ -523,12 +533,19 @@ class _Fast:
                 return False
         return True
 
-    def tensor(self, t) -> bool:
-        if t.data_location == 1:
-            self.external = True
-        elif t.data_type == _STRING and not _utf8(t.string_data):
+    def tensors(self, tensors) -> bool:
+        """Each tensor by the validator's own check; string data also for UTF-8 (bytes in the view)."""
+        check = self.v.tensor
+        try:
+            for t in tensors:
+                dt = check(t, "")
+                if dt is None:
+                    self.external = True
+                elif dt == _STRING and not _utf8(t.string_data):
+                    return False
+        except ModelError:
             return False
-        return self.passes(self.v.tensor, t, "")
+        return True
 
     def nodes(self, nodes, defined: set, outputs) -> bool:
         """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
@@ -538,16 +555,15 @@ class _Fast:
         defined.add("")  # an empty input is no input, an empty output no output
         before, count = len(defined), 0
         subgraphs = []
+        version = self.v.onnx_version
         for n in nodes:
-            ins = n.input
+            ins, outs, op, domain, attributes = _NODE_FIELDS(n)
             if not known(ins):
                 return False
-            op = n.op_type
-            key = (op, n.domain, len(ins), len(n.output), self.v.onnx_version, tuple(n.attribute))
+            key = (op, domain, len(ins), len(outs), version, tuple(attributes))
             verdict = verdict_of(key)
             if verdict is None:
                 verdict = verdicts[key] = self.node_verdict(n)
-            outs = n.output
             if verdict is not _OK:
                 if verdict is _BAD:
                     return False
@@ -558,10 +574,7 @@ class _Fast:
                     if not known(_needs(real)):
                         return False
                     subgraphs.append(real)
-            if op == "StridedSlice" and (len(ins) not in (3, 4) or len(outs) != 1 or not outs[0]):
-                return False
-            if op in RAW_UPDATE_INPUTS and (len(ins) != RAW_UPDATE_INPUTS[op] or not all(ins) or len(outs) != 1
-                                            or not outs[0]):
+            if op in _ONE_OUTPUT and not _one_output_node(op, ins, outs):
                 return False
             if len(outs) == 1:  # the common case, without the iterator
                 define_one(outs[0])
@@ -620,6 +633,19 @@ class _Fast:
 
 
 _OK, _BAD, _EXTERNAL, _SUBGRAPH = "ok", "bad", "external", "subgraph"
+#: a node's inputs, outputs, op type, domain and attributes, read in one call
+_NODE_FIELDS = attrgetter("input", "output", "op_type", "domain", "attribute")
+#: the ops read by the package itself, whose input and output counts :meth:`_Validator.node` checks
+_ONE_OUTPUT = frozenset({"StridedSlice", *RAW_UPDATE_INPUTS})
+
+
+def _one_output_node(op: str, ins, outs) -> bool:
+    """Whether a StridedSlice or raw slice-update node passes :meth:`_Validator.node`'s count checks."""
+    if len(outs) != 1 or not outs[0]:
+        return False
+    if op == "StridedSlice":
+        return len(ins) in (3, 4)
+    return len(ins) == RAW_UPDATE_INPUTS[op] and all(ins)
 
 
 def _has_external_attribute(node) -> bool:

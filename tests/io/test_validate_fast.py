@@ -369,3 +369,38 @@ def test_the_raw_update_ops_the_validator_reads_are_the_rewrite_seams():
     from onnx_slice_tools.io.validate import RAW_UPDATE_INPUTS
     from onnx_slice_tools.rewrite.updates import SEAMS
     assert set(RAW_UPDATE_INPUTS) == set(SEAMS)
+
+
+@pytest.mark.parametrize("dims, data, message", [
+    ([-2, -3], [0] * 6, "dim 0 is -2"),           # negative dims whose product is positive
+    ([2, -1, 0], [], "dim 1 is -1"),              # ... or zero
+    ([-1], [], "dim 0 is -1"),
+    ([], [5], None),                              # a scalar: one value
+    ([], [], "int32_data has 0 values, dims [] need 1"),
+    ([0, 3], [], None),
+    ([2, 3], [0] * 5, "int32_data has 5 values, dims [2, 3] need 6"),
+])
+def test_tensor_dims_against_data_same_verdict_and_message(dims, data, message):
+    """The tensor check reads dims by rank (a scalar, one dim, several): the first negative dim
+    is named even when the product of the dims is positive or zero, and the count of values
+    is held to the product, by both paths."""
+    proto = hostile.base_tf()
+    t = proto.graph.initializer[0]
+    del t.dims[:], t.int32_data[:]
+    t.dims.extend(dims)
+    t.int32_data.extend(data)
+    got = _assert_same(proto)
+    assert (got is None) if message is None else (message in got)
+
+
+@pytest.mark.parametrize("field", ["float_data", "int64_data", "raw_data"])
+def test_tensor_data_in_a_second_field_same_verdict_and_message(field):
+    proto = hostile.base_tf()
+    t = proto.graph.initializer[0]  # int32 data
+    if field == "raw_data":
+        t.raw_data = b"\0" * 4 * len(t.int32_data)
+        want = "data in both raw_data and int32_data"
+    else:
+        getattr(t, field).append(1)
+        want = f"cannot be in {field} (expected int32_data)"
+    assert want in _assert_same(proto)
