@@ -54,8 +54,9 @@ def test_unknown_onnx_ir_version_imports_plainly():
 
 
 _SIDE_EFFECTS = """
-import gc, sys
+import gc, os, sys
 before = set(sys.modules)
+blas_threads = os.environ.get("OPENBLAS_NUM_THREADS")
 import onnx_slice_tools
 import onnx_slice_tools.api
 from onnx_slice_tools.rewrite import ir_pass
@@ -74,6 +75,7 @@ from bench import synthetic_model
 result = convert(synthetic_model(4, False), verify=False)
 assert result.report.rewritten == 4
 assert gc.isenabled()
+assert os.environ.get("OPENBLAS_NUM_THREADS") == blas_threads  # (the program's setting only: cli.startup)
 print("ok", bool(seen) and all(seen))  # the collector ran during convert
 """
 
@@ -87,6 +89,32 @@ def test_importing_and_converting_leave_the_process_alone():
                          cwd=str(ROOT), timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok", "True"], out.stdout
+
+
+_BLAS = """
+import os, sys
+import onnx_slice_tools.cli as cli
+import onnx_slice_tools.cli.main as program
+program.run = lambda: print(os.environ.get("OPENBLAS_NUM_THREADS"), "numpy" in sys.modules)
+cli.entry()
+del os.environ["OPENBLAS_NUM_THREADS"]
+from onnx_slice_tools.cli import startup
+unset, chosen = {}, {"OPENBLAS_NUM_THREADS": "4"}
+print(startup.one_blas_thread(unset), unset, startup.one_blas_thread(chosen), chosen)
+import numpy
+print(startup.one_blas_thread({}))
+"""
+
+
+def test_the_program_asks_openblas_for_one_thread_unless_the_user_chose():
+    """The program's start (cli.entry) sets OPENBLAS_NUM_THREADS=1 before numpy loads; a count
+    the user set, or a numpy already loaded, is left alone."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", _BLAS], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["1 False", "True {'OPENBLAS_NUM_THREADS': '1'} False {'OPENBLAS_NUM_THREADS': '4'}",
+                                       "False"]
 
 
 def test_cleanup_that_changes_nothing_leaves_the_model_as_rewritten(tmp_path):

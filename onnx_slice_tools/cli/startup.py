@@ -7,6 +7,8 @@ builds millions of objects for a big model and each full collection rescans them
 makes the cost superlinear; the replaced nodes' reference cycles wait for
 the collection that follows re-enabling.
 
+:func:`one_blas_thread`: numpy's OpenBLAS asked for one thread (none of its routines is used).
+
 :func:`install_lazy_sympy`: onnx-ir imports sympy (a large import) at import time, though it needs
 it only for arithmetic on symbolic dims, which the rewrite never does.
 
@@ -77,6 +79,23 @@ def gc_paused():
         yield
     finally:
         gc.enable()
+
+
+#: the environment variable OpenBLAS (numpy's BLAS) reads its thread count from at load time
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def one_blas_thread(environ=os.environ) -> bool:
+    """Ask OpenBLAS, before numpy loads it, for one thread, unless the user chose a count
+    (``OPENBLAS_NUM_THREADS`` set, or numpy already imported: then nothing is done).  At load
+    OpenBLAS starts a worker per extra core, and each spins a while waiting for work: CPU
+    spent in every process that imports numpy, while the package calls no BLAS routine (its
+    numpy work is data movement; the models run in onnxruntime, with its own threads).  The
+    setting is inherited by the processes the command starts (batch workers, tf2onnx)."""
+    if BLAS_THREADS in environ or "numpy" in sys.modules:
+        return False
+    environ[BLAS_THREADS] = "1"
+    return True
 
 
 def install_lazy_sympy() -> bool:
