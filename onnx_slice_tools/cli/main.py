@@ -97,6 +97,8 @@ def cmd_convert(args) -> int:
     if not args.quiet:  # with the report on stdout, stdout holds only the report
         print(one_line(f"{src} -> {dst}: {', '.join(done)}, {verdict_text(rep, v)}"),
               file=sys.stderr if args.report == "-" else sys.stdout)
+    from ..verification.runtimes import release
+    release(result)  # (the program ends next without teardown: the model and report are not freed)
     return EXIT_OK
 
 
