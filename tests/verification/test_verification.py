@@ -273,6 +273,13 @@ def _two_slices():
                   [_ints("b", [0, 0]), _ints("e", [0, 0]), _ints("s", [1, 2])])
 
 
+def _three_slices():
+    nodes = [_ss("x", "b", "e", "s", f"y{k}", begin_mask=3, end_mask=k) for k in range(3)]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                  [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, None) for k in range(3)],
+                  [_ints("b", [0, 1]), _ints("e", [1, 5]), _ints("s", [1, 2])])
+
+
 def test_in_place_check_catches_a_tampered_slice():
     from onnx_slice_tools.verification.inplace import run_inplace
     result = convert(_two_slices())
@@ -758,6 +765,13 @@ def test_the_verdicts_shortcut_for_all_passed_agrees_with_every_status():
     rep = convert(model).report
     del rep.model_checks["shipped"]
     reports.append(rep)
+    from dataclasses import replace as replaced
+    for status in ("failed: tampered", "skipped: tampered"):  # one record's own check, the others' passed
+        rep = convert(_three_slices()).report
+        assert len(rep.records) == 3 and rep.verified
+        first = rep.record_checks[0]
+        rep.record_checks = {0: first, 1: replaced(first), 2: replaced(first, onnxruntime=status)}
+        reports.append(rep)
     seen = set()
     for rep in reports:
         assert isinstance(rep, Report)
