@@ -55,9 +55,10 @@ def cmd_convert(args) -> int:
     options = dict(flavor=args.flavor, opset=args.opset, verify=not args.no_verify, strict=args.strict,
                    verify_memory=args.verify_memory, cleanup=not args.no_cleanup, target=args.target,
                    verify_on=args.verify_on, fix_slices=args.fix_slices)
-    from ..frontends.sources import parse_input_ranges, parse_input_shapes, source_files, source_kind
+    from ..io.files import source_kind
     framework = source_kind(src)
     if framework:  # .tflite / SavedModel / Keras: tf2onnx with StridedSlice kept, then the normal path
+        from ..frontends.sources import parse_input_ranges, parse_input_shapes, source_files
         result = convert(src, input_shapes=parse_input_shapes(args.inputs), output_names=args.outputs,
                          signature=args.signature, input_ranges=parse_input_ranges(args.input_range), **options)
     else:
@@ -71,6 +72,7 @@ def cmd_convert(args) -> int:
     inputs = result.input_files()  # the model and every data file it reads
     if framework:
         from ..io.files import FileId
+        from ..frontends.sources import source_files
         inputs += [FileId.of(f) for f in source_files(src)]
     check_convert_outputs(src, dst, report_file, inputs)
     if args.report:
