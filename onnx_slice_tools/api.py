@@ -443,7 +443,7 @@ def _pipeline(source, report: Report, ctx: Context, holder) -> ConvertResult | N
     if verify:  # last: the bytes ConvertResult.save writes
         _check_shipped(report, proto, checked, budget, inplace, ctx.calibration, opset=lower_opset)
     from .verification.runtimes import release  # (a process that ends next keeps them: freeing costs time)
-    release((baseline, shapes, result, inplace, checked))
+    release((shapes, result, inplace, checked))
     return holder.result(proto, report, m)
 
 
