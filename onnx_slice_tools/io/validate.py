@@ -74,6 +74,10 @@ _DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_da
                 "uint64_data")
 #: a tensor's type, location, dims and typed data fields, read in one call
 _TENSOR_FIELDS = attrgetter("data_type", "data_location", "dims", *_DATA_FIELDS[1:])
+#: :data:`_TYPED` with each field's position among the typed data fields (``_TENSOR_FIELDS[3:]``)
+_TYPED_AT = {dt: (name, per, _DATA_FIELDS.index(name) - 1) for dt, (name, per) in _TYPED.items()}
+_PACKED_AT = ("int32_data", None, _DATA_FIELDS.index("int32_data") - 1)  # sub-byte types: no count
+_KNOWN_TYPES = frozenset([*_BITS, _STRING])
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
@@ -393,7 +397,7 @@ class _Validator:
             self.fail(f"{field}: dim {k} is {dims[k]} (dims must be >= 0)", node=node)
         if n > MAX_TENSOR_ELEMENTS:
             self.fail(f"{field}: {n} elements (dims {list(dims)}): too large to be a usable tensor", node=node)
-        if dt not in _BITS and dt != _STRING:
+        if dt not in _KNOWN_TYPES:
             self.fail(f"{field}: unknown data_type {dt}", node=node)
         if location == 1:  # EXTERNAL
             self.external(t, field, n, node)
@@ -413,12 +417,10 @@ class _Validator:
                 self.fail(f"{field}: raw_data has {got} bytes, dims {list(dims)} of data_type {dt} need {want}",
                           node=node)
             return dt
-        name, per = _TYPED.get(dt, ("int32_data", None))  # sub-byte types: packed in int32_data
-        at = _DATA_FIELDS.index(name) - 1
-        counts = list(map(len, data))
-        got = counts[at]
-        if sum(counts) != got:
-            other = _DATA_FIELDS[1 + next(k for k, c in enumerate(counts) if c and k != at)]
+        name, per, at = _TYPED_AT.get(dt, _PACKED_AT)  # sub-byte types: packed in int32_data
+        got = len(data[at])
+        if sum(map(len, data)) != got:
+            other = _DATA_FIELDS[1 + next(k for k, values in enumerate(data) if len(values) and k != at)]
             self.fail(f"{field}: data of type {dt} cannot be in {other} (expected {name})", node=node)
         if per is None:
             return dt
