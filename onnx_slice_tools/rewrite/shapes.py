@@ -49,6 +49,9 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
         if len(keep) == len(table):
             keep = None
+        elif keep[-1] == len(keep) - 1:  # (the first nodes: the common case, slices of the columns)
+            m = len(keep)
+            table = NodeTable.from_columns(table.ops[:m], table.domains[:m], table.inputs[:m], table.outputs[:m], [])
         else:
             table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
                                            [table.inputs[k] for k in keep], [table.outputs[k] for k in keep], [])
@@ -116,7 +119,7 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: No
                  if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
     if not positions:
         return inferred
-    planner = _SlicePlanner(sk, flavor)
+    planner = _SlicePlanner(sk, flavor, table)
     part = _rounds_in_part(sk, inferred, planner, table, names)
     if part is not None:
         return part
@@ -128,14 +131,19 @@ class _SlicePlanner:
     its plan's output shape, or None (no flavour, runtime index inputs, a spec or plan error).
     Caches per distinct pattern: models repeat them."""
 
-    def __init__(self, sk, flavor: str | None):
+    def __init__(self, sk, flavor: str | None, table: NodeTable | None = None):
         import onnx
         g = sk.graph
         overridable = {vi.name for vi in g.input}
         self.inits = {t.name: t for t in g.initializer if t.name not in overridable}
-        self.constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == ""
-                          and len(n.output) == 1 and len(n.attribute) == 1
-                          and n.attribute[0].name in ("value", "value_int", "value_ints")}
+        nodes = g.node
+        if table is None:  # (``table``: of sk's main graph, whose columns spare reading every node)
+            found = (n for n in nodes if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1)
+        else:
+            found = (nodes[k] for k, (op, domain, outs) in enumerate(zip(table.ops, table.domains, table.outputs))
+                     if op == "Constant" and domain == "" and len(outs) == 1)
+        self.constants = {n.output[0]: n for n in found
+                          if len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
         self.flavor = flavor
         self.read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
         self.parsed: dict = {}  # (index inputs, attributes, domain) -> spec or None
@@ -335,6 +343,10 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
     return out
 
 
+#: the prefix of the symbols onnx's shape inference makes up for dims it cannot name (``unk__N``)
+_MADE_UP = b"unk__"
+
+
 def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
                 infer):
     """Infer the main-graph nodes of ``sk`` at positions ``part`` (in order) in a model of their
@@ -382,20 +394,23 @@ def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, typ
             g.output.append(outputs[name])
         types.pop(name, None)
     result = infer(sub)
+    # (made-up symbols are named _MADE_UP...: none in the answer, nothing to rename -- a check in
+    # C of its bytes instead of a walk over every dim in Python)
+    made_up = _MADE_UP in result.SerializeToString()
     renamed: dict = {}
     for vi in itertools.chain(result.graph.value_info, result.graph.output):
         name = vi.name
         if name not in own:
             continue
         t = vi.type
-        if t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
+        if made_up and t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
             for d in t.tensor_type.shape.dim:
                 param = d.dim_param
                 if param and param not in existing:
                     if param not in renamed:
                         fresh_name = param
                         while fresh_name in used:
-                            fresh_name = f"unk__{next(fresh)}"
+                            fresh_name = f"{_MADE_UP.decode()}{next(fresh)}"
                         renamed[param] = fresh_name
                         used.add(fresh_name)
                     d.dim_param = renamed[param]
@@ -487,7 +502,12 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, ke
     sk.functions.extend(proto.functions)
     g, src = sk.graph, proto.graph
     g.name = src.name
-    g.node.extend(src.node if keep is None else [src.node[k] for k in keep])
+    if keep is None or keep and keep[-1] == len(keep) - 1:  # (all nodes, or the first ones: copied in C)
+        g.node.extend(src.node)
+        if keep is not None:
+            del g.node[len(keep):]
+    else:
+        g.node.extend([src.node[k] for k in keep])
     declared = {vi.name for vi in src.input}
     g.input.extend(src.input)
     for t in src.initializer:
