@@ -274,10 +274,15 @@ def _rounds_in_part(header, nodes, planner: _SlicePlanner, table: NodeTable, nam
         return None
     producer: dict[str, int] = {}
     consumers: dict[str, list[int]] = {}
+    readers = consumers.get
     for position, (ins, outs) in enumerate(zip(table.inputs, table.outputs)):
         for name in ins:
             if name:
-                consumers.setdefault(name, []).append(position)
+                at = readers(name)
+                if at is None:
+                    consumers[name] = [position]
+                else:
+                    at.append(position)
         for name in outs:
             if name:
                 if name in producer or name in consumers:  # produced twice, or read before it is produced
@@ -345,7 +350,7 @@ def _rounds_in_part(header, nodes, planner: _SlicePlanner, table: NodeTable, nam
         changed: Any = ()
         if affected:
             changed = _infer_part(header, nodes, table, sorted(affected), producer, initializers, outputs, types, inputs,
-                                  used, fresh, infer)
+                                  used, fresh, infer, names, consumers)
         candidates = sorted({k for name in itertools.chain(changed, (vi.name for vi in planned))
                              for k in consumers.get(name, ()) if is_slice[k]})
     out = onnx.ModelProto()
@@ -448,11 +453,13 @@ _MADE_UP = b"unk__"
 
 
 def _infer_part(sk, nodes, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
-                infer):
+                infer, wanted=None, consumers=None):
     """Infer the main-graph nodes ``nodes`` at positions ``part`` (in order) in a model of their
     own (``sk``'s IR version, opsets and graph name); update ``types`` with what it derives for
     their outputs (renaming made-up symbols that meet one in ``used``).  Returns the names of
-    their outputs (a view of a dict's keys)."""
+    their outputs (a view of a dict's keys).  ``wanted`` (a set) and ``consumers`` (value ->
+    positions of the nodes reading it): only the types of the outputs in ``wanted`` or read
+    outside the part are needed later (see :func:`_take_wanted`); None: every one."""
     import onnx
     sub = onnx.ModelProto()
     sub.ir_version = sk.ir_version
@@ -498,6 +505,9 @@ def _infer_part(sk, nodes, table: NodeTable, part, producer, initializers, outpu
     # (made-up symbols are named _MADE_UP...: none in the answer, nothing to rename -- a check in
     # C of its bytes instead of a walk over every dim in Python)
     made_up = _MADE_UP in answer[0]
+    if not made_up and wanted is not None and \
+            _take_wanted(result, own, outputs, wanted, part, consumers, table.inputs, types):
+        return own.keys()
     renamed: dict = {}
     for vi in itertools.chain(result.graph.value_info, result.graph.output):
         name = vi.name
@@ -517,6 +527,34 @@ def _infer_part(sk, nodes, table: NodeTable, part, producer, initializers, outpu
                     d.dim_param = renamed[param]
         types[name] = t
     return own.keys()
+
+
+def _take_wanted(result, own: dict, outputs: dict, wanted: set, part, consumers: dict, node_inputs: list,
+                 types: dict) -> bool:
+    """Put into ``types`` the types :func:`_infer_part`'s ``result`` gives the outputs of its
+    nodes (``own``) that anything may read later: those in ``wanted`` (the caller's), graph
+    outputs (``outputs``), and those read by a node outside ``part`` or by a node reading another
+    value too (a later round may infer it again, without this part) -- without reading every
+    value's entry: inference lists the values it typed in the order the nodes make them, so
+    when there are as many entries as outputs, the one at each needed output's place is taken,
+    checked by its name.  False (nothing put) when that does not hold: the caller reads every
+    entry.  ``consumers``: value -> positions of the nodes reading it; ``node_inputs``: the
+    inputs of the node at each position."""
+    value_info = result.graph.value_info
+    expected = [name for name in own if name not in outputs]
+    if len(value_info) != len(expected):
+        return False
+    inside = set(part)
+    picked = []
+    for i, name in enumerate(expected):
+        if name in wanted or any(k not in inside or len(node_inputs[k]) != 1 for k in consumers.get(name, ())):
+            vi = value_info[i]
+            if vi.name != name:
+                return False
+            picked.append(vi)
+    for vi in itertools.chain(picked, (vi for vi in result.graph.output if vi.name in own)):
+        types[vi.name] = vi.type
+    return True
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:

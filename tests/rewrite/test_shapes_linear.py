@@ -157,6 +157,38 @@ def test_some_random_models_leave_nodes_out_and_keep_others():
     assert "Neg" in left_out and kept > 0
 
 
+def test_a_node_inferred_again_reads_what_an_earlier_part_typed(monkeypatch):
+    """A Concat after two slices planned in two rounds is inferred in both; the second time it
+    reads a value of the first round's part, which that part must have kept although only its
+    own nodes read it (shapes._take_wanted), and the values asked for get the whole graph's
+    types."""
+    def sliced(src, expr, out):
+        spec = from_index_expr(expr)
+        inits = [helper.make_tensor(f"{nm}_{out}", TensorProto.INT32, [spec.n], list(vals))
+                 for nm, vals in (("b", spec.begin), ("e", spec.end), ("s", spec.strides))]
+        node = helper.make_node("StridedSlice", [src, *(i.name for i in inits)], [out], domain=TF,
+                                **{m: getattr(spec, m) for m in MASKS})
+        return node, inits
+    s1, i1 = sliced("x", "x[:, 1:]", "s1")
+    s2, i2 = sliced("n2", "x[:, 1:]", "s2")
+    s3, i3 = sliced("cat", "x[..., :2]", "s3")
+    nodes = [s1, helper.make_node("Neg", ["s1"], ["n1"]), helper.make_node("Neg", ["n1"], ["n2"]), s2,
+             helper.make_node("Neg", ["s2"], ["n3"]), helper.make_node("Concat", ["n1", "n3"], ["cat"], axis=1), s3,
+             helper.make_node("Neg", ["s3"], ["y"])]
+    graph = helper.make_graph(nodes, "again", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 6, 5, "W"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], i1 + i2 + i3)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TF, 1)])
+    kw = {"names": {i for n in nodes if n.op_type == "StridedSlice" for i in n.input}, "has_subgraphs": False}
+    took = []
+    real = shapes._take_wanted
+    with monkeypatch.context() as m:
+        m.setattr(shapes, "_take_wanted", lambda *a: took.append(real(*a)) or took[-1])
+        got = derive_shapes(model, **kw)
+    assert any(took)
+    assert got["cat"] == (TensorProto.FLOAT, ("B", 9, 5, "W"))
+    assert got == _whole(monkeypatch, model, **kw)
+
+
 @pytest.mark.parametrize("n,slices", [(60, 6), (60, 60), (200, 20)])
 def test_chains_get_every_shape(n, slices, monkeypatch):
     """Every value of a chain of slices in series gets its shape, as the whole-graph rounds give it."""
