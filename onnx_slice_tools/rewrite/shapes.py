@@ -440,7 +440,10 @@ def _silent(header, nodes, table: NodeTable, outputs: dict, producer: dict, infe
         del node.output[:]
         node.output.extend(names_out)
         probe_outputs.append([o for o in names_out if o])
-    answer = infer(probe)
+    try:
+        answer = infer(probe)
+    except Exception:  # (no answer: every node stays, as in the whole graph)
+        return set()
     typed = {vi.name for vi in itertools.chain(answer.graph.value_info, answer.graph.output)}
     answers = {key: not any(o in typed for o in outs) for key, outs in zip(met, probe_outputs)}
     if all(answers.values()):

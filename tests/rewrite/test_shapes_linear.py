@@ -189,6 +189,28 @@ def test_a_node_inferred_again_reads_what_an_earlier_part_typed(monkeypatch):
     assert got == _whole(monkeypatch, model, **kw)
 
 
+def test_no_answer_of_the_probe_leaves_every_node_in(monkeypatch):
+    """When the probe of shapes._silent gets no answer (inference raised), nothing is left out of
+    round 0, and the chain still gets every shape."""
+    model = bench.chain_model(60, 6, shape=("B", 3, 4))
+    real = shape_inference.infer
+    probes: list = []
+
+    def failing_probe(m, strict=False, **kw):
+        proto = m if not isinstance(m, bytes) else onnx.load_from_string(m)
+        if any(i.startswith("in0_") for n in proto.graph.node for i in n.input):
+            probes.append(len(proto.graph.node))
+            raise RuntimeError("no answer")
+        return real(m, strict, **kw)
+    with monkeypatch.context() as m:
+        m.setattr(shape_inference, "infer", failing_probe)
+        got = derive_shapes(model)
+        silent = shapes._silent(skeleton(model, keep=(), outputs=True), model.graph.node, NodeTable(model.graph), {},
+                                {}, failing_probe)
+    assert probes and silent == set()
+    assert got == _whole(monkeypatch, model)
+
+
 @pytest.mark.parametrize("n,slices", [(60, 6), (60, 60), (200, 20)])
 def test_chains_get_every_shape(n, slices, monkeypatch):
     """Every value of a chain of slices in series gets its shape, as the whole-graph rounds give it."""
