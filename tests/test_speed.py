@@ -225,9 +225,9 @@ def _python_calls(model) -> tuple[int, int]:
     inferred = [0]
     real = shape_inference.infer
 
-    def counting(m, strict=False):
+    def counting(m, strict=False, **kw):
         inferred[0] += len((onnx.load_from_string(m) if isinstance(m, bytes) else m).graph.node)
-        return real(m, strict)
+        return real(m, strict, **kw)
     shape_inference.infer = counting
     profile = cProfile.Profile()
     try:

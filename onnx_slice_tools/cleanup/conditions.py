@@ -173,8 +173,9 @@ def common_subexpression(index: ProtoIndex) -> str | None:
     value_key = index.value_key
     for gi in index.graphs:
         keys: dict = {}
-        for node, ins, outs in gi.nodes:
-            op, domain = node.op_type, node.domain
+        ops, domains = gi.ops, gi.domains  # (read from a node table: not again from each node)
+        for j, (node, ins, outs) in enumerate(gi.nodes):
+            op, domain = (node.op_type, node.domain) if ops is None else (ops[j], domains[j])
             if op in NONDETERMINISTIC:
                 continue
             attrs = _proto_attrs_key(node.attribute) if node.attribute else ()

@@ -56,13 +56,16 @@ class GraphIndex:
     """One graph of the index: ``scope`` (name -> :class:`Def` of its own values), ``nodes``
     (``(node, input defs, output defs)`` in order), ``by_op`` (those of the default domain with
     outputs, by op type), ``facts`` (those whose one output may have a known integer fact,
-    ``Constant`` left out) and ``bad_io`` (``(node, what)``: trailing empty inputs or outputs)."""
+    ``Constant`` left out) and ``bad_io`` (``(node, what)``: trailing empty inputs or outputs);
+    ``ops`` and ``domains``: the nodes' op types and domains, aligned with ``nodes``, when read
+    from a ``graphs.table.NodeTable`` (else None: read them from the nodes)."""
 
-    __slots__ = ("graph", "gid", "scope", "nodes", "by_op", "facts", "bad_io")
+    __slots__ = ("graph", "gid", "scope", "nodes", "by_op", "facts", "bad_io", "ops", "domains")
 
-    def __init__(self, graph, scope, nodes, by_op, facts, bad_io):
+    def __init__(self, graph, scope, nodes, by_op, facts, bad_io, ops=None, domains=None):
         self.graph, self.gid, self.scope = graph, id(graph), scope
         self.nodes, self.by_op, self.facts, self.bad_io = nodes, by_op, facts, bad_io
+        self.ops, self.domains = ops, domains
 
 
 def where(node) -> str:
@@ -191,7 +194,8 @@ class ProtoIndex:
             if d is None:
                 raise MayChange(f"may change: graph output {vi.name!r} of {graph.name!r} is not defined there")
             d.out_any = True
-        self.graphs.append(GraphIndex(graph, scope, nodes, by_op, facts, bad_io))
+        self.graphs.append(GraphIndex(graph, scope, nodes, by_op, facts, bad_io,
+                                      *((None, None) if columns is None else (columns[3], columns[2]))))
 
     @staticmethod
     def define(scope, outs, names, node, graph, bad_io) -> None:
@@ -309,7 +313,10 @@ class ProtoIndex:
         if op == "Gather":
             return len(ins) < 2 or (self.has_fact(ins[0]) and self.maybe_int(ins[1]))
         if op in ("Concat", "Add", "Sub", "Mul", "Neg"):
-            return bool(ins) and all(self.has_fact(d) for d in ins)
+            for d in ins:  # (a loop: the common case, a first input with no fact, ends at once)
+                if not self.has_fact(d):
+                    return False
+            return bool(ins)
         return False
 
     def has_fact(self, d) -> bool:

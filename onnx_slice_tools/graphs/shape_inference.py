@@ -175,15 +175,22 @@ def start_helper() -> None:
             _helper = _Helper()
 
 
-def infer(model, strict: bool = False):
+def infer(model, strict: bool = False, answer: list | None = None):
     """ONNX shape inference of ``model`` (a ModelProto or its bytes): the inferred ModelProto.
     ``strict``: check types and raise on any error; else plain.  Runs in the helper process
     (:func:`infer_bytes`) where the platform can fork.  Raises RuntimeError with onnx's message,
-    or :data:`ABORTED`."""
+    or :data:`ABORTED`.  ``answer``: a list that gets the inferred model's bytes too (a caller
+    that searches them spares a serialization)."""
     import onnx
     if not hasattr(os, "fork"):
-        return onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
-    return onnx.load_from_string(infer_bytes(model if isinstance(model, bytes) else model.SerializeToString(), strict))
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=strict, strict_mode=strict, data_prop=False)
+        if answer is not None:
+            answer.append(inferred.SerializeToString())
+        return inferred
+    data = infer_bytes(model if isinstance(model, bytes) else model.SerializeToString(), strict)
+    if answer is not None:
+        answer.append(data)
+    return onnx.load_from_string(data)
 
 
 def infer_bytes(data: bytes, strict: bool) -> bytes:

@@ -38,7 +38,6 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     inferred (a node's inferred types depend on its inputs' alone; a node that would make
     inference fail, downstream of every value asked for, is not inferred).  ``table``: the
     NodeTable of ``proto``'s main graph as it is, if read (rewrite.proto_pass.scan reads it)."""
-    from ..graphs.shape_inference import infer
     if names is not None:
         declared = _declared_sources(proto, names, max_bytes)
         if declared is not None:
@@ -49,13 +48,15 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
         keep = _ancestors(table, names)  # inference of a node reads only its inputs' types
         if len(keep) == len(table):
             keep = None
+        elif keep[-1] == len(keep) - 1:  # (the first nodes: the common case, slices of the columns)
+            m = len(keep)
+            table = NodeTable.from_columns(table.ops[:m], table.domains[:m], table.inputs[:m], table.outputs[:m], [])
         else:
             table = NodeTable.from_columns([table.ops[k] for k in keep], [table.domains[k] for k in keep],
                                            [table.inputs[k] for k in keep], [table.outputs[k] for k in keep], [])
     try:
         own = keep is None and _own_skeleton(proto, max_bytes, has_subgraphs)
-        sk = proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
-        inferred = _past_strided_slices(sk, infer(sk), flavor, copy=own, table=table, names=names)
+        inferred = _past_strided_slices(proto, keep, own, max_bytes, has_subgraphs, flavor, table, names)
     except Exception:  # nothing derived: every lowering stays general
         return {}
     out: dict = {}
@@ -89,17 +90,19 @@ def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool 
     return out
 
 
-def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: NodeTable | None = None,
-                         names=None):
-    """``inferred`` (shape inference of the skeleton ``sk``) continued past StridedSlice nodes.
+def _past_strided_slices(proto, keep, own: bool, max_bytes: int, has_subgraphs: bool | None, flavor: str | None,
+                         table: NodeTable | None = None, names=None):
+    """Shape inference of :func:`skeleton` of ``proto`` (its main-graph nodes at positions ``keep``
+    only, sorted, or all: None; ``own``: ``proto`` is its own skeleton), continued past
+    StridedSlice nodes.
 
     A StridedSlice is a custom op: ONNX gives its output no shape, and every value after it --
     the next StridedSlice of a chain ``x[:, 1:][..., :2]`` included -- stays unknown.  Each
     main-graph StridedSlice whose output is unknown, whose input's shape is derived and whose
-    begin/end/strides are constants (initializers or ``Constant`` nodes of ``sk``) gets the
+    begin/end/strides are constants (initializers or ``Constant`` nodes of the skeleton) gets the
     output shape of its plan (``make_plan(spec, dims).output_shape``, what its lowering
     computes) declared, and inference goes on from there, in rounds: round r plans the slices
-    whose input got its shape in round r - 1.
+    whose input got its shape in round r - 1 (round 1: in the first inference, of the skeleton).
 
     :func:`_rounds_in_part` runs the rounds linearly in the model: a node's inferred type depends
     only on its inputs' types and constants, so a round infers only the nodes downstream of the
@@ -108,19 +111,27 @@ def _past_strided_slices(sk, inferred, flavor: str | None, copy: bool, table: No
     slices in series costs one inference of each node, not one inference of the whole graph per
     link.  Models it cannot cut that way (functions, subgraphs reading outer values, nodes out of
     order, a value produced twice) take :func:`_rounds_whole`, the same rounds over the whole
-    graph.  ``copy``: ``sk`` is the caller's model (not modified).  ``table``: the NodeTable of
-    ``sk``'s main graph, if read.  ``names``: the main-graph values the caller reads (a set: the
-    rounds in parts then return only those), or None: every value."""
-    table = table or NodeTable(sk.graph)
+    graph.  ``table``: the NodeTable of the skeleton's main graph (of the nodes kept), if read.
+    ``names``: the main-graph values the caller reads (a set: the rounds in parts then return
+    only those), or None: every value."""
+    from ..graphs.shape_inference import infer
+
+    def whole():
+        return proto if own else skeleton(proto, max_bytes, has_subgraphs, keep=keep)
+    src = proto.graph.node
+    nodes = src if keep is None or keep[-1] == len(keep) - 1 else [src[k] for k in keep]  # (the first: in place)
+    table = table or NodeTable(proto.graph)  # (keep None: the skeleton's nodes are proto's)
     positions = [k for k, op in enumerate(table.ops)
                  if op == "StridedSlice" and len(table.outputs[k]) == 1 and len(table.inputs[k]) >= 3]
     if not positions:
-        return inferred
-    planner = _SlicePlanner(sk, flavor)
-    part = _rounds_in_part(sk, inferred, planner, table, names)
+        return infer(whole())
+    header = skeleton(proto, max_bytes, has_subgraphs, keep=(), outputs=keep is None)  # (no node)
+    planner = _SlicePlanner(header, flavor, table, nodes)
+    part = _rounds_in_part(header, nodes, planner, table, names)
     if part is not None:
         return part
-    return _rounds_whole(sk, inferred, [sk.graph.node[k] for k in positions], planner, copy)
+    sk = whole()
+    return _rounds_whole(sk, infer(sk), [sk.graph.node[k] for k in positions], planner, own)
 
 
 class _SlicePlanner:
@@ -128,14 +139,19 @@ class _SlicePlanner:
     its plan's output shape, or None (no flavour, runtime index inputs, a spec or plan error).
     Caches per distinct pattern: models repeat them."""
 
-    def __init__(self, sk, flavor: str | None):
+    def __init__(self, sk, flavor: str | None, table: NodeTable | None = None, nodes=None):
         import onnx
         g = sk.graph
         overridable = {vi.name for vi in g.input}
         self.inits = {t.name: t for t in g.initializer if t.name not in overridable}
-        self.constants = {n.output[0]: n for n in g.node if n.op_type == "Constant" and n.domain == ""
-                          and len(n.output) == 1 and len(n.attribute) == 1
-                          and n.attribute[0].name in ("value", "value_int", "value_ints")}
+        nodes = g.node if nodes is None else nodes  # (``nodes``: the main graph's, when not sk's own)
+        if table is None:  # (``table``: of those nodes, whose columns spare reading every node)
+            found = (n for n in nodes if n.op_type == "Constant" and n.domain == "" and len(n.output) == 1)
+        else:
+            found = (nodes[k] for k, (op, domain, outs) in enumerate(zip(table.ops, table.domains, table.outputs))
+                     if op == "Constant" and domain == "" and len(outs) == 1)
+        self.constants = {n.output[0]: n for n in found
+                          if len(n.attribute) == 1 and n.attribute[0].name in ("value", "value_int", "value_ints")}
         self.flavor = flavor
         self.read: dict = {}  # (name, field) -> ints: one constant feeds many nodes
         self.parsed: dict = {}  # (index inputs, attributes, domain) -> spec or None
@@ -231,46 +247,65 @@ def _rounds_whole(sk, inferred, slices, planner: _SlicePlanner, copy: bool):
         inferred = infer(sk)
 
 
-def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | None = None, names=None):
+def _rounds_in_part(header, nodes, planner: _SlicePlanner, table: NodeTable, names=None):
     """The rounds of :func:`_past_strided_slices`, each inferring only the nodes whose inputs'
     types the previous round changed: the nodes downstream of the slices it planned, up to the
     next StridedSlice (its output changes only by declaration).  Each round's model holds those
     nodes, the ``Constant`` nodes and initializers they read (inference reads their values), the
     values they read from other nodes as typed graph inputs (a value of no type left undefined,
-    as in the whole graph) and the graph outputs among their outputs (declared as in ``sk``).
+    as in the whole graph) and the graph outputs among their outputs (declared as in the skeleton).
     Symbols inference makes up for unknown dims (``unk__N``) are renamed where they meet one
     already in use, so that two dims share a name only if inference made them equal.
+
+    The first inference is of the skeleton (``header``: it without its nodes; ``nodes``: the main
+    graph's, by the positions of ``table``, the NodeTable of the skeleton's nodes) less the nodes
+    :func:`_silent` proves it types nothing: after a StridedSlice, the nodes that read only what
+    it leaves untyped (a chain's nodes between two slices) -- each round infers them anyway.
 
     Returns a ModelProto holding what the whole-graph rounds return (graph inputs, value_info,
     outputs, initializers; no nodes), or None when the model cannot be cut that way: functions,
     a node holding a subgraph (its body reads outer values no input names), nodes out of order,
-    a value produced twice.  ``table``: the NodeTable of ``sk``'s main graph, if read.
-    ``names``: only these values' types are returned (a set; None: all)."""
+    a value produced twice.  ``names``: only these values' types are returned (a set; None: all)."""
     import onnx
 
     from ..graphs.shape_inference import infer
-    g = sk.graph
-    table = table or NodeTable(g)
-    if sk.functions or table.holders:
+    g = header.graph
+    if header.functions or table.holders:
         return None
-    nodes = g.node
     producer: dict[str, int] = {}
     consumers: dict[str, list[int]] = {}
+    readers = consumers.get
     for position, (ins, outs) in enumerate(zip(table.inputs, table.outputs)):
         for name in ins:
             if name:
-                consumers.setdefault(name, []).append(position)
+                at = readers(name)
+                if at is None:
+                    consumers[name] = [position]
+                else:
+                    at.append(position)
         for name in outs:
             if name:
                 if name in producer or name in consumers:  # produced twice, or read before it is produced
                     return None
                 producer[name] = position
+    outputs = {o.name: o for o in g.output}
+    silent = _silent(header, nodes, table, outputs, producer, infer)
+    first = onnx.ModelProto()
+    first.CopyFrom(header)
+    count = len(table)
+    if not silent:  # (all nodes, or the first ones: copied in C)
+        first.graph.node.extend(nodes)
+        if len(first.graph.node) > count:
+            del first.graph.node[count:]
+    else:
+        first.graph.node.extend([nodes[k] for k in range(count) if k not in silent])
+    inferred = infer(first)
+    del first
     inputs = {vi.name: vi.type for vi in inferred.graph.input}
     types: dict = {}  # name -> TypeProto of every node output with a type
     for vi in itertools.chain(inferred.graph.value_info, inferred.graph.output):
         if vi.name in producer:
             types[vi.name] = vi.type
-    outputs = {o.name: o for o in g.output}
     initializers = {t.name: t for t in g.initializer}
     used = {d.dim_param for t in itertools.chain(inputs.values(), types.values()) if _shaped(t)
             for d in t.tensor_type.shape.dim if d.dim_param}
@@ -314,8 +349,8 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
                 todo.extend(node_outputs[k])
         changed: Any = ()
         if affected:
-            changed = _infer_part(sk, table, sorted(affected), producer, initializers, outputs, types, inputs,
-                                  used, fresh, infer)
+            changed = _infer_part(header, nodes, table, sorted(affected), producer, initializers, outputs, types, inputs,
+                                  used, fresh, infer, names, consumers)
         candidates = sorted({k for name in itertools.chain(changed, (vi.name for vi in planned))
                              for k in consumers.get(name, ()) if is_slice[k]})
     out = onnx.ModelProto()
@@ -335,13 +370,100 @@ def _rounds_in_part(sk, inferred, planner: _SlicePlanner, table: NodeTable | Non
     return out
 
 
-def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
-                infer):
-    """Infer the main-graph nodes of ``sk`` at positions ``part`` (in order) in a model of their
-    own; update ``types`` with what it derives for their outputs (renaming made-up symbols that
-    meet one in ``used``).  Returns the names of their outputs (a view of a dict's keys)."""
+def _silent(header, nodes, table: NodeTable, outputs: dict, producer: dict, infer) -> set:
+    """Positions of the nodes that the whole-graph inference of the skeleton (``header``, its
+    ``nodes`` by ``table``'s positions; ``outputs``: its graph outputs by name; ``producer``:
+    value -> position of the node making it) provably types nothing: every input of such a node
+    is a value inference leaves untyped there -- a StridedSlice's output (a custom op: no schema;
+    unless a graph output, declared) or an output of another such node -- and none of its
+    outputs is a graph output.  What inference makes of a node whose inputs have no type depends
+    only on the node (its op, domain, attributes, and which inputs and outputs are present; no
+    function to overload), so one node of each kind is asked, in a model of its own with
+    undefined inputs (one helper call), and those that type none of their outputs are left out.
+    Without them the first inference types what it types with them and makes up the same
+    symbols (they make none)."""
     import onnx
-    nodes = sk.graph.node
+    ops, node_inputs, node_outputs, domains = table.ops, table.inputs, table.outputs, table.domains
+    seeds = {o for k, op in enumerate(ops) if op == "StridedSlice" for o in node_outputs[k] if o and o not in outputs}
+    if not seeds:
+        return set()
+    kinds: dict = {}  # position -> its kind (read once)
+    declared = {producer[o] for o in outputs if o in producer}  # (the nodes making graph outputs)
+
+    def walk(answers: dict | None):
+        """The silent positions, and the kinds met (``answers``: kind -> silent; None: every kind
+        taken as silent, to collect them; a kind not answered is not)."""
+        untyped = set(seeds)
+        found, met = set(), {}
+        for k, ins in enumerate(node_inputs):
+            if len(ins) == 1:  # (the common case, without a generator)
+                if ins[0] not in untyped:
+                    continue
+            elif not ins or not any(ins) or any(name and name not in untyped for name in ins):
+                continue
+            if ops[k] == "StridedSlice" or k in declared:
+                continue
+            key = kinds.get(k)
+            if key is None:
+                attributes = nodes[k].attribute
+                outs = node_outputs[k]
+                key = kinds[k] = (domains[k], ops[k], len(ins) if all(ins) else tuple([i != "" for i in ins]),
+                                  len(outs) if all(outs) else tuple([o != "" for o in outs]),
+                                  tuple([a.SerializeToString() for a in attributes]) if len(attributes) else ())
+            if key not in met:
+                met[key] = k
+            if answers is not None and not answers.get(key, False):
+                continue
+            found.add(k)
+            outs = node_outputs[k]
+            if len(outs) == 1:
+                untyped.add(outs[0])
+            else:
+                untyped.update(o for o in outs if o)
+        return found, met
+
+    found, met = walk(None)
+    if not met:
+        return found
+    probe = onnx.ModelProto()
+    probe.ir_version = header.ir_version
+    probe.opset_import.extend(header.opset_import)
+    probe.graph.name = header.graph.name
+    probe_outputs = []
+    for j, k in enumerate(met.values()):
+        node = probe.graph.node.add()
+        node.CopyFrom(nodes[k])
+        names_in = [f"in{j}_{i}" if name else "" for i, name in enumerate(node.input)]
+        names_out = [f"out{j}_{i}" if name else "" for i, name in enumerate(node.output)]
+        del node.input[:]
+        node.input.extend(names_in)
+        del node.output[:]
+        node.output.extend(names_out)
+        probe_outputs.append([o for o in names_out if o])
+    try:
+        answer = infer(probe)
+    except Exception:  # (no answer: every node stays, as in the whole graph)
+        return set()
+    typed = {vi.name for vi in itertools.chain(answer.graph.value_info, answer.graph.output)}
+    answers = {key: not any(o in typed for o in outs) for key, outs in zip(met, probe_outputs)}
+    if all(answers.values()):
+        return found
+    return walk(answers)[0]
+
+
+#: the prefix of the symbols onnx's shape inference makes up for dims it cannot name (``unk__N``)
+_MADE_UP = b"unk__"
+
+
+def _infer_part(sk, nodes, table: NodeTable, part, producer, initializers, outputs, types, inputs, used, fresh,
+                infer, wanted=None, consumers=None):
+    """Infer the main-graph nodes ``nodes`` at positions ``part`` (in order) in a model of their
+    own (``sk``'s IR version, opsets and graph name); update ``types`` with what it derives for
+    their outputs (renaming made-up symbols that meet one in ``used``).  Returns the names of
+    their outputs (a view of a dict's keys).  ``wanted`` (a set) and ``consumers`` (value ->
+    positions of the nodes reading it): only the types of the outputs in ``wanted`` or read
+    outside the part are needed later (see :func:`_take_wanted`); None: every one."""
+    import onnx
     sub = onnx.ModelProto()
     sub.ir_version = sk.ir_version
     sub.opset_import.extend(sk.opset_import)
@@ -381,26 +503,61 @@ def _infer_part(sk, table: NodeTable, part, producer, initializers, outputs, typ
         if name in outputs:
             g.output.append(outputs[name])
         types.pop(name, None)
-    result = infer(sub)
+    answer: list = []
+    result = infer(sub, answer=answer)
+    # (made-up symbols are named _MADE_UP...: none in the answer, nothing to rename -- a check in
+    # C of its bytes instead of a walk over every dim in Python)
+    made_up = _MADE_UP in answer[0]
+    if not made_up and wanted is not None and \
+            _take_wanted(result, own, outputs, wanted, part, consumers, table.inputs, types):
+        return own.keys()
     renamed: dict = {}
     for vi in itertools.chain(result.graph.value_info, result.graph.output):
         name = vi.name
         if name not in own:
             continue
         t = vi.type
-        if t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
+        if made_up and t.HasField("tensor_type") and t.tensor_type.HasField("shape"):
             for d in t.tensor_type.shape.dim:
                 param = d.dim_param
                 if param and param not in existing:
                     if param not in renamed:
                         fresh_name = param
                         while fresh_name in used:
-                            fresh_name = f"unk__{next(fresh)}"
+                            fresh_name = f"{_MADE_UP.decode()}{next(fresh)}"
                         renamed[param] = fresh_name
                         used.add(fresh_name)
                     d.dim_param = renamed[param]
         types[name] = t
     return own.keys()
+
+
+def _take_wanted(result, own: dict, outputs: dict, wanted: set, part, consumers: dict, node_inputs: list,
+                 types: dict) -> bool:
+    """Put into ``types`` the types :func:`_infer_part`'s ``result`` gives the outputs of its
+    nodes (``own``) that anything may read later: those in ``wanted`` (the caller's), graph
+    outputs (``outputs``), and those read by a node outside ``part`` or by a node reading another
+    value too (a later round may infer it again, without this part) -- without reading every
+    value's entry: inference lists the values it typed in the order the nodes make them, so
+    when there are as many entries as outputs, the one at each needed output's place is taken,
+    checked by its name.  False (nothing put) when that does not hold: the caller reads every
+    entry.  ``consumers``: value -> positions of the nodes reading it; ``node_inputs``: the
+    inputs of the node at each position."""
+    value_info = result.graph.value_info
+    expected = [name for name in own if name not in outputs]
+    if len(value_info) != len(expected):
+        return False
+    inside = set(part)
+    picked = []
+    for i, name in enumerate(expected):
+        if name in wanted or any(k not in inside or len(node_inputs[k]) != 1 for k in consumers.get(name, ())):
+            vi = value_info[i]
+            if vi.name != name:
+                return False
+            picked.append(vi)
+    for vi in itertools.chain(picked, (vi for vi in result.graph.output if vi.name in own)):
+        types[vi.name] = vi.type
+    return True
 
 
 def _declared_sources(proto, names, max_bytes: int) -> dict | None:
@@ -472,14 +629,16 @@ def skeleton_input(t, max_bytes: int = 1024) -> bool:
     return t.data_location == onnx.TensorProto.EXTERNAL or t.ByteSize() > max_bytes
 
 
-def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, keep=None):
+def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, keep=None,
+             outputs: bool | None = None):
     """A copy of ``proto`` for shape inference: graph structure and declared graph inputs only.
 
     Initializers that are external, above ``max_bytes`` or also graph inputs become typed
     inputs (their declared shape; the data of an overridable one may be replaced at run
     time); value_info (every graph and function) and graph output shapes are dropped.
     ``has_subgraphs`` False: the caller knows no main-graph node holds a subgraph (no walk).
-    ``keep``: indices of the main-graph nodes to keep (the others and the graph outputs dropped)."""
+    ``keep``: indices (sorted) of the main-graph nodes to keep (the others and the graph outputs
+    dropped).  ``outputs``: whether the graph outputs stay (None: when ``keep`` is None)."""
     import onnx
     sk = onnx.ModelProto()
     sk.ir_version = proto.ir_version
@@ -487,7 +646,12 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, ke
     sk.functions.extend(proto.functions)
     g, src = sk.graph, proto.graph
     g.name = src.name
-    g.node.extend(src.node if keep is None else [src.node[k] for k in keep])
+    if keep is None or keep and keep[-1] == len(keep) - 1:  # (all nodes, or the first ones: copied in C)
+        g.node.extend(src.node)
+        if keep is not None:
+            del g.node[len(keep):]
+    elif keep:
+        g.node.extend([src.node[k] for k in keep])
     declared = {vi.name for vi in src.input}
     g.input.extend(src.input)
     for t in src.initializer:
@@ -497,7 +661,7 @@ def skeleton(proto, max_bytes: int = 1024, has_subgraphs: bool | None = None, ke
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
             g.initializer.append(t)
-    for o in src.output if keep is None else ():  # the element type kept, the shape dropped
+    for o in src.output if (keep is None if outputs is None else outputs) else ():  # the element type kept, the shape dropped
         vi = g.output.add()
         vi.name = o.name
         if o.type.HasField("tensor_type"):

@@ -97,20 +97,24 @@ def parted_session(model, elems: dict, make: Callable[[Any], Any], part_nodes: i
     reads: list = [dict() for _ in starts]  # per part: values it reads from outside itself (ordered)
     copied: dict = {}  # initializer -> parts reading it
     bounds = starts[1:] + [len(nodes)]
+    node_list = list(nodes)  # (each node's wrapper made once)
+    made = part_of.get
     for k, (a, b) in enumerate(zip(starts, bounds)):
-        own: set = set()
-        for n in nodes[a:b]:
-            for attr in n.attribute:
-                if attr.type == graph_type or attr.type == graphs_type:
-                    return None
+        reads_k = reads[k]
+        for n in node_list[a:b]:
+            if n.attribute and any(attr.type == graph_type or attr.type == graphs_type for attr in n.attribute):
+                return None
             for name in n.input:
-                if not name or name in own:
+                if not name:
                     continue
-                if name in initializers:
-                    copied.setdefault(name, set()).add(k)
-                elif name in part_of or name in inputs:
-                    reads[k][name] = None
+                at = made(name)  # (an initializer or a graph input is never made: see below)
+                if at == k:
+                    continue  # made in this part
+                if at is not None or name in inputs:
+                    reads_k[name] = None
                     last_read[name] = k
+                elif name in initializers:
+                    copied.setdefault(name, set()).add(k)
                 else:
                     return None  # read before it is made (or never made)
             for name in n.output:
@@ -118,7 +122,6 @@ def parted_session(model, elems: dict, make: Callable[[Any], Any], part_nodes: i
                     if name in part_of or name in inputs or name in initializers:
                         return None  # made twice
                     part_of[name] = k
-                    own.add(name)
     outputs = list(dict.fromkeys(o.name for o in g.output))
     if any(name not in part_of for name in outputs):
         return None
@@ -135,7 +138,7 @@ def parted_session(model, elems: dict, make: Callable[[Any], Any], part_nodes: i
         gives[part_of[name]][name] = None
     for k, (a, b) in enumerate(zip(starts, bounds)):
         if not gives[k]:  # (a part must give something: then its last value, so that its nodes run)
-            last = next((o for n in reversed(nodes[a:b]) for o in reversed(n.output)
+            last = next((o for n in reversed(node_list[a:b]) for o in reversed(n.output)
                          if o and elems.get(o) in _CROSSING_ELEMS), None)
             if last is None:
                 return None
@@ -148,7 +151,7 @@ def parted_session(model, elems: dict, make: Callable[[Any], Any], part_nodes: i
         sub.opset_import.extend(model.opset_import)
         sg = sub.graph
         sg.name = f"{g.name}_part{k}"
-        sg.node.extend(nodes[a:b])
+        sg.node.extend(node_list[a:b])
         sg.initializer.extend(initializers[name] for name, at in copied.items() if k in at)
         for name in reads[k]:
             if name in inputs:
