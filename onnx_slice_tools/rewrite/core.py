@@ -103,6 +103,10 @@ class RewriteRecord:
         return out
 
 
+#: a fresh record's fields (the containers among them are replaced in every record: see decide)
+_RECORD_DEFAULTS = RewriteRecord(node="", graph="").__dict__
+
+
 def json_shape(shape):
     return None if shape is None else [d for d in shape]
 
@@ -333,8 +337,9 @@ def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks
     pass (``cache``): models repeat a few patterns thousands of times.  Errors are not cached."""
     if cache is None:
         return make(begin, end, strides, runtime_length=runtime_length, **masks)
+    # (``masks`` is made in MASK_NAMES order, TFLite's offset last: its values alone are the key)
     key = ("spec", make, begin, end, strides, runtime_length,
-           tuple((m, tuple(v) if isinstance(v, list) else v) for m, v in sorted(masks.items())))
+           tuple([tuple(v) if isinstance(v, list) else v for v in masks.values()]))
     spec = cache.get(key)
     if spec is None:
         spec = cache[key] = make(begin, end, strides, runtime_length=runtime_length, **masks)
@@ -456,8 +461,7 @@ class Rewriter:
         hit = self._bases.get(key)
         if hit is not None and hit[0] is sig:
             return hit[1], hit[2]
-        fields = dict(RewriteRecord(node="", graph="").__dict__, flavor=sig.flavor, spec=sig.spec, error=sig.error,
-                      error_kind=sig.error_kind)
+        fields = dict(_RECORD_DEFAULTS, flavor=sig.flavor, spec=sig.spec, error=sig.error, error_kind=sig.error_kind)
         if sig.spec is not None:  # parsed: no error
             index_types = sig.index_types
             lkey = (sig.spec, dims, tuple(sorted(index_types.items())) if index_types else ())

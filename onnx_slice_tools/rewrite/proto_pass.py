@@ -49,17 +49,19 @@ def _index_ints(t, field_name: str) -> tuple[int, ...]:
     else through onnx's ``numpy_helper.to_array`` (which also gives the errors of a malformed
     tensor) and ``index_values`` (the errors of a wrong dtype or rank)."""
     layout = _INT_LAYOUTS.get(t.data_type)
-    if layout is not None and len(t.dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
-        code, size, typed = layout
-        n = t.dims[0]
-        raw = t.raw_data
-        if raw:
-            if len(raw) == n * size:
-                return struct.unpack(f"<{n}{code}", raw)
-        else:
-            values = getattr(t, typed)
-            if len(values) == n:
-                return tuple(values)
+    if layout is not None:
+        dims = t.dims  # (each read of a repeated field makes its container: read once)
+        if len(dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
+            code, size, typed = layout
+            n = dims[0]
+            raw = t.raw_data
+            if raw:
+                if len(raw) == n * size:
+                    return struct.unpack(f"<{n}{code}", raw)
+            else:
+                values = tuple(getattr(t, typed)[:])  # (a slice reads the values at once)
+                if len(values) == n:
+                    return values
     from onnx import numpy_helper
     return index_values(numpy_helper.to_array(t), field_name)
 
@@ -369,6 +371,7 @@ class ProtoStridedSliceRewritePass:
         # models repeat a few patterns on a few tensors thousands of times: what depends on the
         # index inputs and attributes, on the data, and on both is each worked out once
         signatures: dict = {}
+        attributes: dict = {}  # the bytes from op_type on -> (attributes as parse_node reads them, their types)
         data: dict = {}
         plans = []
         graph_type, graphs_type = _GRAPH_TYPES
@@ -385,10 +388,14 @@ class ProtoStridedSliceRewritePass:
                 raise _Declined("a StridedSlice that may hold a subgraph")
             # fields serialize in number order: op_type (4), then attribute (5) and domain (7); the
             # bytes from op_type on hold all of them (from an earlier match: more, never less)
-            key = (inputs[1:], raw[raw.find(_OP_TYPE):])
+            tail = raw[raw.find(_OP_TYPE):]
+            key = (inputs[1:], tail)
             sig = signatures.get(key)
             if sig is None:
-                sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of)
+                attrs = attributes.get(tail)
+                if attrs is None:
+                    attrs = attributes[tail] = self._attributes(node)
+                sig = signatures[key] = self._signature(g, node, attrs, [name or None for name in inputs], const_of)
             x = inputs[0] if inputs else ""
             about = data.get(x)
             if about is None:
@@ -399,11 +406,18 @@ class ProtoStridedSliceRewritePass:
                 renamed.update(plan.record.renamed)
         return plans
 
-    def _signature(self, g: _Graph, node, inputs: list, const_of):
-        """The core's :class:`core.Signature` of a node's index inputs, attributes and domain."""
+    @staticmethod
+    def _attributes(node) -> tuple[dict, dict]:
+        """(name -> :class:`core.ProtoAttr`, name -> AttributeProto type) of a node's attributes."""
         attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
+        return attrs, {n: a.type for n, a in attrs.items()}
+
+    def _signature(self, g: _Graph, node, attributes: tuple[dict, dict], inputs: list, const_of):
+        """The core's :class:`core.Signature` of a node's index inputs, attributes (as
+        :meth:`_attributes` reads them) and domain."""
+        attrs, attr_types = attributes
         return self._core.signature(
-            {n: a.type for n, a in attrs.items()}, node.domain,
+            attr_types, node.domain,
             lambda flavor: parse_node(inputs, attrs, flavor, const_of, self._dims, self._core.parse_cache),
             lambda v: self._elem(v) or g.declared(v)[0])
 
