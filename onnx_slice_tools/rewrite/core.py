@@ -169,7 +169,7 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
         removed_nodes={k for r in records if r.lowering is not None for k in r.replaced} | set(removed["nodes"]),
         removed_initializers=set(removed["initializers"]),
         added_nodes=set(added_nodes), added_initializers=set(added_initializers),
-        renamed={k: v for r in records for k, v in r.renamed.items()})
+        renamed={k: v for r in records if r.renamed for k, v in r.renamed.items()})
 
 
 # --------------------------------------------------------------------------- reading nodes
@@ -328,8 +328,7 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
 
 def _sized(spec: SliceSpec, unsized: list) -> SliceSpec:
     """``spec`` naming the runtime fields of unknown length (the lowering checks their length)."""
-    from dataclasses import replace
-    return replace(spec, unsized=tuple(unsized)) if unsized else spec
+    return dataclasses.replace(spec, unsized=tuple(unsized)) if unsized else spec
 
 
 def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks: dict) -> SliceSpec:

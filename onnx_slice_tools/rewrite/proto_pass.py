@@ -359,14 +359,16 @@ class ProtoStridedSliceRewritePass:
         return self._shapes.get(name, (None, None))[0] if name else None
 
     def _read_all(self, g: _Graph) -> list:
-        consts: dict = {}  # (name, field) -> ints: one initializer often feeds many nodes
+        # name -> ints: one initializer often feeds many nodes (the field only words an error,
+        # and errors are not kept)
+        consts: dict = {}
         renamed: dict = {}  # identity rewrites so far: later nodes read the data instead
 
         def const_of(name, field_name):
-            key = (name, field_name)
-            if key not in consts:
-                consts[key] = g.constant(name, field_name)
-            return consts[key]
+            hit = consts.get(name, _UNSET)
+            if hit is _UNSET:
+                hit = consts[name] = g.constant(name, field_name)
+            return hit
 
         # models repeat a few patterns on a few tensors thousands of times: what depends on the
         # index inputs and attributes, on the data, and on both is each worked out once
@@ -524,7 +526,10 @@ class ProtoStridedSliceRewritePass:
                          created=added, make=add, columns=columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
-            keep = [t for t in graph.initializer if t.name not in dropped]
+            if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
+                keep = [t for name, t in g.initializers.items() if name not in dropped]
+            else:
+                keep = [t for t in graph.initializer if t.name not in dropped]
             del graph.initializer[:]
             graph.initializer.extend(keep)
         graph.initializer.extend(pool.tensors)
