@@ -310,8 +310,9 @@ def steps(lowering: Lowering, opset: int) -> tuple:
     attrs: tuple
     for k, op in enumerate(lowering.ops):
         attrs = ()
-        if op.op_type == SLICE:
-            inputs = (cur, _const_ref(op.starts), _const_ref(op.ends), _const_ref(op.axes), _const_ref(op.steps))
+        if op.op_type == SLICE:  # (Op's fields are tuples of ints: the references _const_ref makes)
+            inputs = (cur, ("const", op.starts, "int64", False), ("const", op.ends, "int64", False),
+                      ("const", op.axes, "int64", False), ("const", op.steps, "int64", False))
         elif op.op_type in (SQUEEZE, UNSQUEEZE):
             if opset >= 13:
                 inputs = (cur, _const_ref(op.axes))
@@ -321,7 +322,7 @@ def steps(lowering: Lowering, opset: int) -> tuple:
             inputs = (cur, _const_ref(op.shape))
         else:
             inputs = (cur,)
-        out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, inputs, attrs))
+        out.append(Step(f"{op.op_type}_{k}" if k else op.op_type, op.op_type, inputs, attrs))
         cur = ("node", k)
     return tuple(out)
 

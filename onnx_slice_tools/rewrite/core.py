@@ -178,11 +178,14 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
 #: TensorFlow's type attributes (``T``, ``Index``; internal ones start with ``_``).  Any other
 #: name is a misspelled mask (``beginmask``) whose meaning would silently be lost: refused.
 OTHER_ATTRIBUTES = frozenset({"offset", "T", "Index"})
+_KNOWN_ATTRIBUTES = OTHER_ATTRIBUTES | frozenset(MASK_NAMES)
 
 
 def unknown_attribute(attr_types) -> StridedSliceError | None:
     """The error for the first attribute name (sorted) a StridedSlice does not have; None when
     every name is known (:data:`MASK_NAMES`, :data:`OTHER_ATTRIBUTES`, ``_internal``)."""
+    if attr_types.keys() <= _KNOWN_ATTRIBUTES:
+        return None  # (the usual node: masks and type attributes only)
     unknown = sorted(n for n in attr_types if n not in MASK_NAMES and n not in OTHER_ATTRIBUTES
                      and not n.startswith("_"))
     if not unknown:
@@ -450,7 +453,8 @@ class Rewriter:
             spec, runtime = read(flavor)
         except StridedSliceError as exc:
             return Signature(flavor, error=str(exc), error_kind=error_kind(exc))
-        return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()})
+        return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime
+                         else {})
 
     def _base(self, sig: Signature, dims) -> tuple[dict, bool]:
         """A record's fields that the signature and the input's dims decide (every field: a fresh

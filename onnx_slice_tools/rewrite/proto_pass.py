@@ -258,6 +258,12 @@ class ProtoConstantPool(ConstantPool):
     def __init__(self, prefix: str, names):
         super().__init__(None, prefix, names=names)
         self.tensors: list = []
+        self.named: dict = {}  # a step's constant reference ("const", values, dtype, scalar) -> its name
+
+    def name_of(self, ref: tuple) -> str:
+        """The name of a step's constant reference (:meth:`get`), kept by the reference itself."""
+        name = self.named[ref] = self.get(ref[1], ref[2], ref[3])
+        return name
 
     def _create(self, name: str, arr):
         elem = _POOL_TYPES.get(arr.dtype.name) if sys.byteorder == "little" else None
@@ -659,8 +665,9 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
+    named = pool.named
     for k, step in enumerate(plan_steps):
-        refs = [pool.get(r[1], r[2], r[3]) if r[0] == "const" else r for r in step.inputs]
+        refs = [(named.get(r) or pool.name_of(r)) if r[0] == "const" else r for r in step.inputs]
         previous = ("x",) if k == 0 else ("node", k - 1)
         tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
         out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs], step.attrs))
