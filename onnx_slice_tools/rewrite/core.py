@@ -556,13 +556,14 @@ def remove_if_unused(freed: list, facts: GraphFacts, removed: dict) -> None:
     a subgraph).  ``removed``: {"nodes": [output-name tuples], "initializers": [names]}."""
     done: set = set()
     todo = list(freed)
+    key_of, used, is_boundary, producer_of = facts.key, facts.used, facts.is_boundary, facts.producer
     while todo:
         value = todo.pop()
-        key = facts.key(value)
-        if key in done or facts.used(value) or facts.is_boundary(value):
+        key = key_of(value)
+        if key in done or used(value) or is_boundary(value):
             continue
         done.add(key)
-        producer = facts.producer(value)
+        producer = producer_of(value)
         if producer is not None:
             if facts.domain(producer) not in STANDARD_DOMAINS or \
                     any(facts.used(o) or facts.is_boundary(o) for o in facts.outputs(producer)):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import itertools
 import struct
-import sys
 from typing import NamedTuple
 
 from onnx import NodeProto
@@ -196,6 +195,10 @@ class _Graph:
         # to fill in)
         self.filled_types: dict = {}
 
+    def declared_names(self):
+        """The names of the graph's inputs, outputs, initializers and value_info (as read)."""
+        return itertools.chain(self.inputs, self.outputs, self.initializers, self.value_info)
+
     @property
     def producers(self) -> dict:
         """Output name -> index of the main-graph node producing it (indexed on first use)."""
@@ -266,7 +269,7 @@ class ProtoConstantPool(ConstantPool):
         return name
 
     def _create(self, name: str, arr):
-        elem = _POOL_TYPES.get(arr.dtype.name) if sys.byteorder == "little" else None
+        elem = _POOL_TYPES.get(arr.dtype.str)  # (byte order included: big-endian arrays go through numpy_helper)
         if elem is None:
             from onnx import numpy_helper
             self.tensors.append(numpy_helper.from_array(arr, name))
@@ -276,23 +279,28 @@ class ProtoConstantPool(ConstantPool):
         return name
 
 
-#: TensorProto element types of the pool's constants (lower.ConstantPool.get: int64, int32, bool)
-_POOL_TYPES = {"int64": 7, "int32": 6, "bool": 9}
+#: TensorProto element types of the pool's constants (lower.ConstantPool.get: int64, int32, bool),
+#: by their little-endian numpy type strings
+_POOL_TYPES = {"<i8": 7, "<i4": 6, "|b1": 9}
 
 
-def model_names(proto, holders: list | None = None, reads=None, writes=None) -> NameAllocator:
+def model_names(proto, holders: list | None = None, reads=None, writes=None, declared=None) -> NameAllocator:
     """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
     onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
     ``holders``: the main graph's nodes holding subgraphs (:func:`scan`), ``reads``:
     every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), ``writes``: every
-    output name of its nodes (e.g. of ``_Graph.node_outputs``), when known."""
+    output name of its nodes (e.g. of ``_Graph.node_outputs``), ``declared``: the names of its
+    inputs, outputs, initializers and value_info (e.g. :meth:`_Graph.declared_names`), when known."""
     taken: set = set()
 
-    def graph_names(g, inner=None, known_reads=None, known_writes=None):
-        taken.update(vi.name for vi in g.input)
-        taken.update(vi.name for vi in g.output)
-        taken.update(t.name for t in g.initializer)
-        taken.update(vi.name for vi in g.value_info)
+    def graph_names(g, inner=None, known_reads=None, known_writes=None, known_declared=None):
+        if known_declared is None:
+            taken.update(vi.name for vi in g.input)
+            taken.update(vi.name for vi in g.output)
+            taken.update(t.name for t in g.initializer)
+            taken.update(vi.name for vi in g.value_info)
+        else:
+            taken.update(known_declared)
         nodes = g.node
         taken.update(n.name for n in nodes)
         taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
@@ -301,7 +309,7 @@ def model_names(proto, holders: list | None = None, reads=None, writes=None) -> 
             for sub in proto_subgraphs(node):
                 graph_names(sub)
 
-    graph_names(proto.graph, holders, reads, writes)
+    graph_names(proto.graph, holders, reads, writes, declared)
     for f in proto.functions:
         taken.update(f.input)
         taken.update(f.output)
@@ -456,7 +464,8 @@ class ProtoStridedSliceRewritePass:
         made and then copied in), templates and nodes named in the order of the plans."""
         graph = proto.graph
         everything = graph.node
-        names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs))  # (before any change)
+        names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs),
+                            g.declared_names())  # (before any change)
         segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
@@ -477,7 +486,8 @@ class ProtoStridedSliceRewritePass:
             read = read_of.get(id(p.lowering))
             if read is None:
                 made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
-                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"})
+                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"}) \
+                    if p.runtime else []  # (with no runtime field, no step reads one)
             emitted.append(rec.data_name)
             if read:  # a runtime field not read is freed (e.g. end = begin + 1)
                 emitted.extend(p.runtime[f] for f in read)
