@@ -341,12 +341,17 @@ def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tup
     return tuple(roles), ellipsis_at, tuple(notes), real_before, real_after
 
 
+def _dims_of(shape: Sequence) -> tuple[Dim, ...]:
+    """A shape's dims as ints, names or None (numpy integers made ints)."""
+    return tuple((int(d) if d is not None and not isinstance(d, str) else d) for d in shape)
+
+
 @functools.lru_cache(maxsize=1 << 10)
 def _shape_tuple(shape: tuple) -> tuple[Dim, ...]:
-    """A shape's dims as ints, names or None (numpy integers made ints): memoized, since a model
-    slices a few tensors many times.  (Equal dims convert to equal ints, so a hit for an equal
-    shape of other number types gives what converting it would.)"""
-    return tuple((int(d) if d is not None and not isinstance(d, str) else d) for d in shape)
+    """:func:`_dims_of`, memoized: a model slices a few tensors many times.  (Equal dims convert
+    to equal ints, so a hit for an equal shape of other number types gives what converting it
+    would.)"""
+    return _dims_of(shape)
 
 
 def _openvino_scalar_shrink(spec: SliceSpec, roles: Sequence[str]) -> int | None:
@@ -378,7 +383,12 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         plan = make_plan(tf_spec, shape)
         return replace(plan, source=spec, notes=tuple(notes) + plan.notes)
     n = _check_lengths(spec)
-    shape_t = None if shape is None else _shape_tuple(tuple(shape))
+    shape_t = None
+    if shape is not None:
+        try:
+            shape_t = _shape_tuple(tuple(shape))
+        except TypeError:  # (an unhashable dim: converted as it is)
+            shape_t = _dims_of(shape)
     roles, ellipsis_at, notes_t, real_before, real_after = _roles(spec, n)
     notes = list(notes_t)
     rank = None if shape_t is None else len(shape_t)
