@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Dim, Plan
 from ..semantics.spec import TF, TFLITE
+from .targets import get_target
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -149,20 +150,27 @@ def _slice_args(a: AxisPlan, flavor: str, clamp_below: bool = False) -> tuple[tu
     return None, (a.axis, start, stop, s), None
 
 
+def _axis_order(args: tuple) -> tuple[bool, int]:
+    """Slice arguments in axis order: known axes first, then those counted from the end."""
+    return args[0] < 0, args[0]
+
+
 def _slice_op(args: list[tuple]) -> Op | None:
+    """One Slice of the (axis, start, end, step) of every axis it cuts."""
     if not args:
         return None
-    args = sorted(args, key=lambda t: (t[0] < 0, t[0]))
-    return Op(SLICE, axes=tuple(t[0] for t in args), starts=tuple(t[1] for t in args),
-              ends=tuple(t[2] for t in args), steps=tuple(t[3] for t in args))
+    axes, starts, ends, steps = zip(*sorted(args, key=_axis_order))
+    return Op(SLICE, axes=axes, starts=starts, ends=ends, steps=steps)
 
 
 def _layout(plan: Plan) -> tuple[list[int], list[int]]:
     """(Squeeze axes on the input, Unsqueeze positions on the output) after pairing
     shrinks with new axes that sit next to each other."""
+    spec = plan.spec
+    if not spec.shrink_axis_mask and not spec.new_axis_mask:
+        return [], []  # (no index is a shrink or a new axis)
     if not any(a.kind == INDEX for a in plan.axes) and not any(o.kind == NEW for o in plan.outputs):
         return [], []  # (squeezes come from shrinks only, unsqueezes from new axes only)
-    spec = plan.spec
     n = spec.n
     ellipsis_at = next((i for i in range(n) if spec.bit("ellipsis_mask", i)), n)
     items: list[tuple[int | None, int, str, AxisPlan | None]] = []  # (position in the spec, tie-break, kind, axis)
@@ -211,6 +219,14 @@ def _positive_dims(shape: tuple[Dim, ...] | None) -> TypeGuard[tuple[int, ...]]:
     return shape is not None and all(isinstance(d, int) and d > 0 for d in shape)
 
 
+def _known_elements(shape: tuple[Dim, ...] | None) -> int:
+    """The product of a shape's known dims."""
+    known = 1
+    for d in shape or ():
+        known *= d if isinstance(d, int) else 1
+    return known
+
+
 def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=None) -> Lowering:
     """The minimal op sequence for a plan (see module doc).
 
@@ -218,7 +234,6 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
     (``opset`` and ``index_types`` -- "int32"/"int64"/None per runtime field -- matter there).
     ``target`` (a name or targets.Target; default onnxruntime): a target with constraints goes
     to :func:`lower_dynamic.lower_for_target`, which consults them."""
-    from .targets import get_target
     target = get_target(target)
     prelude: Prelude | None = None
     if plan.source is not None and plan.source.flavor == "tflite" and not plan.spec.is_static:
@@ -243,13 +258,15 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
             main.append(m)
         if note:
             notes.append(note)
-    ops = [op for op in (_slice_op(pre), _slice_op(main)) if op]
+    ops = []
+    if pre:
+        ops.append(_slice_op(pre))
+    if main:
+        ops.append(_slice_op(main))
     squeeze, unsqueeze = _layout(plan)
     out_shape = plan.output_shape
-    known = 1
-    for d in plan.input_shape or ():
-        known *= d if isinstance(d, int) else 1
-    if squeeze and unsqueeze and known <= RESHAPE_MAX_ELEMENTS and _positive_dims(out_shape):
+    if squeeze and unsqueeze and _known_elements(plan.input_shape) <= RESHAPE_MAX_ELEMENTS \
+            and _positive_dims(out_shape):
         ops.append(Op(RESHAPE, shape=tuple(out_shape)))
     else:
         if squeeze:
@@ -293,8 +310,9 @@ def steps(lowering: Lowering, opset: int) -> tuple:
     attrs: tuple
     for k, op in enumerate(lowering.ops):
         attrs = ()
-        if op.op_type == SLICE:
-            inputs = (cur, _const_ref(op.starts), _const_ref(op.ends), _const_ref(op.axes), _const_ref(op.steps))
+        if op.op_type == SLICE:  # (Op's fields are tuples of ints: the references _const_ref makes)
+            inputs = (cur, ("const", op.starts, "int64", False), ("const", op.ends, "int64", False),
+                      ("const", op.axes, "int64", False), ("const", op.steps, "int64", False))
         elif op.op_type in (SQUEEZE, UNSQUEEZE):
             if opset >= 13:
                 inputs = (cur, _const_ref(op.axes))
@@ -304,7 +322,7 @@ def steps(lowering: Lowering, opset: int) -> tuple:
             inputs = (cur, _const_ref(op.shape))
         else:
             inputs = (cur,)
-        out.append(Step(f"{op.op_type}" + (f"_{k}" if k else ""), op.op_type, inputs, attrs))
+        out.append(Step(f"{op.op_type}_{k}" if k else op.op_type, op.op_type, inputs, attrs))
         cur = ("node", k)
     return tuple(out)
 

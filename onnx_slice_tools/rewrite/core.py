@@ -103,6 +103,10 @@ class RewriteRecord:
         return out
 
 
+#: a fresh record's fields (the containers among them are replaced in every record: see decide)
+_RECORD_DEFAULTS = RewriteRecord(node="", graph="").__dict__
+
+
 def json_shape(shape):
     return None if shape is None else [d for d in shape]
 
@@ -165,7 +169,7 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
         removed_nodes={k for r in records if r.lowering is not None for k in r.replaced} | set(removed["nodes"]),
         removed_initializers=set(removed["initializers"]),
         added_nodes=set(added_nodes), added_initializers=set(added_initializers),
-        renamed={k: v for r in records for k, v in r.renamed.items()})
+        renamed={k: v for r in records if r.renamed for k, v in r.renamed.items()})
 
 
 # --------------------------------------------------------------------------- reading nodes
@@ -174,11 +178,14 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
 #: TensorFlow's type attributes (``T``, ``Index``; internal ones start with ``_``).  Any other
 #: name is a misspelled mask (``beginmask``) whose meaning would silently be lost: refused.
 OTHER_ATTRIBUTES = frozenset({"offset", "T", "Index"})
+_KNOWN_ATTRIBUTES = OTHER_ATTRIBUTES | frozenset(MASK_NAMES)
 
 
 def unknown_attribute(attr_types) -> StridedSliceError | None:
     """The error for the first attribute name (sorted) a StridedSlice does not have; None when
     every name is known (:data:`MASK_NAMES`, :data:`OTHER_ATTRIBUTES`, ``_internal``)."""
+    if attr_types.keys() <= _KNOWN_ATTRIBUTES:
+        return None  # (the usual node: masks and type attributes only)
     unknown = sorted(n for n in attr_types if n not in MASK_NAMES and n not in OTHER_ATTRIBUTES
                      and not n.startswith("_"))
     if not unknown:
@@ -324,8 +331,7 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
 
 def _sized(spec: SliceSpec, unsized: list) -> SliceSpec:
     """``spec`` naming the runtime fields of unknown length (the lowering checks their length)."""
-    from dataclasses import replace
-    return replace(spec, unsized=tuple(unsized)) if unsized else spec
+    return dataclasses.replace(spec, unsized=tuple(unsized)) if unsized else spec
 
 
 def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks: dict) -> SliceSpec:
@@ -333,8 +339,9 @@ def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks
     pass (``cache``): models repeat a few patterns thousands of times.  Errors are not cached."""
     if cache is None:
         return make(begin, end, strides, runtime_length=runtime_length, **masks)
+    # (``masks`` is made in MASK_NAMES order, TFLite's offset last: its values alone are the key)
     key = ("spec", make, begin, end, strides, runtime_length,
-           tuple((m, tuple(v) if isinstance(v, list) else v) for m, v in sorted(masks.items())))
+           tuple([tuple(v) if isinstance(v, list) else v for v in masks.values()]))
     spec = cache.get(key)
     if spec is None:
         spec = cache[key] = make(begin, end, strides, runtime_length=runtime_length, **masks)
@@ -446,7 +453,8 @@ class Rewriter:
             spec, runtime = read(flavor)
         except StridedSliceError as exc:
             return Signature(flavor, error=str(exc), error_kind=error_kind(exc))
-        return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()})
+        return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime
+                         else {})
 
     def _base(self, sig: Signature, dims) -> tuple[dict, bool]:
         """A record's fields that the signature and the input's dims decide (every field: a fresh
@@ -456,8 +464,7 @@ class Rewriter:
         hit = self._bases.get(key)
         if hit is not None and hit[0] is sig:
             return hit[1], hit[2]
-        fields = dict(RewriteRecord(node="", graph="").__dict__, flavor=sig.flavor, spec=sig.spec, error=sig.error,
-                      error_kind=sig.error_kind)
+        fields = dict(_RECORD_DEFAULTS, flavor=sig.flavor, spec=sig.spec, error=sig.error, error_kind=sig.error_kind)
         if sig.spec is not None:  # parsed: no error
             index_types = sig.index_types
             lkey = (sig.spec, dims, tuple(sorted(index_types.items())) if index_types else ())
@@ -549,13 +556,14 @@ def remove_if_unused(freed: list, facts: GraphFacts, removed: dict) -> None:
     a subgraph).  ``removed``: {"nodes": [output-name tuples], "initializers": [names]}."""
     done: set = set()
     todo = list(freed)
+    key_of, used, is_boundary, producer_of = facts.key, facts.used, facts.is_boundary, facts.producer
     while todo:
         value = todo.pop()
-        key = facts.key(value)
-        if key in done or facts.used(value) or facts.is_boundary(value):
+        key = key_of(value)
+        if key in done or used(value) or is_boundary(value):
             continue
         done.add(key)
-        producer = facts.producer(value)
+        producer = producer_of(value)
         if producer is not None:
             if facts.domain(producer) not in STANDARD_DOMAINS or \
                     any(facts.used(o) or facts.is_boundary(o) for o in facts.outputs(producer)):

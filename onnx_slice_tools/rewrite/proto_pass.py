@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 import itertools
 import struct
-import sys
 from typing import NamedTuple
 
 from onnx import NodeProto
@@ -49,17 +48,19 @@ def _index_ints(t, field_name: str) -> tuple[int, ...]:
     else through onnx's ``numpy_helper.to_array`` (which also gives the errors of a malformed
     tensor) and ``index_values`` (the errors of a wrong dtype or rank)."""
     layout = _INT_LAYOUTS.get(t.data_type)
-    if layout is not None and len(t.dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
-        code, size, typed = layout
-        n = t.dims[0]
-        raw = t.raw_data
-        if raw:
-            if len(raw) == n * size:
-                return struct.unpack(f"<{n}{code}", raw)
-        else:
-            values = getattr(t, typed)
-            if len(values) == n:
-                return tuple(values)
+    if layout is not None:
+        dims = t.dims  # (each read of a repeated field makes its container: read once)
+        if len(dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
+            code, size, typed = layout
+            n = dims[0]
+            raw = t.raw_data
+            if raw:
+                if len(raw) == n * size:
+                    return struct.unpack(f"<{n}{code}", raw)
+            else:
+                values = tuple(getattr(t, typed)[:])  # (a slice reads the values at once)
+                if len(values) == n:
+                    return values
     from onnx import numpy_helper
     return index_values(numpy_helper.to_array(t), field_name)
 
@@ -194,6 +195,10 @@ class _Graph:
         # to fill in)
         self.filled_types: dict = {}
 
+    def declared_names(self):
+        """The names of the graph's inputs, outputs, initializers and value_info (as read)."""
+        return itertools.chain(self.inputs, self.outputs, self.initializers, self.value_info)
+
     @property
     def producers(self) -> dict:
         """Output name -> index of the main-graph node producing it (indexed on first use)."""
@@ -256,9 +261,15 @@ class ProtoConstantPool(ConstantPool):
     def __init__(self, prefix: str, names):
         super().__init__(None, prefix, names=names)
         self.tensors: list = []
+        self.named: dict = {}  # a step's constant reference ("const", values, dtype, scalar) -> its name
+
+    def name_of(self, ref: tuple) -> str:
+        """The name of a step's constant reference (:meth:`get`), kept by the reference itself."""
+        name = self.named[ref] = self.get(ref[1], ref[2], ref[3])
+        return name
 
     def _create(self, name: str, arr):
-        elem = _POOL_TYPES.get(arr.dtype.name) if sys.byteorder == "little" else None
+        elem = _POOL_TYPES.get(arr.dtype.str)  # (byte order included: big-endian arrays go through numpy_helper)
         if elem is None:
             from onnx import numpy_helper
             self.tensors.append(numpy_helper.from_array(arr, name))
@@ -268,23 +279,28 @@ class ProtoConstantPool(ConstantPool):
         return name
 
 
-#: TensorProto element types of the pool's constants (lower.ConstantPool.get: int64, int32, bool)
-_POOL_TYPES = {"int64": 7, "int32": 6, "bool": 9}
+#: TensorProto element types of the pool's constants (lower.ConstantPool.get: int64, int32, bool),
+#: by their little-endian numpy type strings
+_POOL_TYPES = {"<i8": 7, "<i4": 6, "|b1": 9}
 
 
-def model_names(proto, holders: list | None = None, reads=None, writes=None) -> NameAllocator:
+def model_names(proto, holders: list | None = None, reads=None, writes=None, declared=None) -> NameAllocator:
     """A NameAllocator that knows every name of ``proto`` (as NameAllocator.for_model does for an
     onnx-ir model, plus value_info names: a generated name never meets a stale declaration).
     ``holders``: the main graph's nodes holding subgraphs (:func:`scan`), ``reads``:
     every name its nodes and their subgraphs read (e.g. ``_Graph.uses``), ``writes``: every
-    output name of its nodes (e.g. of ``_Graph.node_outputs``), when known."""
+    output name of its nodes (e.g. of ``_Graph.node_outputs``), ``declared``: the names of its
+    inputs, outputs, initializers and value_info (e.g. :meth:`_Graph.declared_names`), when known."""
     taken: set = set()
 
-    def graph_names(g, inner=None, known_reads=None, known_writes=None):
-        taken.update(vi.name for vi in g.input)
-        taken.update(vi.name for vi in g.output)
-        taken.update(t.name for t in g.initializer)
-        taken.update(vi.name for vi in g.value_info)
+    def graph_names(g, inner=None, known_reads=None, known_writes=None, known_declared=None):
+        if known_declared is None:
+            taken.update(vi.name for vi in g.input)
+            taken.update(vi.name for vi in g.output)
+            taken.update(t.name for t in g.initializer)
+            taken.update(vi.name for vi in g.value_info)
+        else:
+            taken.update(known_declared)
         nodes = g.node
         taken.update(n.name for n in nodes)
         taken.update(itertools.chain.from_iterable(n.input for n in nodes) if known_reads is None else known_reads)
@@ -293,7 +309,7 @@ def model_names(proto, holders: list | None = None, reads=None, writes=None) -> 
             for sub in proto_subgraphs(node):
                 graph_names(sub)
 
-    graph_names(proto.graph, holders, reads, writes)
+    graph_names(proto.graph, holders, reads, writes, declared)
     for f in proto.functions:
         taken.update(f.input)
         taken.update(f.output)
@@ -357,18 +373,21 @@ class ProtoStridedSliceRewritePass:
         return self._shapes.get(name, (None, None))[0] if name else None
 
     def _read_all(self, g: _Graph) -> list:
-        consts: dict = {}  # (name, field) -> ints: one initializer often feeds many nodes
+        # name -> ints: one initializer often feeds many nodes (the field only words an error,
+        # and errors are not kept)
+        consts: dict = {}
         renamed: dict = {}  # identity rewrites so far: later nodes read the data instead
 
         def const_of(name, field_name):
-            key = (name, field_name)
-            if key not in consts:
-                consts[key] = g.constant(name, field_name)
-            return consts[key]
+            hit = consts.get(name, _UNSET)
+            if hit is _UNSET:
+                hit = consts[name] = g.constant(name, field_name)
+            return hit
 
         # models repeat a few patterns on a few tensors thousands of times: what depends on the
         # index inputs and attributes, on the data, and on both is each worked out once
         signatures: dict = {}
+        attributes: dict = {}  # the bytes from op_type on -> (attributes as parse_node reads them, their types)
         data: dict = {}
         plans = []
         graph_type, graphs_type = _GRAPH_TYPES
@@ -385,10 +404,14 @@ class ProtoStridedSliceRewritePass:
                 raise _Declined("a StridedSlice that may hold a subgraph")
             # fields serialize in number order: op_type (4), then attribute (5) and domain (7); the
             # bytes from op_type on hold all of them (from an earlier match: more, never less)
-            key = (inputs[1:], raw[raw.find(_OP_TYPE):])
+            tail = raw[raw.find(_OP_TYPE):]
+            key = (inputs[1:], tail)
             sig = signatures.get(key)
             if sig is None:
-                sig = signatures[key] = self._signature(g, node, [name or None for name in inputs], const_of)
+                attrs = attributes.get(tail)
+                if attrs is None:
+                    attrs = attributes[tail] = self._attributes(node)
+                sig = signatures[key] = self._signature(g, node, attrs, [name or None for name in inputs], const_of)
             x = inputs[0] if inputs else ""
             about = data.get(x)
             if about is None:
@@ -399,11 +422,18 @@ class ProtoStridedSliceRewritePass:
                 renamed.update(plan.record.renamed)
         return plans
 
-    def _signature(self, g: _Graph, node, inputs: list, const_of):
-        """The core's :class:`core.Signature` of a node's index inputs, attributes and domain."""
+    @staticmethod
+    def _attributes(node) -> tuple[dict, dict]:
+        """(name -> :class:`core.ProtoAttr`, name -> AttributeProto type) of a node's attributes."""
         attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
+        return attrs, {n: a.type for n, a in attrs.items()}
+
+    def _signature(self, g: _Graph, node, attributes: tuple[dict, dict], inputs: list, const_of):
+        """The core's :class:`core.Signature` of a node's index inputs, attributes (as
+        :meth:`_attributes` reads them) and domain."""
+        attrs, attr_types = attributes
         return self._core.signature(
-            {n: a.type for n, a in attrs.items()}, node.domain,
+            attr_types, node.domain,
             lambda flavor: parse_node(inputs, attrs, flavor, const_of, self._dims, self._core.parse_cache),
             lambda v: self._elem(v) or g.declared(v)[0])
 
@@ -434,7 +464,8 @@ class ProtoStridedSliceRewritePass:
         made and then copied in), templates and nodes named in the order of the plans."""
         graph = proto.graph
         everything = graph.node
-        names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs))  # (before any change)
+        names = model_names(proto, g.holders, g.uses, itertools.chain.from_iterable(g.node_outputs),
+                            g.declared_names())  # (before any change)
         segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
@@ -455,7 +486,8 @@ class ProtoStridedSliceRewritePass:
             read = read_of.get(id(p.lowering))
             if read is None:
                 made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
-                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"})
+                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"}) \
+                    if p.runtime else []  # (with no runtime field, no step reads one)
             emitted.append(rec.data_name)
             if read:  # a runtime field not read is freed (e.g. end = begin + 1)
                 emitted.extend(p.runtime[f] for f in read)
@@ -510,7 +542,10 @@ class ProtoStridedSliceRewritePass:
                          created=added, make=add, columns=columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
-            keep = [t for t in graph.initializer if t.name not in dropped]
+            if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
+                keep = [t for name, t in g.initializers.items() if name not in dropped]
+            else:
+                keep = [t for t in graph.initializer if t.name not in dropped]
             del graph.initializer[:]
             graph.initializer.extend(keep)
         graph.initializer.extend(pool.tensors)
@@ -640,8 +675,9 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
+    named = pool.named
     for k, step in enumerate(plan_steps):
-        refs = [pool.get(r[1], r[2], r[3]) if r[0] == "const" else r for r in step.inputs]
+        refs = [(named.get(r) or pool.name_of(r)) if r[0] == "const" else r for r in step.inputs]
         previous = ("x",) if k == 0 else ("node", k - 1)
         tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
         out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs], step.attrs))

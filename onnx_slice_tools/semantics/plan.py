@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, Union
+from typing import Callable, Generic, Sequence, TypeVar, Union, overload
 
 from ..errors import StridedSliceError
 from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
@@ -31,6 +31,34 @@ INDEX = "index"    # a single element, the axis is removed (shrink)
 NEW = "new"        # an inserted axis of size 1
 AXIS = "axis"      # an output axis coming from an input axis
 REST = "rest"      # unknown rank: the axes the ellipsis covers, count unknown
+
+
+_T = TypeVar("_T")
+
+
+class _computed_once(Generic[_T]):
+    """A property computed on first access and kept in the instance's ``__dict__`` (later reads
+    find it there without calling this descriptor): ``functools.cached_property`` without the
+    per-class lock it takes before Python 3.12, which a rewrite reading one plan per node pays
+    for on every plan.  For immutable objects only (a frozen dataclass: its fields never change,
+    and ``__dict__`` is writable even when ``__setattr__`` is not)."""
+
+    def __init__(self, fn: Callable[..., _T]):
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _computed_once[_T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 @dataclass(frozen=True)
@@ -98,7 +126,7 @@ class Plan:
     def input_rank(self) -> int | None:
         return None if self.input_shape is None else len(self.input_shape)
 
-    @functools.cached_property  # (a plan is immutable; the reference applies one plan to many tensors)
+    @_computed_once  # (a plan is immutable; the reference applies one plan to many tensors)
     def output_shape(self) -> tuple[Dim, ...] | None:
         if any(o.kind == REST for o in self.outputs):
             return None
@@ -127,13 +155,17 @@ class Plan:
 # --------------------------------------------------------------------------- validation
 
 def _check_lengths(spec: SliceSpec) -> int:
-    lengths = {name: len(v) for name, v in (("begin", spec.begin), ("end", spec.end),
-                                             ("strides", spec.strides)) if v is not None}
-    n = spec.n
-    if len(set(lengths.values())) > 1:
-        got = ", ".join(f"{k} has {v}" for k, v in lengths.items())
-        raise StridedSliceError(f"begin, end and strides must have the same length ({got})",
-                                field="strides")
+    begin, end, strides = spec.begin, spec.end, spec.strides
+    if begin is not None and end is not None and strides is not None and len(begin) == len(end) == len(strides):
+        n = len(strides)  # (the usual static spec: nothing to compare)
+    else:
+        lengths = {name: len(v) for name, v in (("begin", begin), ("end", end), ("strides", strides))
+                   if v is not None}
+        n = spec.n
+        if len(set(lengths.values())) > 1:
+            got = ", ".join(f"{k} has {v}" for k, v in lengths.items())
+            raise StridedSliceError(f"begin, end and strides must have the same length ({got})",
+                                    field="strides")
     if spec.flavor == TF:
         if n >= 32:
             raise StridedSliceError(f"TensorFlow allows at most 31 indices (32-bit masks), got {n}",
@@ -212,10 +244,10 @@ def _whole_size(a: AxisPlan) -> Dim:
 
 
 def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
-    return _axis_plan(spec.flavor, None if spec.begin is None else spec.begin[i],
-                      None if spec.end is None else spec.end[i],
-                      None if spec.strides is None else spec.strides[i],
-                      spec.bit("begin_mask", i), spec.bit("end_mask", i), i, axis, dim, shrink)
+    begin, end, strides = spec.begin, spec.end, spec.strides
+    return _axis_plan(spec.flavor, None if begin is None else begin[i], None if end is None else end[i],
+                      None if strides is None else strides[i],
+                      (spec.begin_mask >> i) & 1 == 1, (spec.end_mask >> i) & 1 == 1, i, axis, dim, shrink)
 
 
 @functools.lru_cache(maxsize=1 << 13, typed=True)
@@ -271,14 +303,15 @@ def _out_axis(source: int, size: Dim) -> OutDim:
     return OutDim(AXIS, source, size)
 
 
-def _roles(spec: SliceSpec, n: int) -> tuple[list[str], int, list[str]]:
-    """Each index's role (ellipsis/new/shrink/range) and the ellipsis position (n when implicit)."""
-    roles, ellipsis_at, notes = _roles_of(tuple(getattr(spec, m) for m in MASK_NAMES), n)
-    return list(roles), ellipsis_at, list(notes)
+def _roles(spec: SliceSpec, n: int) -> tuple[tuple[str, ...], int, tuple[str, ...], int, int]:
+    """Each index's role (ellipsis/new/shrink/range), the ellipsis position (n when implicit),
+    the notes, and the number of real (shrink or range) indices before and after the ellipsis."""
+    return _roles_of((spec.begin_mask, spec.end_mask, spec.ellipsis_mask, spec.new_axis_mask,
+                      spec.shrink_axis_mask), n)
 
 
 @functools.lru_cache(maxsize=1 << 12, typed=True)
-def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tuple[str, ...], int, int]:
     """:func:`_roles` from the masks (in MASK_NAMES order) and n, the only fields it reads: memoized."""
     mask = dict(zip(MASK_NAMES, masks))
     roles, notes = [], []
@@ -303,10 +336,25 @@ def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tup
     if high:
         notes.append("mask bits at positions >= len(begin) are ignored: "
                      + ", ".join(f"{m}" for m in high))
-    return tuple(roles), ellipsis_at, tuple(notes)
+    real_before = sum(1 for r in roles[:ellipsis_at] if r in ("shrink", "range"))
+    real_after = sum(1 for r in roles[ellipsis_at + 1:] if r in ("shrink", "range"))
+    return tuple(roles), ellipsis_at, tuple(notes), real_before, real_after
 
 
-def _openvino_scalar_shrink(spec: SliceSpec, roles: list[str]) -> int | None:
+def _dims_of(shape: Sequence) -> tuple[Dim, ...]:
+    """A shape's dims as ints, names or None (numpy integers made ints)."""
+    return tuple((int(d) if d is not None and not isinstance(d, str) else d) for d in shape)
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _shape_tuple(shape: tuple) -> tuple[Dim, ...]:
+    """:func:`_dims_of`, memoized: a model slices a few tensors many times.  (Equal dims convert
+    to equal ints, so a hit for an equal shape of other number types gives what converting it
+    would.)"""
+    return _dims_of(shape)
+
+
+def _openvino_scalar_shrink(spec: SliceSpec, roles: Sequence[str]) -> int | None:
     """OpenVINO accepts one shrink index on a scalar input when its rank check passes or is
     skipped: ``rank + (new_axis_mask bits, past len(begin) too) >= len(begin)``, skipped when
     ellipsis_mask has any bit (past len(begin) too).  Its slice plan then treats the
@@ -335,11 +383,14 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         plan = make_plan(tf_spec, shape)
         return replace(plan, source=spec, notes=tuple(notes) + plan.notes)
     n = _check_lengths(spec)
-    shape_t = None if shape is None else tuple(
-        (int(d) if d is not None and not isinstance(d, str) else d) for d in shape)
-    roles, ellipsis_at, notes = _roles(spec, n)
-    real_before = sum(1 for r in roles[:ellipsis_at] if r in ("shrink", "range"))
-    real_after = sum(1 for r in roles[ellipsis_at + 1:] if r in ("shrink", "range"))
+    shape_t = None
+    if shape is not None:
+        try:
+            shape_t = _shape_tuple(tuple(shape))
+        except TypeError:  # (an unhashable dim: converted as it is)
+            shape_t = _dims_of(shape)
+    roles, ellipsis_at, notes_t, real_before, real_after = _roles(spec, n)
+    notes = list(notes_t)
     rank = None if shape_t is None else len(shape_t)
 
     scalar_shrink = None
@@ -347,8 +398,7 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         scalar_shrink = _openvino_scalar_shrink(spec, roles)
         if scalar_shrink is not None:
             real_before = real_after = 0
-            roles = list(roles)
-            roles[scalar_shrink] = "scalar"
+            roles = roles[:scalar_shrink] + ("scalar",) + roles[scalar_shrink + 1:]
             notes.append(f"index {scalar_shrink}: OpenVINO reads a scalar input as shape [1] here, so the "
                          "shrink keeps the scalar (its rank check counts new_axis_mask bits past len(begin))")
     if rank is not None and real_before + real_after > rank:
@@ -376,45 +426,35 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
     outputs: list[OutDim] = []
     full = 0  # next input axis
     remaining_after = real_after
-
-    def add_real(i: int, shrink: bool) -> None:
-        nonlocal full, remaining_after
-        after = i > ellipsis_at
-        if rank is None and after:
-            axis = -remaining_after
-            dim = None
-        else:
-            axis = full
-            dim = None if shape_t is None else shape_t[axis]
-        if after:
-            remaining_after -= 1
-        full += 1
-        a = _plan_axis(spec, i, axis, dim, shrink)
-        axes.append(a)
-        if not shrink:
-            outputs.append(_out_axis(len(axes) - 1, a.size))
-
-    def add_ellipsis(i: int | None) -> None:
-        nonlocal full
-        if shape_t is None:  # unknown rank
-            outputs.append(OutDim(REST))
-            return
-        for _ in range(len(shape_t) - real_before - real_after):
-            axes.append(_whole_axis(full, shape_t[full]))
-            outputs.append(_out_axis(len(axes) - 1, shape_t[full]))
+    # the ellipsis (explicit, else implicit at the end) keeps the axes no index names whole
+    whole = None if shape_t is None else len(shape_t) - real_before - real_after
+    for i, role in enumerate(roles + ("ellipsis",) if ellipsis_at == n else roles):
+        if role == "range" or role == "shrink":
+            after = i > ellipsis_at
+            if rank is None and after:
+                axis = -remaining_after
+                dim = None
+            else:
+                axis = full
+                dim = None if shape_t is None else shape_t[axis]
+            if after:
+                remaining_after -= 1
             full += 1
-
-    for i, role in enumerate(roles):
-        if role == "scalar":
-            continue
-        if role == "ellipsis":
-            add_ellipsis(i)
+            a = _plan_axis(spec, i, axis, dim, role == "shrink")
+            axes.append(a)
+            if role == "range":
+                outputs.append(_out_axis(len(axes) - 1, a.size))
         elif role == "new":
             outputs.append(OutDim(NEW, None, 1, index=i))
-        else:
-            add_real(i, role == "shrink")
-    if ellipsis_at == n:
-        add_ellipsis(None)
+        elif role == "ellipsis":
+            if shape_t is None or whole is None:  # unknown rank
+                outputs.append(OutDim(REST))
+                continue
+            for _ in range(whole):
+                axes.append(_whole_axis(full, shape_t[full]))
+                outputs.append(_out_axis(len(axes) - 1, shape_t[full]))
+                full += 1
+        # ("scalar": OpenVINO's shrink of a scalar input, which keeps it: no axis, no output)
     return Plan(spec, shape_t, tuple(axes), tuple(outputs), tuple(notes))
 
 

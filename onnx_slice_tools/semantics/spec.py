@@ -39,6 +39,8 @@ _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 def _in_int64(values: tuple[int, ...], field: str) -> tuple[int, ...]:
     """``values``, or a StridedSliceError naming the first that no int64 tensor can hold (every
     runtime reads begin/end/strides as int32 or int64)."""
+    if not values or _INT64_MIN <= min(values) and max(values) <= _INT64_MAX:
+        return values
     for i, v in enumerate(values):
         if not _INT64_MIN <= v <= _INT64_MAX:
             raise StridedSliceError(f"{v} is beyond the int64 range of begin/end/strides", field=field, index=i)
@@ -100,8 +102,11 @@ class SliceSpec:
         return index_notation(self, name)
 
 
+_PLAIN_INT = frozenset({int})  # (not bool, not a numpy integer)
+
+
 def _int_tuple(values, field: str) -> tuple[int, ...]:
-    if isinstance(values, (list, tuple)) and all(type(v) is int for v in values):
+    if isinstance(values, (list, tuple)) and set(map(type, values)) <= _PLAIN_INT:
         return _in_int64(tuple(values), field)  # what the numpy path gives for plain ints, without numpy
     try:
         import numpy as np
@@ -118,6 +123,8 @@ def _int_tuple(values, field: str) -> tuple[int, ...]:
 
 
 def _tf_mask(value, name: str) -> int:
+    if value.__class__ is int and 0 <= value <= _INT32_MAX:
+        return value  # (the usual mask: nothing to convert)
     if isinstance(value, bool) or not isinstance(value, (int,)) and not hasattr(value, "__index__"):
         raise StridedSliceError(f"{name} must be an integer bit field, got {value!r}", field=name)
     value = int(value)
