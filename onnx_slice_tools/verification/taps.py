@@ -24,8 +24,9 @@ STACKED, CARRIED = "stacked", "carried"
 
 def prune(g, table: NodeTable | None = None) -> None:
     """Drop the main-graph nodes no graph output of ``g`` depends on (onnxruntime computes
-    every node and holds what nothing consumes to the end of the run).  ``table``: ``g``'s
-    nodes as they are, if read."""
+    every node and holds what nothing consumes to the end of the run), then the initializers
+    nothing left reads (onnxruntime would still read each one in; one that is also a graph
+    input stays: it is not fed).  ``table``: ``g``'s nodes as they are, if read."""
     if table is None:
         table = NodeTable(g)
     needed = {o.name for o in g.output}
@@ -38,6 +39,7 @@ def prune(g, table: NodeTable | None = None) -> None:
             needed.update(table.inputs[k])
             if k in holders:
                 needed.update(_outer_names(g.node[k]))
+    _prune_initializers(g, needed)
     if len(kept) == len(table):
         return
     if len(table) - len(kept) <= _FEW_PRUNED:  # (a few dropped: deleted in place, the others not copied)
@@ -53,6 +55,18 @@ def prune(g, table: NodeTable | None = None) -> None:
 
 #: prune deletes up to this many nodes in place (each deletion moves the nodes after it)
 _FEW_PRUNED = 64
+
+
+def _prune_initializers(g, needed: set) -> None:
+    """Drop ``g``'s initializers whose names are not in ``needed`` nor graph inputs."""
+    inits = g.initializer
+    if all(t.name in needed for t in inits):
+        return
+    needed = needed | {vi.name for vi in g.input}
+    kept = [t for t in inits if t.name in needed]
+    if len(kept) < len(inits):
+        del inits[:]
+        inits.extend(kept)
 
 
 def _outer_names(node) -> set:

@@ -172,3 +172,20 @@ def test_prune_keeps_exactly_the_nodes_the_outputs_need(seed):
         prune(m.graph)
         assert [n.SerializeToString() for n in m.graph.node] == expected[::-1]
     assert _FEW_PRUNED > 0
+
+
+def test_prune_drops_the_initializers_nothing_left_reads():
+    """taps.prune also drops the initializers no kept node reads (onnxruntime would read each
+    one in), keeping those a kept node reads, a graph output names, or a graph input declares
+    (an overridable initializer: it is not fed)."""
+    from onnx_slice_tools.verification.taps import prune
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, [1], [1.0]) for n in ("used", "unused", "declared", "out")]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "used"], ["a"]), helper.make_node("Mul", ["x", "unused"], ["b"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+         helper.make_tensor_value_info("declared", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1]),
+         helper.make_tensor_value_info("out", TensorProto.FLOAT, [1])], initializer=inits)
+    prune(graph)
+    assert [n.output[0] for n in graph.node] == ["a"]
+    assert [t.name for t in graph.initializer] == ["used", "declared", "out"]
