@@ -47,17 +47,34 @@ def _covered(record) -> bool:
     lowering, shape = record.lowering, record.input_shape
     if lowering is None or lowering.dynamic or record.index_names or record.graph != "main" or shape is None:
         return False
-    free, relaxed = size_free_axes(lowering), relaxed_axes(lowering)
-    return all(k in free or isinstance(d, int) and k not in relaxed for k, d in enumerate(shape))
+    free, relaxed = size_free_axes(lowering), None
+    for k, d in enumerate(shape):  # each axis size-free, or a known dim tried at that size only
+        if k in free:
+            continue
+        if not isinstance(d, int):
+            return False
+        if relaxed is None:  # (read only when an axis needs it)
+            relaxed = relaxed_axes(lowering)
+        if k in relaxed:
+            return False
+    return True
 
 
 def _output_shapes(inferred) -> dict:
     """Graph output name -> its shape in the strict inference's model (dims: int, name or None)."""
     out = {}
+    read: dict = {}  # serialized shape -> its dims (outputs repeat a few shapes)
     for vi in inferred.graph.output:
         tt = vi.type.tensor_type
-        out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                             for d in tt.shape.dim) if tt.HasField("shape") else None
+        if not tt.HasField("shape"):
+            out[vi.name] = None
+            continue
+        key = tt.shape.SerializeToString()
+        dims = read.get(key)
+        if dims is None:
+            dims = read[key] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                                     for d in tt.shape.dim)
+        out[vi.name] = dims
     return out
 
 
@@ -77,9 +94,11 @@ def deferrable_checks(records: list, deferred, inferred) -> dict:
     for i in candidates:
         r = records[i]
         got, planned = shapes.get(r.output_name), r.lowering.plan.output_shape
-        if got is None or planned is None or shape_problem(got, planned) is not None:
+        # (equal shapes agree under either rule: the rules are asked only of different ones)
+        if got is None or planned is None or got != planned and shape_problem(got, planned) is not None:
             continue  # (the check's own shape inference says what is wrong, if anything)
-        if r.declared_output is not None and declared_conflict(r.declared_output, planned):
+        declared = r.declared_output
+        if declared is not None and declared != planned and declared_conflict(declared, planned):
             continue
         out[i] = CheckResult(shape_inference=INFERRED, inferred_shape=got, onnxruntime=AWAITS)
     return out
