@@ -125,11 +125,14 @@ def _reference_plan(r, got: dict, make_plan):
     if r.data_name not in got:
         return skipped(f"the in-place run could not expose {r.data_name!r}"), None, str
     x = got[r.data_name]
-    n = r.spec.n
-    # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
-    values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
-              for f, name in r.index_names.items()} if r.index_names else {}
-    spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
+    if r.index_names:
+        n = r.spec.n
+        # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
+        values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
+                  for f, name in r.index_names.items()}
+        spec = dataclasses.replace(r.spec, runtime_length=None, **values)
+    else:  # (a static spec: no runtime value reached it)
+        values, spec = {}, r.spec
 
     def where() -> str:  # only a failure or a skip names the input
         return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())
