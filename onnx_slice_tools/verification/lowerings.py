@@ -157,7 +157,7 @@ def size_free_axes(lowering: Lowering) -> frozenset[int]:
         elif op.op_type not in (UNSQUEEZE, IDENTITY):
             return frozenset()
         renumbered = renumbered or op.op_type in (SQUEEZE, UNSQUEEZE)
-    return frozenset(a.axis for a in plan.axes if a.is_identity and a.axis not in named)
+    return frozenset([a.axis for a in plan.axes if a.axis not in named and a.is_identity])
 
 
 #: The one size fed to a size-free axis (:func:`size_free_axes`): the cheapest that is not empty
