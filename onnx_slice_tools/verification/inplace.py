@@ -374,7 +374,7 @@ class _Attempt:
                 if self.inferred is not None and not self.pins and all_sizes_declared(self.proto):
                     self.sized = ({}, declared_shapes(self.proto, self.inferred))
                 else:
-                    self.sized = choose_sizes(self.skeleton(), self.pins)
+                    self.sized = choose_sizes(self.skeleton(), self.pins, self.table)
             except Skip as exc:
                 self.sized = exc
         if isinstance(self.sized, Skip):
@@ -385,7 +385,8 @@ class _Attempt:
         """``proto``'s skeleton (rewrite.shapes.skeleton), made once when first asked."""
         if self.sk is None:
             from ..rewrite.shapes import skeleton
-            self.sk = skeleton(self.proto)
+            # (the table's holders: no main-graph node holds a subgraph, none is walked for one)
+            self.sk = skeleton(self.proto, has_subgraphs=None if self.table is None else bool(self.table.holders))
         return self.sk
 
     def _deferrable(self, rewritten: list) -> frozenset:
@@ -513,7 +514,7 @@ class _Attempt:
             for k, v in self.sizes.items():
                 if v == BASE and k not in self.pins:
                     trial = dict(smaller, **{k: 1})
-                    got, bad = infer_at_sizes(self.skeleton(), trial)
+                    got, bad = infer_at_sizes(self.skeleton(), trial, self.table)
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
@@ -676,7 +677,7 @@ class _Attempt:
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-                shapes, bad = infer_at_sizes(self.skeleton(), sizes)
+                shapes, bad = infer_at_sizes(self.skeleton(), sizes, self.table)
                 need = self._loop_charge(sizes, run_need(proto, shapes, taps.names, weight_bytes=weight_bytes,
                                                          liveness=self.liveness))
                 if bad is not None:

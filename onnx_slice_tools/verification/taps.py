@@ -121,15 +121,21 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
     as-shipped run gives them: the copy neither outputs nor computes them (it keeps only the
     nodes its outputs need).  ``table``: ``proto``'s main graph's, if read."""
     import onnx
-    tapped = onnx.ModelProto()
-    tapped.CopyFrom(proto)
-    g = tapped.graph
+    # a copy made only once what it keeps is known, when nothing below changes its nodes: every
+    # record's taps are main-graph tensors, fetched under their own names (see _pruned_copy)
+    later = bool(deferred) and all(r.graph == "main" for r in records)
+    if later:
+        tapped, g = None, proto.graph
+    else:
+        tapped = onnx.ModelProto()
+        tapped.CopyFrom(proto)
+        g = tapped.graph
     taps = _Taps()
     outputs = {o.name for o in g.output}
     ifs: dict = {}
     present: dict = {}  # id(graph) -> names in it, built once (the graph is only appended to below)
     bodies: dict = {}
-    functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
+    functions = {f"function {f.domain}::{f.name}": f for f in (proto if tapped is None else tapped).functions}
     calls: dict = {}
     main: set | None = None  # names in the main graph
     if table is None:
@@ -195,6 +201,8 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
             taps.loop_nodes.add(node.name)
         for name, fetched in taps.views.get(id(r), {}).items():
             taps.elems[fetched] = elem[name]
+    if tapped is None:
+        return _pruned_copy(proto, taps, deferred, table), taps
     for name in taps.names:
         if name not in outputs:
             g.output.append(onnx.helper.make_empty_tensor_value_info(name))
@@ -205,6 +213,53 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
         # (taps through If, Loop or function calls add outputs to main-graph nodes: read them again)
         prune(g, None if taps.branch or taps.loop or taps.calls else table)
     return tapped, taps
+
+
+def _pruned_copy(proto, taps: _Taps, deferred: frozenset, table: NodeTable):
+    """What tap_model's copy of ``proto`` is, once pruned (:func:`prune`), when its taps are all
+    main-graph tensors: ``proto``'s graph outputs less ``deferred`` (unless tapped), then each tap
+    not already one; only the nodes those outputs need and the initializers they or the graph
+    inputs name -- made without copying the nodes and initializers :func:`prune` would drop."""
+    import onnx
+    src = proto.graph
+    kept_outputs = [vi for vi in src.output if vi.name not in deferred or vi.name in taps.seen]
+    names = {vi.name for vi in kept_outputs}
+    extra = [onnx.helper.make_empty_tensor_value_info(name) for name in taps.names if name not in names]
+    names.update(vi.name for vi in extra)
+    holders = set(table.holders)
+    kept = []
+    needed = set(names)
+    outputs = table.outputs
+    for k in range(len(table) - 1, -1, -1):
+        if not needed.isdisjoint(outputs[k]):
+            kept.append(k)
+            needed.update(table.inputs[k])
+            if k in holders:
+                needed.update(_outer_names(src.node[k]))
+    needed.update(vi.name for vi in src.input)
+    tapped = onnx.ModelProto()
+    _copy_fields(proto, tapped, skip=("graph",))
+    g = tapped.graph
+    _copy_fields(src, g, skip=("node", "initializer", "output"))
+    g.node.extend([src.node[k] for k in reversed(kept)])
+    g.initializer.extend([t for t in src.initializer if t.name in needed])
+    g.output.extend(kept_outputs)
+    g.output.extend(extra)
+    return tapped
+
+
+def _copy_fields(src, dst, skip: tuple) -> None:
+    """Copy each field set in message ``src`` into the empty ``dst`` (same type), but ``skip``."""
+    for fd, value in src.ListFields():
+        if fd.name in skip:
+            continue
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
 
 
 def _present(graph, names: list, cache: dict, outer=None) -> list:

@@ -189,3 +189,33 @@ def test_prune_drops_the_initializers_nothing_left_reads():
     prune(graph)
     assert [n.output[0] for n in graph.node] == ["a"]
     assert [t.name for t in graph.initializer] == ["used", "declared", "out"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tapped_copy_of_main_graph_taps_is_the_pruned_full_copy(seed):
+    """taps.tap_model with deferred outputs and main-graph taps only makes its copy from the nodes
+    it keeps: the same model (bytes) as a full copy with the taps added, the deferred outputs
+    dropped and taps.prune applied."""
+    import types
+
+    from onnx_slice_tools.verification.taps import prune, tap_model
+    rng = random.Random(seed)
+    model, _, outputs = _random_model(rng, rng.randint(30, 200))
+    model.graph.initializer.append(helper.make_tensor("unread", TensorProto.FLOAT, [1], [1.0]))
+    made = [o for n in model.graph.node for o in n.output]
+    records = []
+    for out in outputs:  # a record per graph output, reading some value made before it
+        read = rng.choice(["a", "b", *made[:made.index(out)]])
+        records.append(types.SimpleNamespace(graph="main", reads=(read,), output=out, tensors={read: 1, out: 1}))
+    deferred = frozenset(rng.sample(outputs, rng.randint(1, len(outputs))))
+    tapped, taps = tap_model(model, records, deferred=deferred)
+    expected = onnx.ModelProto()
+    expected.CopyFrom(model)
+    g = expected.graph
+    g.output.extend(helper.make_empty_tensor_value_info(n) for n in taps.names if n not in outputs)
+    kept = [vi for vi in g.output if vi.name not in deferred or vi.name in taps.seen]
+    del g.output[:]
+    g.output.extend(kept)
+    prune(g)
+    assert tapped.SerializeToString() == expected.SerializeToString()
+    assert set(taps.deferred.values()) == deferred
