@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from .checks import passed, skipped
 from .inplace import AS_SHIPPED, Reference
-from .lowerings import CheckResult, relaxed_axes, shape_problem, size_free_axes
+from .lowerings import CheckResult, free_and_relaxed, shape_problem
 from ..semantics.plan import declared_conflict
 
 #: the onnxruntime status of a per-rewrite check left to the as-shipped run, until it settles it
@@ -47,15 +47,11 @@ def _covered(record) -> bool:
     lowering, shape = record.lowering, record.input_shape
     if lowering is None or lowering.dynamic or record.index_names or record.graph != "main" or shape is None:
         return False
-    free, relaxed = size_free_axes(lowering), None
+    free, relaxed = free_and_relaxed(lowering)
     for k, d in enumerate(shape):  # each axis size-free, or a known dim tried at that size only
         if k in free:
             continue
-        if not isinstance(d, int):
-            return False
-        if relaxed is None:  # (read only when an axis needs it)
-            relaxed = relaxed_axes(lowering)
-        if k in relaxed:
+        if not isinstance(d, int) or k in relaxed:
             return False
     return True
 
@@ -63,18 +59,16 @@ def _covered(record) -> bool:
 def _output_shapes(inferred) -> dict:
     """Graph output name -> its shape in the strict inference's model (dims: int, name or None)."""
     out: dict = {}
-    read: dict = {}  # serialized shape -> its dims (outputs repeat a few shapes)
+    read: dict = {}  # serialized type -> its dims, or None (outputs repeat a few types)
     for vi in inferred.graph.output:
-        tt = vi.type.tensor_type
-        if not tt.HasField("shape"):
-            out[vi.name] = None
+        t = vi.type
+        key = t.SerializeToString()
+        if key in read:
+            out[vi.name] = read[key]
             continue
-        key = tt.shape.SerializeToString()
-        dims = read.get(key)
-        if dims is None:
-            dims = read[key] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                                     for d in tt.shape.dim)
-        out[vi.name] = dims
+        tt = t.tensor_type
+        out[vi.name] = read[key] = None if not tt.HasField("shape") else \
+            tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
     return out
 
 
