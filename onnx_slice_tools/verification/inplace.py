@@ -593,8 +593,8 @@ class _Attempt:
         if self.error is not None:
             self.tapped = None
             return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(self.error)}")
-        taps, proto = self.taps, self.proto
-        elems = {vi.name: vi.type.tensor_type.elem_type for vi in fed_inputs(proto)}
+        taps = self.taps
+        elems = {vi.name: vi.type.tensor_type.elem_type for vi in self.liveness.fed()}
         elems.update({name: self.shapes[name][0] for name in [*taps.names, *self.graph_outputs()]
                       if name in self.shapes})
         elems.update(taps.elems)
@@ -660,7 +660,7 @@ class _Attempt:
         while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
-                feeds = random_feeds(proto, sizes, shapes, rng, self.vectors)
+                feeds = random_feeds(proto, sizes, shapes, rng, self.vectors, self.liveness.fed())
             except Skip as exc:
                 return skip_all(str(exc))
             try:
@@ -706,7 +706,7 @@ class _Attempt:
 
     def exact_outputs(self, shapes: dict) -> set:
         """The model's graph outputs that are pure data movement (exact.exact_outputs): kept as digests."""
-        return exact_outputs(self.proto, shapes, self.table)
+        return exact_outputs(self.proto, shapes, self.table, self.graph_outputs())
 
     def graph_outputs(self) -> list:
         """The names of the model's own graph outputs (each once), read once."""

@@ -278,6 +278,13 @@ class Liveness:
         self.proto, self.table = proto, table  # (``table``: proto's main graph's, when the caller has it)
         self._tables: tuple | None = None
         self._sized: tuple | None = None  # (shapes, what _sizes made of them) of the last peak's shapes
+        self._fed: list | None = None
+
+    def fed(self) -> list:
+        """:func:`fed_inputs` of ``proto``, read once."""
+        if self._fed is None:
+            self._fed = fed_inputs(self.proto)
+        return self._fed
 
     def _read(self) -> tuple:
         if self._tables is None:
@@ -290,8 +297,11 @@ class Liveness:
                 for o in outs:
                     made.append(o)
                     at.append(k)
-            self._tables = (made, np.asarray(at, dtype=np.int64), len(table), last,
-                            [o.name for o in self.proto.graph.output], [vi.name for vi in fed_inputs(self.proto)])
+            end = len(table)  # (graph outputs some node reads: only they can outlive their last reader)
+            read_outputs = [name for name in dict.fromkeys(o.name for o in self.proto.graph.output)
+                            if last.get(name, end) < end]
+            self._tables = (made, np.asarray(at, dtype=np.int64), end, last, read_outputs,
+                            [vi.name for vi in self.fed()])
         return self._tables
 
     def _sizes(self, shapes: dict) -> tuple:
@@ -328,7 +338,7 @@ class Liveness:
         consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
         ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when
         made (what a run of a pruned copy fetching none of them would hold)."""
-        made, at, end, consumed, graph_outputs, fed = self._read()
+        made, at, end, consumed, read_outputs, fed = self._read()
         size, sizes, made_bytes, freed = self._sizes(shapes)
         live = sum(size.get(name, 0) for name in fed)
         if not end:
@@ -337,7 +347,7 @@ class Liveness:
         # and, with ``outputs`` False, what nothing reads (live -= freed[k] + transient[k]); a
         # graph output or a kept value read by a node lives to the end instead
         kept = set(keep)
-        held = {name for name in (*(graph_outputs if outputs else ()), *kept)
+        held = {name for name in (*(read_outputs if outputs else ()), *kept)
                 if name in size and consumed.get(name, end) < end}
         if held or not outputs:
             freed = freed.copy()

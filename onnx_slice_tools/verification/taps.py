@@ -131,7 +131,6 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
         tapped.CopyFrom(proto)
         g = tapped.graph
     taps = _Taps()
-    outputs = {o.name for o in g.output}
     ifs: dict = {}
     present: dict = {}  # id(graph) -> names in it, built once (the graph is only appended to below)
     bodies: dict = {}
@@ -203,6 +202,7 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
             taps.elems[fetched] = elem[name]
     if tapped is None:
         return _pruned_copy(proto, taps, deferred, table), taps
+    outputs = {o.name for o in g.output}
     for name in taps.names:
         if name not in outputs:
             g.output.append(onnx.helper.make_empty_tensor_value_info(name))

@@ -219,3 +219,25 @@ def test_tapped_copy_of_main_graph_taps_is_the_pruned_full_copy(seed):
     prune(g)
     assert tapped.SerializeToString() == expected.SerializeToString()
     assert set(taps.deferred.values()) == deferred
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_outputs_with_the_output_names_read_say_what_they_say_without(seed):
+    """exact.exact_outputs given the graph output names (and the node table) the caller read
+    answers as it does reading them itself."""
+    from onnx_slice_tools.graphs.table import NodeTable
+    from onnx_slice_tools.verification.exact import exact_outputs
+    rng = random.Random(seed)
+    model, elems, outputs = _random_model(rng, rng.randint(30, 200))
+    shapes = {name: (elem, (2, 3)) for name, elem in elems.items()}
+    alone = exact_outputs(model, shapes)
+    assert exact_outputs(model, shapes, NodeTable(model.graph), list(outputs)) == alone
+    assert alone <= set(outputs)
+    nodes = [helper.make_node("Neg", ["a"], ["n0"]), helper.make_node("Neg", ["n0"], ["n1"]),
+             helper.make_node("Mul", ["n1", "a"], ["m"])]  # (Neg moves data exactly, Mul rounds)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("n0", "m", "n1")])
+    chain = helper.make_model(graph)
+    shapes = {name: (1, (2,)) for name in ("a", "n0", "n1", "m")}
+    assert exact_outputs(chain, shapes) == exact_outputs(chain, shapes, NodeTable(graph), ["n0", "m", "n1"]) \
+        == {"n0", "n1"}
