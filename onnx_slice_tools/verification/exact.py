@@ -27,11 +27,12 @@ MOVEMENT = frozenset({
 FLOAT_ELEMS = frozenset({1, 10, 11, 14, 15, 16, 17, 18, 19, 20, 23})
 
 
-def exact_outputs(proto, shapes: dict, table=None) -> set:
+def exact_outputs(proto, shapes: dict, table=None, names: list | None = None) -> set:
     """Graph outputs of ``proto`` that are pure data movement: every node they depend on (main
     graph) is a :data:`MOVEMENT` op, or gives only non-float values (by ``shapes``' element
     types).  Those are compared bitwise; an unknown type or a subgraph makes an output float
-    arithmetic (compared under the tolerance).  ``table``: the main graph's graphs.table.NodeTable, if read."""
+    arithmetic (compared under the tolerance).  ``table``: the main graph's graphs.table.NodeTable, if read;
+    ``names``: the names of ``proto``'s graph outputs, if read."""
     if table is None:
         table = NodeTable(proto.graph)
     known = {vi.name for vi in proto.graph.input} | {t.name for t in proto.graph.initializer}
@@ -52,7 +53,9 @@ def exact_outputs(proto, shapes: dict, table=None) -> set:
         for o in outputs:
             if o:
                 pure[o] = ok
-    return {name for name in [o.name for o in proto.graph.output] if pure.get(name, False)}
+    if names is None:
+        names = [o.name for o in proto.graph.output]
+    return {name for name in names if pure.get(name, False)}
 
 
 def same_bits(y, expected, where: str) -> str:

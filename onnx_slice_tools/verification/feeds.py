@@ -36,18 +36,21 @@ _INTEGER_ELEMS = frozenset({2, 3, 4, 5, 6, 7, 12, 13})
 _SUB_BYTE = (21, 22, 23)
 
 
-def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator, vectors: dict | None = None) -> dict:
+def random_feeds(proto, sizes: dict, shapes: dict, rng: np.random.Generator, vectors: dict | None = None,
+                 fed: list | None = None) -> dict:
     """Random values for every fed input: floats standard normal, integer indices in range,
     index vectors of StridedSlices (``vectors``: input_ranges.index_vectors) entry by entry
     inside what their slices accept (input_ranges.vector_ranges), other integers in [0, 3],
     distinct strings.  An index input is one a Gather reads directly (the size of the axis it
     indexes, from the shapes at these sizes) or through the casts, reshapes and index
     arithmetic :func:`.input_ranges.index_input_ranges` follows (a BERT segment id cast to int32
-    before a 2-row table): the smaller range where both apply."""
+    before a 2-row table): the smaller range where both apply.  ``fed``: :func:`.sizing.fed_inputs`
+    of ``proto``, if read."""
     from onnx import helper
     from .input_ranges import index_input_ranges, vector_ranges
     from .inputs import SMALL_INTS, random_values
-    fed = fed_inputs(proto)
+    if fed is None:
+        fed = fed_inputs(proto)
     integer = any(vi.type.tensor_type.elem_type in _INTEGER_ELEMS for vi in fed)  # (else no index input)
     bounds = _index_bounds(proto, shapes) if integer else {}
     index_ranges = index_input_ranges(proto) if integer else {}

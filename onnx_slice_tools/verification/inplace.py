@@ -374,7 +374,7 @@ class _Attempt:
                 if self.inferred is not None and not self.pins and all_sizes_declared(self.proto):
                     self.sized = ({}, declared_shapes(self.proto, self.inferred))
                 else:
-                    self.sized = choose_sizes(self.skeleton(), self.pins)
+                    self.sized = choose_sizes(self.skeleton(), self.pins, self.table)
             except Skip as exc:
                 self.sized = exc
         if isinstance(self.sized, Skip):
@@ -385,7 +385,8 @@ class _Attempt:
         """``proto``'s skeleton (rewrite.shapes.skeleton), made once when first asked."""
         if self.sk is None:
             from ..rewrite.shapes import skeleton
-            self.sk = skeleton(self.proto)
+            # (the table's holders: no main-graph node holds a subgraph, none is walked for one)
+            self.sk = skeleton(self.proto, has_subgraphs=None if self.table is None else bool(self.table.holders))
         return self.sk
 
     def _deferrable(self, rewritten: list) -> frozenset:
@@ -513,7 +514,7 @@ class _Attempt:
             for k, v in self.sizes.items():
                 if v == BASE and k not in self.pins:
                     trial = dict(smaller, **{k: 1})
-                    got, bad = infer_at_sizes(self.skeleton(), trial)
+                    got, bad = infer_at_sizes(self.skeleton(), trial, self.table)
                     if bad is None:
                         smaller, self.shapes = trial, got
             self.sizes = smaller
@@ -592,8 +593,8 @@ class _Attempt:
         if self.error is not None:
             self.tapped = None
             return self._skip_all(f"onnxruntime cannot load the tapped model: {_line(self.error)}")
-        taps, proto = self.taps, self.proto
-        elems = {vi.name: vi.type.tensor_type.elem_type for vi in fed_inputs(proto)}
+        taps = self.taps
+        elems = {vi.name: vi.type.tensor_type.elem_type for vi in self.liveness.fed()}
         elems.update({name: self.shapes[name][0] for name in [*taps.names, *self.graph_outputs()]
                       if name in self.shapes})
         elems.update(taps.elems)
@@ -659,7 +660,7 @@ class _Attempt:
         while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
-                feeds = random_feeds(proto, sizes, shapes, rng, self.vectors)
+                feeds = random_feeds(proto, sizes, shapes, rng, self.vectors, self.liveness.fed())
             except Skip as exc:
                 return skip_all(str(exc))
             try:
@@ -676,7 +677,7 @@ class _Attempt:
                 if not grow or runs >= _RUNS or any(sizes[k] * 4 > MAX_SIZE for k in grow) or piece is not None:
                     return skip_all(failure)
                 sizes = dict(sizes, **{k: sizes[k] * 4 for k in grow})
-                shapes, bad = infer_at_sizes(self.skeleton(), sizes)
+                shapes, bad = infer_at_sizes(self.skeleton(), sizes, self.table)
                 need = self._loop_charge(sizes, run_need(proto, shapes, taps.names, weight_bytes=weight_bytes,
                                                          liveness=self.liveness))
                 if bad is not None:
@@ -705,7 +706,7 @@ class _Attempt:
 
     def exact_outputs(self, shapes: dict) -> set:
         """The model's graph outputs that are pure data movement (exact.exact_outputs): kept as digests."""
-        return exact_outputs(self.proto, shapes, self.table)
+        return exact_outputs(self.proto, shapes, self.table, self.graph_outputs())
 
     def graph_outputs(self) -> list:
         """The names of the model's own graph outputs (each once), read once."""

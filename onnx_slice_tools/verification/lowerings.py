@@ -109,13 +109,7 @@ def relaxed_axes(lowering: Lowering) -> set[int]:
     so a lowering with one keeps every declared size (lowering/lower.py emits it only for small inputs).
     None under TFLite's ``offset``: its output sizes come from ``end``, not from the input, so an
     axis passed through whole at the declared size is not passed through at another."""
-    plan = lowering.plan
-    if plan.input_shape is None or any(op.op_type == RESHAPE for op in lowering.ops):
-        return set()
-    if plan.source is not None and plan.source.offset:
-        return set()
-    return {a.axis for a in plan.axes if isinstance(a.dim, int) and a.dim > 1 and (
-        a.kind == ALL or a.kind == RANGE and a.is_identity and a.stride == 1)}
+    return set(free_and_relaxed(lowering)[1])
 
 
 def size_free_axes(lowering: Lowering) -> frozenset[int]:
@@ -140,24 +134,46 @@ def size_free_axes(lowering: Lowering) -> frozenset[int]:
 
     So the comparison along such an axis is of the same elements at every size: the checks
     feed it one (:func:`concrete_shapes`)."""
+    return free_and_relaxed(lowering)[0]
+
+
+def free_and_relaxed(lowering: Lowering) -> tuple[frozenset[int], frozenset[int]]:
+    """(:func:`size_free_axes`, :func:`relaxed_axes`) of ``lowering``, read in one pass over its
+    ops and one over its plan's axes (the settled checks ask both of every rewrite)."""
     plan = lowering.plan
     shape = plan.input_shape
-    if shape is None or lowering.dynamic or plan.source is not None and plan.source.offset:
-        return frozenset()
+    if shape is None or plan.source is not None and plan.source.offset:
+        return frozenset(), frozenset()
     rank = len(shape)
     named: set[int] = set()
+    free_ok = not lowering.dynamic  # (size-free: a static lowering of only these ops, below)
+    reshape = False
     renumbered = False  # after a Squeeze or Unsqueeze, axes no longer number the input's
     for op in lowering.ops:
-        if op.op_type in (SQUEEZE, UNSQUEEZE) and not op.axes:
-            return frozenset()  # (no axes: a Squeeze of every size-1 axis depends on the sizes)
-        if op.op_type in (SLICE, SQUEEZE):
+        kind = op.op_type
+        if kind == RESHAPE:
+            reshape = True
+        if not free_ok:
+            continue
+        if kind in (SQUEEZE, UNSQUEEZE) and not op.axes:
+            free_ok = False  # (no axes: a Squeeze of every size-1 axis depends on the sizes)
+        elif kind in (SLICE, SQUEEZE):
             if renumbered:
-                return frozenset()
-            named.update(ax % rank if rank else ax for ax in op.axes)
-        elif op.op_type not in (UNSQUEEZE, IDENTITY):
-            return frozenset()
-        renumbered = renumbered or op.op_type in (SQUEEZE, UNSQUEEZE)
-    return frozenset(a.axis for a in plan.axes if a.is_identity and a.axis not in named)
+                free_ok = False
+            else:
+                named.update(ax % rank if rank else ax for ax in op.axes)
+        elif kind not in (UNSQUEEZE, IDENTITY):
+            free_ok = False
+        renumbered = renumbered or kind in (SQUEEZE, UNSQUEEZE)
+    free, relaxed = [], []
+    for a in plan.axes:
+        identity = a.is_identity
+        if free_ok and identity and a.axis not in named:
+            free.append(a.axis)
+        if not reshape and isinstance(a.dim, int) and a.dim > 1 and (
+                a.kind == ALL or a.kind == RANGE and identity and a.stride == 1):
+            relaxed.append(a.axis)
+    return frozenset(free), frozenset(relaxed)
 
 
 #: The one size fed to a size-free axis (:func:`size_free_axes`): the cheapest that is not empty

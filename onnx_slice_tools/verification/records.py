@@ -81,12 +81,30 @@ def _could_not_expose(names) -> str:
 # --------------------------------------------------------------------------- StridedSlice
 
 
+class _Key:
+    """(spec, shape) as a dict key whose hash is computed once: a spec's hash reads every field,
+    and a key missed is looked up, then stored."""
+
+    __slots__ = ("spec", "shape", "hash")
+
+    def __init__(self, spec, shape):
+        self.spec, self.shape = spec, shape
+        self.hash = hash((spec, shape))
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.shape == other.shape and \
+            self.spec == other.spec
+
+
 @dataclasses.dataclass
 class Plans:
     """Plans and numpy indexes made once per (spec, shape) for every slice of one run (models
     repeat slices; the records of one signature share their spec)."""
 
-    plans: dict = dataclasses.field(default_factory=dict)  # (spec, shape) -> Plan (or the error)
+    plans: dict = dataclasses.field(default_factory=dict)  # _Key(spec, shape) -> Plan (or the error)
     by_id: dict = dataclasses.field(default_factory=dict)  # (id(spec), shape) -> (spec, Plan): no hashing
     indexes: dict = dataclasses.field(default_factory=dict)  # id(Plan) -> its numpy index
 
@@ -94,7 +112,7 @@ class Plans:
         held = self.by_id.get((id(spec), shape))
         if held is not None and held[0] is spec:
             return held[1]
-        key = (spec, shape)
+        key = _Key(spec, shape)
         found = self.plans.get(key)
         if found is None:
             try:
@@ -125,11 +143,14 @@ def _reference_plan(r, got: dict, make_plan):
     if r.data_name not in got:
         return skipped(f"the in-place run could not expose {r.data_name!r}"), None, str
     x = got[r.data_name]
-    n = r.spec.n
-    # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
-    values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
-              for f, name in r.index_names.items()} if r.index_names else {}
-    spec = dataclasses.replace(r.spec, runtime_length=None, **values) if values else r.spec
+    if r.index_names:
+        n = r.spec.n
+        # a field whose tensor the rewrite removed is one the lowering never reads: zeros stand in
+        values = {f: tuple(int(v) for v in np.asarray(got[name]).reshape(-1).tolist()) if name in got else (0,) * n
+                  for f, name in r.index_names.items()}
+        spec = dataclasses.replace(r.spec, runtime_length=None, **values)
+    else:  # (a static spec: no runtime value reached it)
+        values, spec = {}, r.spec
 
     def where() -> str:  # only a failure or a skip names the input
         return f"input {list(x.shape)}" + "".join(f", {f}={v}" for f, v in values.items())

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from .checks import passed, skipped
 from .inplace import AS_SHIPPED, Reference
-from .lowerings import CheckResult, relaxed_axes, shape_problem, size_free_axes
+from .lowerings import CheckResult, free_and_relaxed, shape_problem
 from ..semantics.plan import declared_conflict
 
 #: the onnxruntime status of a per-rewrite check left to the as-shipped run, until it settles it
@@ -47,17 +47,28 @@ def _covered(record) -> bool:
     lowering, shape = record.lowering, record.input_shape
     if lowering is None or lowering.dynamic or record.index_names or record.graph != "main" or shape is None:
         return False
-    free, relaxed = size_free_axes(lowering), relaxed_axes(lowering)
-    return all(k in free or isinstance(d, int) and k not in relaxed for k, d in enumerate(shape))
+    free, relaxed = free_and_relaxed(lowering)
+    for k, d in enumerate(shape):  # each axis size-free, or a known dim tried at that size only
+        if k in free:
+            continue
+        if not isinstance(d, int) or k in relaxed:
+            return False
+    return True
 
 
 def _output_shapes(inferred) -> dict:
     """Graph output name -> its shape in the strict inference's model (dims: int, name or None)."""
-    out = {}
+    out: dict = {}
+    read: dict = {}  # serialized type -> its dims, or None (outputs repeat a few types)
     for vi in inferred.graph.output:
-        tt = vi.type.tensor_type
-        out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                             for d in tt.shape.dim) if tt.HasField("shape") else None
+        t = vi.type
+        key = t.SerializeToString()
+        if key in read:
+            out[vi.name] = read[key]
+            continue
+        tt = t.tensor_type
+        out[vi.name] = read[key] = None if not tt.HasField("shape") else \
+            tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
     return out
 
 
@@ -77,9 +88,11 @@ def deferrable_checks(records: list, deferred, inferred) -> dict:
     for i in candidates:
         r = records[i]
         got, planned = shapes.get(r.output_name), r.lowering.plan.output_shape
-        if got is None or planned is None or shape_problem(got, planned) is not None:
+        # (equal shapes agree under either rule: the rules are asked only of different ones)
+        if got is None or planned is None or got != planned and shape_problem(got, planned) is not None:
             continue  # (the check's own shape inference says what is wrong, if anything)
-        if r.declared_output is not None and declared_conflict(r.declared_output, planned):
+        declared = r.declared_output
+        if declared is not None and declared != planned and declared_conflict(declared, planned):
             continue
         out[i] = CheckResult(shape_inference=INFERRED, inferred_shape=got, onnxruntime=AWAITS)
     return out
@@ -93,6 +106,7 @@ def settle_checks(records: list, awaiting: dict, inplace: dict, checked) -> list
     their per-rewrite checks are still to run."""
     outputs = checked.outputs if checked is not None else {}
     left = []
+    said: dict = {}  # (input reached, any size-free axis) -> the status (records share a few)
     for i, result in awaiting.items():
         r = records[i]
         ref = outputs.get(r.output_name)
@@ -101,9 +115,12 @@ def settle_checks(records: list, awaiting: dict, inplace: dict, checked) -> list
             left.append(i)
             continue
         free = any(not isinstance(d, int) for d in r.input_shape)
-        result.onnxruntime = passed(f"as shipped: the saved model's default run gave its reference output "
-                                    f"bitwise at input {list(reached)}"
-                                    + ("; the check's other sizes are of axes nothing reads" if free else ""))
+        status = said.get((reached, free))
+        if status is None:
+            status = said[reached, free] = passed(
+                f"as shipped: the saved model's default run gave its reference output bitwise at input "
+                f"{list(reached)}" + ("; the check's other sizes are of axes nothing reads" if free else ""))
+        result.onnxruntime = status
         result.tried_shapes = [reached]
     return left
 

@@ -75,19 +75,50 @@ def dim_key(vi, k, d):
     return d.dim_param or f"{vi.name}:{k}"
 
 
-def infer_at_sizes(sk, sizes):
-    """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found."""
+def sized_bytes(sk, sizes: dict) -> bytes:
+    """The bytes of :func:`with_sizes` of ``sk`` (its caller's own skeleton, read by no other
+    thread meanwhile), made without copying it: its fed inputs' symbolic dims are set from
+    ``sizes`` for the serialization, then put back as they were."""
+    fed = fed_inputs(sk)
+    undo: list = []
+    try:
+        for vi in fed:
+            tt = vi.type.tensor_type
+            if unranked_vector(vi, sizes):
+                tt.shape.dim.add().dim_value = sizes[f"{vi.name}:0"]
+                undo.append((tt, None, None))
+                continue
+            for k, d in enumerate(tt.shape.dim):
+                if not d.HasField("dim_value"):
+                    undo.append((tt, d, d.dim_param))
+                    d.dim_value = sizes[dim_key(vi, k, d)]
+        return sk.SerializeToString()
+    finally:
+        for tt, d, param in reversed(undo):
+            if d is None:
+                tt.ClearField("shape")
+            elif param:
+                d.dim_param = param
+            else:
+                d.ClearField("dim_value")
+
+
+def infer_at_sizes(sk, sizes, table: NodeTable | None = None):
+    """name -> (elem, shape) at these sizes, and the first invalid (negative) dim found.
+    ``table``: ``sk``'s main graph's nodes (those of the model it is the skeleton of), if read."""
     from ..graphs.shape_inference import infer
     try:
-        inferred = infer(with_sizes(sk, sizes))
+        inferred = infer(sized_bytes(sk, sizes))
     except Exception as exc:
         return {}, f"shape inference: {_line(exc)}"
-    return inferred_shapes(inferred)
+    return inferred_shapes(inferred, table)
 
 
-def inferred_shapes(inferred) -> tuple[dict, str | None]:
+def inferred_shapes(inferred, table: NodeTable | None = None) -> tuple[dict, str | None]:
     """name -> (elem, dims) of every value shape inference gave ``inferred`` (a ModelProto) a
-    shape, and the first invalid dim or Reshape found (:func:`infer_at_sizes`)."""
+    shape, and the first invalid dim or Reshape found (:func:`infer_at_sizes`).  ``table``: the
+    nodes of ``inferred``'s main graph (inference keeps them as they were), if read: a graph
+    with no Reshape has none to check."""
     shapes, bad = {}, None
     # a type's bytes -> ((elem, dims) or None, a dim is negative): models repeat a few types many times
     read: dict = {}
@@ -104,6 +135,8 @@ def inferred_shapes(inferred) -> tuple[dict, str | None]:
         if negative and bad is None:
             bad = f"{vi.name} would have shape {list(known[1])}"
         shapes[vi.name] = known
+    if bad is None and table is not None and "Reshape" not in table.ops:
+        return shapes, None
     return shapes, bad or _bad_reshape(inferred.graph, shapes)
 
 
@@ -190,13 +223,13 @@ def all_sizes_declared(proto) -> bool:
     return True
 
 
-def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
+def choose_sizes(sk, pins: dict | None = None, table: NodeTable | None = None) -> tuple[dict, dict]:
     """Sizes for the symbolic dims of the fed inputs: small (3); else 1 (a model whose constant
     Reshape fixes an unknown batch dim to 1); else grown where shape inference at those sizes
     gives a negative dim (e.g. a 400-wide Conv kernel on a length) or a Reshape cannot take them.
     ``pins`` (:func:`vector_pins`): dims whose size is fixed -- the lengths index vectors
     must have; never grown.  Returns (sizes, inferred shapes).  Raises Skip when no size up
-    to 65536 works."""
+    to 65536 works.  ``table``: as :func:`infer_at_sizes` takes it."""
     pins = pins or {}
     keys = []
     for vi in fed_inputs(sk):
@@ -212,13 +245,13 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
             if not d.HasField("dim_value") and key not in keys and key not in pins:
                 keys.append(key)
     sizes = {**{k: BASE for k in keys}, **pins}
-    shapes, bad = infer_at_sizes(sk, sizes)
+    shapes, bad = infer_at_sizes(sk, sizes, table)
     if bad is None:
         return sizes, shapes
     if not keys:
         raise Skip(_declared_sizes_invalid(bad))
     ones = {**{k: 1 for k in keys}, **pins}
-    shapes, bad = infer_at_sizes(sk, ones)  # a model fixed to batch 1 behind an unknown dim
+    shapes, bad = infer_at_sizes(sk, ones, table)  # a model fixed to batch 1 behind an unknown dim
     if bad is None:
         return ones, shapes
     size = BASE
@@ -227,10 +260,10 @@ def choose_sizes(sk, pins: dict | None = None) -> tuple[dict, dict]:
         if size > MAX_SIZE or not keys:
             raise Skip(f"no input size up to {MAX_SIZE} gives valid shapes ({bad})")
         sizes = {**{k: size for k in keys}, **pins}
-        shapes, bad = infer_at_sizes(sk, sizes)
+        shapes, bad = infer_at_sizes(sk, sizes, table)
     for k in keys:  # then back to small, one dim at a time, where that stays valid
         trial = dict(sizes, **{k: BASE})
-        got, problem = infer_at_sizes(sk, trial)
+        got, problem = infer_at_sizes(sk, trial, table)
         if problem is None:
             sizes, shapes = trial, got
     return sizes, shapes
@@ -245,6 +278,13 @@ class Liveness:
         self.proto, self.table = proto, table  # (``table``: proto's main graph's, when the caller has it)
         self._tables: tuple | None = None
         self._sized: tuple | None = None  # (shapes, what _sizes made of them) of the last peak's shapes
+        self._fed: list | None = None
+
+    def fed(self) -> list:
+        """:func:`fed_inputs` of ``proto``, read once."""
+        if self._fed is None:
+            self._fed = fed_inputs(self.proto)
+        return self._fed
 
     def _read(self) -> tuple:
         if self._tables is None:
@@ -257,8 +297,11 @@ class Liveness:
                 for o in outs:
                     made.append(o)
                     at.append(k)
-            self._tables = (made, np.asarray(at, dtype=np.int64), len(table), last,
-                            [o.name for o in self.proto.graph.output], [vi.name for vi in fed_inputs(self.proto)])
+            end = len(table)  # (graph outputs some node reads: only they can outlive their last reader)
+            read_outputs = [name for name in dict.fromkeys(o.name for o in self.proto.graph.output)
+                            if last.get(name, end) < end]
+            self._tables = (made, np.asarray(at, dtype=np.int64), end, last, read_outputs,
+                            [vi.name for vi in self.fed()])
         return self._tables
 
     def _sizes(self, shapes: dict) -> tuple:
@@ -295,7 +338,7 @@ class Liveness:
         consumes -- onnxruntime holds them to the end of the run -- and ``keep`` to the end).
         ``outputs`` False: the transient peak, graph outputs and unconsumed values freed when
         made (what a run of a pruned copy fetching none of them would hold)."""
-        made, at, end, consumed, graph_outputs, fed = self._read()
+        made, at, end, consumed, read_outputs, fed = self._read()
         size, sizes, made_bytes, freed = self._sizes(shapes)
         live = sum(size.get(name, 0) for name in fed)
         if not end:
@@ -304,7 +347,7 @@ class Liveness:
         # and, with ``outputs`` False, what nothing reads (live -= freed[k] + transient[k]); a
         # graph output or a kept value read by a node lives to the end instead
         kept = set(keep)
-        held = {name for name in (*(graph_outputs if outputs else ()), *kept)
+        held = {name for name in (*(read_outputs if outputs else ()), *kept)
                 if name in size and consumed.get(name, end) < end}
         if held or not outputs:
             freed = freed.copy()

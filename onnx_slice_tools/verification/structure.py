@@ -109,11 +109,12 @@ def _same_io(va_all, vb_all, filled, ga) -> bool:
     inputs = None
     fills: dict = {}  # (type bytes before, after) -> _fills_in (models repeat a few declarations)
     for va, vb in zip(va_all, vb_all):
-        if va.name == vb.name:
+        name = va.name
+        if name == vb.name:
             ta, tb = va.type.SerializeToString(), vb.type.SerializeToString()
             if ta == tb:
                 continue
-            if filled is not None and va.name in filled:
+            if filled is not None and name in filled:
                 known = fills.get((ta, tb))
                 if known is None:
                     known = fills[(ta, tb)] = _fills_in(va, vb)

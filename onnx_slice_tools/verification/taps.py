@@ -24,8 +24,9 @@ STACKED, CARRIED = "stacked", "carried"
 
 def prune(g, table: NodeTable | None = None) -> None:
     """Drop the main-graph nodes no graph output of ``g`` depends on (onnxruntime computes
-    every node and holds what nothing consumes to the end of the run).  ``table``: ``g``'s
-    nodes as they are, if read."""
+    every node and holds what nothing consumes to the end of the run), then the initializers
+    nothing left reads (onnxruntime would still read each one in; one that is also a graph
+    input stays: it is not fed).  ``table``: ``g``'s nodes as they are, if read."""
     if table is None:
         table = NodeTable(g)
     needed = {o.name for o in g.output}
@@ -38,6 +39,7 @@ def prune(g, table: NodeTable | None = None) -> None:
             needed.update(table.inputs[k])
             if k in holders:
                 needed.update(_outer_names(g.node[k]))
+    _prune_initializers(g, needed)
     if len(kept) == len(table):
         return
     if len(table) - len(kept) <= _FEW_PRUNED:  # (a few dropped: deleted in place, the others not copied)
@@ -53,6 +55,18 @@ def prune(g, table: NodeTable | None = None) -> None:
 
 #: prune deletes up to this many nodes in place (each deletion moves the nodes after it)
 _FEW_PRUNED = 64
+
+
+def _prune_initializers(g, needed: set) -> None:
+    """Drop ``g``'s initializers whose names are not in ``needed`` nor graph inputs."""
+    inits = g.initializer
+    if all(t.name in needed for t in inits):
+        return
+    needed = needed | {vi.name for vi in g.input}
+    kept = [t for t in inits if t.name in needed]
+    if len(kept) < len(inits):
+        del inits[:]
+        inits.extend(kept)
 
 
 def _outer_names(node) -> set:
@@ -107,15 +121,20 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
     as-shipped run gives them: the copy neither outputs nor computes them (it keeps only the
     nodes its outputs need).  ``table``: ``proto``'s main graph's, if read."""
     import onnx
-    tapped = onnx.ModelProto()
-    tapped.CopyFrom(proto)
-    g = tapped.graph
+    # a copy made only once what it keeps is known, when nothing below changes its nodes: every
+    # record's taps are main-graph tensors, fetched under their own names (see _pruned_copy)
+    later = bool(deferred) and all(r.graph == "main" for r in records)
+    if later:
+        tapped, g = None, proto.graph
+    else:
+        tapped = onnx.ModelProto()
+        tapped.CopyFrom(proto)
+        g = tapped.graph
     taps = _Taps()
-    outputs = {o.name for o in g.output}
     ifs: dict = {}
     present: dict = {}  # id(graph) -> names in it, built once (the graph is only appended to below)
     bodies: dict = {}
-    functions = {f"function {f.domain}::{f.name}": f for f in tapped.functions}
+    functions = {f"function {f.domain}::{f.name}": f for f in (proto if tapped is None else tapped).functions}
     calls: dict = {}
     main: set | None = None  # names in the main graph
     if table is None:
@@ -181,6 +200,9 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
             taps.loop_nodes.add(node.name)
         for name, fetched in taps.views.get(id(r), {}).items():
             taps.elems[fetched] = elem[name]
+    if tapped is None:
+        return _pruned_copy(proto, taps, deferred, table), taps
+    outputs = {o.name for o in g.output}
     for name in taps.names:
         if name not in outputs:
             g.output.append(onnx.helper.make_empty_tensor_value_info(name))
@@ -191,6 +213,53 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
         # (taps through If, Loop or function calls add outputs to main-graph nodes: read them again)
         prune(g, None if taps.branch or taps.loop or taps.calls else table)
     return tapped, taps
+
+
+def _pruned_copy(proto, taps: _Taps, deferred: frozenset, table: NodeTable):
+    """What tap_model's copy of ``proto`` is, once pruned (:func:`prune`), when its taps are all
+    main-graph tensors: ``proto``'s graph outputs less ``deferred`` (unless tapped), then each tap
+    not already one; only the nodes those outputs need and the initializers they or the graph
+    inputs name -- made without copying the nodes and initializers :func:`prune` would drop."""
+    import onnx
+    src = proto.graph
+    kept_outputs = [vi for vi in src.output if vi.name not in deferred or vi.name in taps.seen]
+    names = {vi.name for vi in kept_outputs}
+    extra = [onnx.helper.make_empty_tensor_value_info(name) for name in taps.names if name not in names]
+    names.update(vi.name for vi in extra)
+    holders = set(table.holders)
+    kept = []
+    needed = set(names)
+    outputs = table.outputs
+    for k in range(len(table) - 1, -1, -1):
+        if not needed.isdisjoint(outputs[k]):
+            kept.append(k)
+            needed.update(table.inputs[k])
+            if k in holders:
+                needed.update(_outer_names(src.node[k]))
+    needed.update(vi.name for vi in src.input)
+    tapped = onnx.ModelProto()
+    _copy_fields(proto, tapped, skip=("graph",))
+    g = tapped.graph
+    _copy_fields(src, g, skip=("node", "initializer", "output"))
+    g.node.extend([src.node[k] for k in reversed(kept)])
+    g.initializer.extend([t for t in src.initializer if t.name in needed])
+    g.output.extend(kept_outputs)
+    g.output.extend(extra)
+    return tapped
+
+
+def _copy_fields(src, dst, skip: tuple) -> None:
+    """Copy each field set in message ``src`` into the empty ``dst`` (same type), but ``skip``."""
+    for fd, value in src.ListFields():
+        if fd.name in skip:
+            continue
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
+        if repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
 
 
 def _present(graph, names: list, cache: dict, outer=None) -> list:

@@ -172,3 +172,72 @@ def test_prune_keeps_exactly_the_nodes_the_outputs_need(seed):
         prune(m.graph)
         assert [n.SerializeToString() for n in m.graph.node] == expected[::-1]
     assert _FEW_PRUNED > 0
+
+
+def test_prune_drops_the_initializers_nothing_left_reads():
+    """taps.prune also drops the initializers no kept node reads (onnxruntime would read each
+    one in), keeping those a kept node reads, a graph output names, or a graph input declares
+    (an overridable initializer: it is not fed)."""
+    from onnx_slice_tools.verification.taps import prune
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, [1], [1.0]) for n in ("used", "unused", "declared", "out")]
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "used"], ["a"]), helper.make_node("Mul", ["x", "unused"], ["b"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+         helper.make_tensor_value_info("declared", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1]),
+         helper.make_tensor_value_info("out", TensorProto.FLOAT, [1])], initializer=inits)
+    prune(graph)
+    assert [n.output[0] for n in graph.node] == ["a"]
+    assert [t.name for t in graph.initializer] == ["used", "declared", "out"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tapped_copy_of_main_graph_taps_is_the_pruned_full_copy(seed):
+    """taps.tap_model with deferred outputs and main-graph taps only makes its copy from the nodes
+    it keeps: the same model (bytes) as a full copy with the taps added, the deferred outputs
+    dropped and taps.prune applied."""
+    import types
+
+    from onnx_slice_tools.verification.taps import prune, tap_model
+    rng = random.Random(seed)
+    model, _, outputs = _random_model(rng, rng.randint(30, 200))
+    model.graph.initializer.append(helper.make_tensor("unread", TensorProto.FLOAT, [1], [1.0]))
+    made = [o for n in model.graph.node for o in n.output]
+    records = []
+    for out in outputs:  # a record per graph output, reading some value made before it
+        read = rng.choice(["a", "b", *made[:made.index(out)]])
+        records.append(types.SimpleNamespace(graph="main", reads=(read,), output=out, tensors={read: 1, out: 1}))
+    deferred = frozenset(rng.sample(outputs, rng.randint(1, len(outputs))))
+    tapped, taps = tap_model(model, records, deferred=deferred)
+    expected = onnx.ModelProto()
+    expected.CopyFrom(model)
+    g = expected.graph
+    g.output.extend(helper.make_empty_tensor_value_info(n) for n in taps.names if n not in outputs)
+    kept = [vi for vi in g.output if vi.name not in deferred or vi.name in taps.seen]
+    del g.output[:]
+    g.output.extend(kept)
+    prune(g)
+    assert tapped.SerializeToString() == expected.SerializeToString()
+    assert set(taps.deferred.values()) == deferred
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_outputs_with_the_output_names_read_say_what_they_say_without(seed):
+    """exact.exact_outputs given the graph output names (and the node table) the caller read
+    answers as it does reading them itself."""
+    from onnx_slice_tools.graphs.table import NodeTable
+    from onnx_slice_tools.verification.exact import exact_outputs
+    rng = random.Random(seed)
+    model, elems, outputs = _random_model(rng, rng.randint(30, 200))
+    shapes = {name: (elem, (2, 3)) for name, elem in elems.items()}
+    alone = exact_outputs(model, shapes)
+    assert exact_outputs(model, shapes, NodeTable(model.graph), list(outputs)) == alone
+    assert alone <= set(outputs)
+    nodes = [helper.make_node("Neg", ["a"], ["n0"]), helper.make_node("Neg", ["n0"], ["n1"]),
+             helper.make_node("Mul", ["n1", "a"], ["m"])]  # (Neg moves data exactly, Mul rounds)
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("n0", "m", "n1")])
+    chain = helper.make_model(graph)
+    shapes = {name: (1, (2,)) for name in ("a", "n0", "n1", "m")}
+    assert exact_outputs(chain, shapes) == exact_outputs(chain, shapes, NodeTable(graph), ["n0", "m", "n1"]) \
+        == {"n0", "n1"}
