@@ -17,7 +17,11 @@ exactness here), sparse initializers, names defined twice or read before their d
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+
+from ..graphs.table import NodeTable
 
 #: Constants up to this many elements are read for folding and compared by value in CSE.
 SMALL = 64
@@ -138,26 +142,20 @@ class ProtoIndex:
         facts: list = []
         bad_io: list = []
         add_node, group_of, fact, default = nodes.append, by_op.get, self.fact, DEFAULT_DOMAIN
-        columns = None if table is None else (table.inputs, table.outputs, table.domains, table.ops,
-                                              set(table.holders))
-        for k, node in enumerate(graph.node):
-            if columns is None:
-                input_names, outputs, domain, attributes = node.input, node.output, node.domain, node.attribute
-            else:
-                input_names, outputs, domain = columns[0][k], columns[1][k], columns[2][k]
-                attributes = node.attribute if k in columns[4] else None  # (only subgraphs are read of them)
-            ins = []
-            for name in input_names:
-                if name:
-                    d = get(name) or self.lookup(chain, name, node)
+        if table is None:  # (each field read once, as a table reads them)
+            table = NodeTable(graph)
+        holders = set(table.holders)
+        lookup, define, new_def = self.lookup, self.define, Def
+        for k, (node, input_names, outputs, domain, op) in enumerate(
+                zip(graph.node, table.inputs, table.outputs, table.domains, table.ops)):
+            ins = [(get(name) or lookup(chain, name, node)) if name else None for name in input_names]
+            for d in ins:
+                if d is not None:
                     d.uses += 1
-                    ins.append(d)
-                else:
-                    ins.append(None)
             if ins and ins[-1] is None:
                 bad_io.append((node, "trailing empty inputs"))
-            if attributes:
-                for a in attributes:
+            if k in holders:  # (only subgraphs are read of a node's attributes here)
+                for a in node.attribute:
                     if a.type == _GRAPH:
                         self.walk(a.g, chain)
                     elif a.type == _GRAPHS:
@@ -165,18 +163,18 @@ class ProtoIndex:
                             self.walk(g, chain)
             if len(outputs) == 1:  # the common case, without the loop
                 name = outputs[0]
-                outs = [Def("node", gid, node, ins)]
+                out = new_def("node", gid, node, ins)
+                outs = [out]
                 if name and name not in scope:
-                    scope[name] = outs[0]
+                    scope[name] = out
                 else:
-                    self.define(scope, outs, outputs, node, graph, bad_io)
+                    define(scope, outs, outputs, node, graph, bad_io)
             else:
-                outs = [Def("node", gid, node, ins) for _ in outputs]
-                self.define(scope, outs, outputs, node, graph, bad_io)
+                outs = [new_def("node", gid, node, ins) for _ in outputs]
+                define(scope, outs, outputs, node, graph, bad_io)
             entry = (node, ins, outs)
             add_node(entry)
             if domain in default and outs:
-                op = node.op_type if columns is None else columns[3][k]
                 if op == "Constant":
                     outs[0].key = None  # a constant: compared by value in CSE keys
                     if len(outs) == 1 and fact(outs[0], op):
@@ -194,8 +192,7 @@ class ProtoIndex:
             if d is None:
                 raise MayChange(f"may change: graph output {vi.name!r} of {graph.name!r} is not defined there")
             d.out_any = True
-        self.graphs.append(GraphIndex(graph, scope, nodes, by_op, facts, bad_io,
-                                      *((None, None) if columns is None else (columns[3], columns[2]))))
+        self.graphs.append(GraphIndex(graph, scope, nodes, by_op, facts, bad_io, table.ops, table.domains))
 
     @staticmethod
     def define(scope, outs, names, node, graph, bad_io) -> None:
@@ -286,6 +283,10 @@ class ProtoIndex:
         if d is None:
             return None
         if d.key is None:
+            value = _raw_key(d.tensor) if d.kind == "init" else None
+            if value is not None:
+                d.key = self.const_keys.setdefault(value, -1 - len(self.const_keys))
+                return d.key
             arr = self.array(d)
             if arr is None:
                 d.key = id(d)  # every definition lives as long as the index: ids stay unique
@@ -357,6 +358,27 @@ _FACT_OPS = frozenset({"Shape", "Size", "Cast", "Identity", "Squeeze", "Unsqueez
 #: The array of a small constant of a type numpy reads differently in onnx and onnx-ir (bfloat16,
 #: float8, int4, strings): compared as equal to any other such constant.
 EXOTIC = object()
+
+
+#: data_type -> (the dtype's name, its item size) of the plain types numpy reads from raw bytes as stored.
+_RAW = {1: ("float32", 4), 2: ("uint8", 1), 3: ("int8", 1), 4: ("uint16", 2), 5: ("int16", 2), 6: ("int32", 4),
+        7: ("int64", 8), 9: ("bool", 1), 10: ("float16", 2), 11: ("float64", 8), 12: ("uint32", 4), 13: ("uint64", 8)}
+
+
+def _raw_key(tensor):
+    """The CSE value key :meth:`ProtoIndex.value_key` gives a small initializer stored as raw bytes
+    of a plain type (``(str(dtype), shape, bytes)`` of :func:`tensor_array`'s array: those very
+    bytes on a little-endian machine), read without making the array; None when another case
+    (external data, other fields, a length that does not match): the array decides then."""
+    plain = _RAW.get(tensor.data_type)
+    if plain is None or sys.byteorder != "little" or not tensor.HasField("raw_data") or tensor.data_location == 1 \
+            or len(tensor.external_data) or tensor.HasField("segment"):
+        return None
+    n = numel(tensor)
+    raw = tensor.raw_data
+    if n > SMALL or len(raw) != n * plain[1]:
+        return None
+    return plain[0], tuple(tensor.dims), raw
 
 
 def tensor_array(tensor):

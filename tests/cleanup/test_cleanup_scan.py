@@ -634,3 +634,28 @@ def test_a_lift_given_up_part_way_leaves_nothing_behind():
     reason, report, after = check_sound(proto)
     assert reason is None and not report["changed"]
     assert after == round_trip(proto)
+
+
+def _slices_of_constants(second_raw: bool, second_starts: list):
+    """Two Slices of x, each by its own starts/ends initializers: the first pair stored as raw
+    bytes, the second as raw bytes or in int64_data (``second_raw``)."""
+    def const(name, values, raw):
+        t = helper.make_tensor(name, I64, [len(values)], values)
+        if raw:
+            t = onnx.numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+        return t
+    inits = [const("s0", [1], True), const("e0", [3], True),
+             const("s1", second_starts, second_raw), const("e1", [3], second_raw)]
+    nodes = [helper.make_node("Slice", ["x", "s0", "e0"], ["a"]), helper.make_node("Slice", ["x", "s1", "e1"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [4])], [out("y")], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("second_raw", [True, False])
+def test_constants_compare_by_value_however_stored(second_raw):
+    """CSE keys of small initializers: raw bytes and typed fields of equal values are one key
+    (the cleanup merges the Slices), different values are not."""
+    reason = check_sound(_slices_of_constants(second_raw, [1]))[0]
+    assert reason is not None and "CommonSubexpressionPass" in reason
+    assert check_sound(_slices_of_constants(second_raw, [2]))[0] is None
