@@ -173,12 +173,13 @@ def common_subexpression(index: ProtoIndex) -> str | None:
     value_key = index.value_key
     for gi in index.graphs:
         keys: dict = {}
-        ops, domains = gi.ops, gi.domains  # (read from a node table: not again from each node)
-        for j, (node, ins, outs) in enumerate(gi.nodes):
-            op, domain = (node.op_type, node.domain) if ops is None else (ops[j], domains[j])
+        seen = keys.setdefault
+        # (op types and domains read from the graph's node table: not again from each node)
+        for (node, ins, outs), op, domain in zip(gi.nodes, gi.ops, gi.domains):
             if op in NONDETERMINISTIC:
                 continue
-            attrs = _proto_attrs_key(node.attribute) if node.attribute else ()
+            attributes = node.attribute
+            attrs = _proto_attrs_key(attributes) if attributes else ()
             if attrs is None:
                 continue
             if op == "Constant" and domain in DEFAULT_DOMAIN:
@@ -187,7 +188,7 @@ def common_subexpression(index: ProtoIndex) -> str | None:
                 key = ("" if domain == "ai.onnx" else domain, op, node.overload, len(outs),
                        tuple([None if d is None else d.key if d.key is not None else value_key(d) for d in ins]),
                        attrs)
-            if keys.setdefault(key, node) is not node and not any(d.out_any for d in outs):
+            if seen(key, node) is not node and not any(d.out_any for d in outs):
                 return f"CommonSubexpressionPass may change {where(node)} (an equal node before it)"
     return None
 

@@ -61,8 +61,8 @@ class GraphIndex:
     (``(node, input defs, output defs)`` in order), ``by_op`` (those of the default domain with
     outputs, by op type), ``facts`` (those whose one output may have a known integer fact,
     ``Constant`` left out) and ``bad_io`` (``(node, what)``: trailing empty inputs or outputs);
-    ``ops`` and ``domains``: the nodes' op types and domains, aligned with ``nodes``, when read
-    from a ``graphs.table.NodeTable`` (else None: read them from the nodes)."""
+    ``ops`` and ``domains``: the nodes' op types and domains, aligned with ``nodes`` (read from
+    the graph's ``graphs.table.NodeTable``)."""
 
     __slots__ = ("graph", "gid", "scope", "nodes", "by_op", "facts", "bad_io", "ops", "domains")
 

@@ -370,6 +370,38 @@ def test_a_tampered_slice_whose_output_ships_is_caught_by_the_as_shipped_run():
         "(needs ~1 GiB)"
 
 
+def test_every_rewrite_deferred_builds_no_in_place_session(monkeypatch):
+    """Every rewrite left to the as-shipped run, each reading a graph input: the tapped copy
+    computes nothing, so no onnxruntime session is built for it (its run gives back the fed
+    inputs); the reference outputs still come from those tensors, and a tampered slice still
+    fails in the as-shipped run."""
+    from onnx_slice_tools.verification import inplace
+    from onnx_slice_tools.verification.inplace import start_inplace
+
+    def no_session(model):
+        raise AssertionError("an in-place session was built")
+    result = api.convert(_slice_output_model())
+    monkeypatch.setattr(inplace, "_make_session", no_session)
+    records, common = result.report.records, dict(budget=Budget(2 ** 28))
+    run = start_inplace(result.model, records, defer=True, **common)
+    assert run.result().status == "skipped: 1 rewrites await the as-shipped run"
+    compared: dict = {}
+    checks = shipped.shipped_checks(result.model, run.checked, compared=compared, **common)
+    assert checks["shipped"] == "passed", checks
+    assert run.settle(compared).status == "passed"
+    x = run.checked.feeds["x"]
+    assert np.array_equal(run.checked.outputs["y"].value(), x[:, ::2])
+    bad = onnx.ModelProto()
+    bad.CopyFrom(result.model)
+    steps = next(t for t in bad.graph.initializer if list(onnx.numpy_helper.to_array(t)) == [2])
+    steps.CopyFrom(onnx.numpy_helper.from_array(np.array([3], dtype=np.int64), steps.name))
+    run = start_inplace(bad, records, defer=True, **common)
+    run.result()
+    compared = {}
+    shipped.shipped_checks(bad, run.checked, compared=compared, **common)
+    assert run.settle(compared).status.startswith("failed: node 'ss': as shipped: output 'y': shape")
+
+
 def test_too_small_a_budget_for_one_rewrite_is_skipped_with_the_reason():
     rep = api.convert(_many_slices(8), verify_memory=4 * 1024).report
     assert rep.model_checks["model_run"].startswith("skipped: needs ~"), rep.model_checks
