@@ -152,21 +152,23 @@ def tap_model(proto, records: list, loops: str | None = STACKED, deferred: froze
             n = g.node[k]
             for a in n.attribute:
                 bodies.setdefault(f"main > Loop {n.name!r}.{a.name}", []).append((n, a.g))
+    fetch, elems, views = taps.fetch, taps.elems, taps.views
     for r in records:  # (records.InPlace adapters)
         elem = r.tensors  # what to tap: tensor name -> element type, the output last
         if r.graph == "main":  # (main-graph tensors are fetched under their own names)
             if main is None:
                 main = _names_in(g, present, table)
-            wanted = list(r.reads)
-            if r.output in deferred:
-                taps.deferred[id(r)] = r.output
+            output = r.output
+            if output in deferred:
+                taps.deferred[id(r)] = output
+                wanted = r.reads
             else:
-                wanted.append(r.output)
-            view = taps.views[id(r)] = {}
+                wanted = (*r.reads, output)
+            view = views[id(r)] = {}
             for name in wanted:
                 if name in main and name not in view:
-                    view[name] = taps.fetch(name)
-                    taps.elems[name] = elem[name]
+                    view[name] = fetch(name)
+                    elems[name] = elem[name]
             continue
         elif len(ifs.get(r.graph, ())) == 1:
             node, attr = ifs[r.graph][0]
