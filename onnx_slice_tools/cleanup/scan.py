@@ -17,6 +17,7 @@ exactness here), sparse initializers, names defined twice or read before their d
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -363,6 +364,7 @@ EXOTIC = object()
 #: data_type -> (the dtype's name, its item size) of the plain types numpy reads from raw bytes as stored.
 _RAW = {1: ("float32", 4), 2: ("uint8", 1), 3: ("int8", 1), 4: ("uint16", 2), 5: ("int16", 2), 6: ("int32", 4),
         7: ("int64", 8), 9: ("bool", 1), 10: ("float16", 2), 11: ("float64", 8), 12: ("uint32", 4), 13: ("uint64", 8)}
+_LITTLE = sys.byteorder == "little"
 
 
 def _raw_key(tensor):
@@ -370,15 +372,16 @@ def _raw_key(tensor):
     of a plain type (``(str(dtype), shape, bytes)`` of :func:`tensor_array`'s array: those very
     bytes on a little-endian machine), read without making the array; None when another case
     (external data, other fields, a length that does not match): the array decides then."""
-    plain = _RAW.get(tensor.data_type)
-    if plain is None or sys.byteorder != "little" or not tensor.HasField("raw_data") or tensor.data_location == 1 \
-            or len(tensor.external_data) or tensor.HasField("segment"):
+    plain = _RAW.get(tensor.data_type) if _LITTLE else None
+    if plain is None or not tensor.HasField("raw_data") or tensor.data_location == 1 or len(tensor.external_data) \
+            or tensor.HasField("segment"):
         return None
-    n = numel(tensor)
+    dims = tuple(tensor.dims)
+    n = math.prod(dims)
+    if n > SMALL:
+        return None
     raw = tensor.raw_data
-    if n > SMALL or len(raw) != n * plain[1]:
-        return None
-    return plain[0], tuple(tensor.dims), raw
+    return (plain[0], dims, raw) if len(raw) == n * plain[1] else None
 
 
 def tensor_array(tensor):
