@@ -502,10 +502,11 @@ class ProtoStridedSliceRewritePass:
         freed = {name for p in replaced for name in p.inputs[1:] if name}
         removed: dict[str, list] = {"nodes": [], "initializers": []}
         facts = _ProtoFacts(g, uses)
-        remove_if_unused(sorted(freed), facts, removed)
+        remove_if_unused(facts.drop_unused_initializers(sorted(freed), removed), facts, removed)
         dead_nodes = facts.dead
-        removed_domains = collections.Counter(everything[p.position].domain for p in replaced)
-        removed_domains.update(everything[k].domain for k in dead_nodes)
+        node_domains = g.node_domains
+        removed_domains = collections.Counter([node_domains[p.position] for p in replaced])
+        removed_domains.update([node_domains[k] for k in dead_nodes])
         if renamed:
             _rename_uses(graph, renamed)
         tail = (done, everything[done:], None)
@@ -697,6 +698,22 @@ class _ProtoFacts(GraphFacts):
     def __init__(self, g: _Graph, uses):
         self.g, self.uses = g, uses
         self.dead: set[int] = set()
+
+    def drop_unused_initializers(self, freed: list, removed: dict) -> list:
+        """What :func:`core.remove_if_unused` would do with the freed names that are initializers
+        no node reads and no graph input or output (their usual fate: the constant begin/end/
+        strides of the replaced nodes), done here in one loop: they go to ``removed``.  Returns
+        the other names, for ``remove_if_unused`` (removing an initializer frees nothing else: it
+        has no producer and reads nothing)."""
+        rest: list = []
+        initializers, uses, outputs, inputs = self.g.initializers, self.uses, self.g.outputs, self.g.inputs
+        dropped = removed["initializers"]
+        for v in freed:
+            if v in initializers and uses[v] <= 0 and v not in outputs and v not in inputs:
+                dropped.append(v)
+            else:
+                rest.append(v)
+        return rest
 
     def key(self, v):
         return v
