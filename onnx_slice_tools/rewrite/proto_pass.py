@@ -24,7 +24,7 @@ import itertools
 import struct
 from typing import NamedTuple
 
-from onnx import NodeProto
+from onnx import NodeProto, TensorProto
 
 from ..graphs.names import NameAllocator
 from ..graphs.table import NodeTable, holds_subgraph
@@ -190,9 +190,9 @@ class _Graph:
             if hit is None:
                 hit = self._by_bytes[key] = _decl(vi.type)
             self._declared[vi.name] = hit
-        # (an output's declaration, the data's element type, the plan's shape) -> (a TypeProto to
-        # merge into the declaration, whether its shape replaces a declared one), or None (nothing
-        # to fill in)
+        # (an output's declaration, the data's element type, the plan's shape) -> (a serialized
+        # TypeProto to merge into the declaration, whether its shape replaces a declared one), or
+        # None (nothing to fill in)
         self.filled_types: dict = {}
 
     def declared_names(self):
@@ -268,13 +268,21 @@ class ProtoConstantPool(ConstantPool):
         name = self.named[ref] = self.get(ref[1], ref[2], ref[3])
         return name
 
+    def _make(self, name: str, values: tuple[int, ...], dtype: str, scalar: bool):
+        """A 1-D int64 constant (every Slice argument) made straight from its values: the raw
+        little-endian bytes numpy would give, without making an array; the rest as the base does."""
+        if dtype != "int64" or scalar:
+            return super()._make(name, values, dtype, scalar)
+        n = len(values)
+        self.tensors.append(TensorProto(name=name, data_type=7, dims=(n,), raw_data=struct.pack(f"<{n}q", *values)))
+        return name
+
     def _create(self, name: str, arr):
         elem = _POOL_TYPES.get(arr.dtype.str)  # (byte order included: big-endian arrays go through numpy_helper)
         if elem is None:
             from onnx import numpy_helper
             self.tensors.append(numpy_helper.from_array(arr, name))
         else:  # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
-            from onnx import TensorProto
             self.tensors.append(TensorProto(name=name, data_type=elem, dims=arr.shape, raw_data=arr.tobytes()))
         return name
 
@@ -569,7 +577,7 @@ class ProtoStridedSliceRewritePass:
             elem, dims, typed = declared
             fill = output_fill(typed, elem, dims, key[1], key[2])
             replaces = fill is not None and fill[1] is not None and dims is not None  # (a shape the plan contradicts)
-            made = g.filled_types[key] = None if fill is None else (_filled_type(*fill), replaces)
+            made = g.filled_types[key] = None if fill is None else (_filled_type(*fill).SerializeToString(), replaces)
         if made is None:
             return
         made, replaces = made
@@ -584,7 +592,7 @@ class ProtoStridedSliceRewritePass:
                 g.value_info[out] = vi
         if replaces:
             vi.type.tensor_type.ClearField("shape")
-        vi.type.MergeFrom(made)
+        vi.type.MergeFromString(made)  # (what MergeFrom does, without serializing ``made`` again)
 
 
 def _filled_type(elem, shape):
@@ -614,8 +622,8 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
     ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
-    ``created``: a list the made nodes' output names are appended to; ``make``: what makes a node
-    from NodeProto's fields (e.g. a graph's ``node.add``, which makes it in place); ``columns``:
+    ``created``: a list the made nodes' output names are appended to; ``make``: what makes an
+    empty node (NodeProto, or a graph's ``node.add``, which makes it in place); ``columns``:
     (op types, domains, inputs, outputs) lists each made node's are appended to (a NodeTable's).
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
@@ -648,8 +656,13 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
             taken.add(cur)
         if k == last and final is not None:
             cur = final
-        new = make(op_type=op_type, name=name, input=inputs, output=[cur], attribute=attributes) if attributes \
-            else make(op_type=op_type, name=name, input=inputs, output=[cur])
+        new = make()  # (fields set one by one: cheaper than keyword arguments)
+        new.op_type = op_type
+        new.name = name
+        new.input.extend(inputs)
+        new.output.append(cur)
+        if attributes:
+            new.attribute.extend(attributes)
         outs.append(cur)
         nodes.append(new)
         if created is not None:
@@ -676,13 +689,23 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
-    named = pool.named
-    for k, step in enumerate(plan_steps):
-        refs = [(named.get(r) or pool.name_of(r)) if r[0] == "const" else r for r in step.inputs]
-        previous = ("x",) if k == 0 else ("node", k - 1)
-        tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
-        out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs], step.attrs))
+    named, name_of = pool.named, pool.name_of
+    previous: tuple = _DATA
+    for k, (suffix, op_type, inputs, attrs) in enumerate(plan_steps):
+        refs = [(named.get(r) or name_of(r)) if r[0] == "const" else r for r in inputs]
+        tail = None
+        if refs and refs[0] == previous:
+            tail = refs[1:]
+            for r in tail:
+                if r.__class__ is not str:
+                    tail = None
+                    break
+        out.append((op_type, suffix, refs, tail, [_attribute(a, v) for a, v in attrs] if attrs else None, attrs))
+        previous = ("node", k)
     return out
+
+
+_DATA = ("x",)  # a step's reference to the sliced data (lower.Step)
 
 
 def _attribute(key: str, value):
