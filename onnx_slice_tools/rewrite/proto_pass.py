@@ -477,7 +477,7 @@ class ProtoStridedSliceRewritePass:
         segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
-        steps_of: dict = {}  # id(lowering) -> its steps (made once: read here, named below)
+        steps_of: dict = {}  # id(lowering) -> its steps, when made here (runtime fields), else made below
         renamed: dict[str, str] = {}  # an identity's output -> the data
         emitted: list[str] = []  # names the emitted nodes read
         replaced: list[_Plan] = []
@@ -491,13 +491,14 @@ class ProtoStridedSliceRewritePass:
             if rec.renamed:
                 renamed.update(rec.renamed)
                 continue
-            read = read_of.get(id(p.lowering))
-            if read is None:
-                made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
-                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"}) \
-                    if p.runtime else []  # (with no runtime field, no step reads one)
             emitted.append(rec.data_name)
-            if read:  # a runtime field not read is freed (e.g. end = begin + 1)
+            if p.runtime:  # (with no runtime field, no step reads one)
+                read = read_of.get(id(p.lowering))
+                if read is None:
+                    made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
+                    read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs
+                                                             if r[0] == "in"})
+                # a runtime field not read is freed (e.g. end = begin + 1)
                 emitted.extend(p.runtime[f] for f in read)
             self._declare_output(g, rec, rec.replaced[0][0])
         # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
@@ -507,10 +508,11 @@ class ProtoStridedSliceRewritePass:
         for out, x in renamed.items():  # an identity's readers read the data now
             uses[x] += uses[out]
             uses[out] = 0
-        freed = {name for p in replaced for name in p.inputs[1:] if name}
+        # (in the order of the plans: removing a freed initializer depends on no order; the rest sorted)
+        freed = dict.fromkeys([name for p in replaced for name in p.inputs[1:] if name])
         removed: dict[str, list] = {"nodes": [], "initializers": []}
         facts = _ProtoFacts(g, uses)
-        remove_if_unused(facts.drop_unused_initializers(sorted(freed), removed), facts, removed)
+        remove_if_unused(sorted(facts.drop_unused_initializers(freed, removed)), facts, removed)
         dead_nodes = facts.dead
         node_domains = g.node_domains
         removed_domains = collections.Counter([node_domains[p.position] for p in replaced])
@@ -546,7 +548,8 @@ class ProtoStridedSliceRewritePass:
             rec = p.record
             template = templates.get(id(p.lowering))
             if template is None:  # the first node of a lowering names its constants
-                template = templates[id(p.lowering)] = _template(steps_of[id(p.lowering)], pool)
+                made = steps_of.get(id(p.lowering)) or steps(p.lowering, self.opset)
+                template = templates[id(p.lowering)] = _template(made, pool)
             _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
                          created=added, make=add, columns=columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
@@ -722,7 +725,7 @@ class _ProtoFacts(GraphFacts):
         self.g, self.uses = g, uses
         self.dead: set[int] = set()
 
-    def drop_unused_initializers(self, freed: list, removed: dict) -> list:
+    def drop_unused_initializers(self, freed, removed: dict) -> list:
         """What :func:`core.remove_if_unused` would do with the freed names that are initializers
         no node reads and no graph input or output (their usual fate: the constant begin/end/
         strides of the replaced nodes), done here in one loop: they go to ``removed``.  Returns
