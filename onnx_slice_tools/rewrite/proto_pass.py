@@ -524,7 +524,7 @@ class ProtoStridedSliceRewritePass:
         pool = ProtoConstantPool(f"{self.prefix}0/", names)
         templates: dict = {}  # id(lowering) -> its steps, constants named
         memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
-        added: list[str] = []  # outputs of the emitted nodes
+        added: list[tuple] = []  # outputs of the emitted nodes (a 1-tuple each, as the node table's rows)
         append, add = graph.node.append, graph.node.add
         # the new node list's table: the kept nodes' rows as read (inputs renamed as above), the
         # made nodes' as made
@@ -532,7 +532,7 @@ class ProtoStridedSliceRewritePass:
         ops, domains, inputs, outputs = columns
         holders: list[int] = []
         for first, kept, p in segments + [tail]:
-            for k, node in enumerate(kept, first):
+            for k, node in enumerate(kept, first) if kept else ():
                 if k not in dead_nodes:
                     append(node)
                     if node.attribute and holds_subgraph(node):
@@ -567,7 +567,7 @@ class ProtoStridedSliceRewritePass:
             graph.value_info.extend(keep_vi)
         drop_unused_domains(proto, g.domains, removed_domains)
         records = [p.record for p in plans]
-        changes = changes_of(records, removed, ((o,) for o in added), (t.name for t in pool.tensors))
+        changes = changes_of(records, removed, added, pool.cache.values())  # (the pool's values are their names)
         changes.renamed = renamed
         return RewriteResult(proto, True, records, changes, NodeTable.from_columns(ops, domains, inputs, outputs, holders))
 
@@ -625,7 +625,7 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
     ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
-    ``created``: a list the made nodes' output names are appended to; ``make``: what makes an
+    ``created``: a list the made nodes' outputs are appended to (1-tuples); ``make``: what makes an
     empty node (NodeProto, or a graph's ``node.add``, which makes it in place); ``columns``:
     (op types, domains, inputs, outputs) lists each made node's are appended to (a NodeTable's).
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
@@ -668,13 +668,14 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
             new.attribute.extend(attributes)
         outs.append(cur)
         nodes.append(new)
+        row = (cur,)
         if created is not None:
-            created.append(cur)
+            created.append(row)
         if columns is not None:
             columns[0].append(op_type)
             columns[1].append("")
             columns[2].append(inputs)
-            columns[3].append((cur,))
+            columns[3].append(row)
         if memo is not None:
             memo.setdefault(key, cur)
     return nodes, outs
