@@ -24,7 +24,7 @@ import itertools
 import struct
 from typing import NamedTuple
 
-from onnx import NodeProto, TensorProto
+from onnx import NodeProto, TensorProto, ValueInfoProto
 
 from ..graphs.names import NameAllocator
 from ..graphs.table import NodeTable, holds_subgraph
@@ -191,8 +191,8 @@ class _Graph:
                 hit = self._by_bytes[key] = _decl(vi.type)
             self._declared[vi.name] = hit
         # (an output's declaration, the data's element type, the plan's shape) -> (a serialized
-        # TypeProto to merge into the declaration, whether its shape replaces a declared one), or
-        # None (nothing to fill in)
+        # ValueInfoProto to merge into the declaration, whether its shape replaces a declared one),
+        # or None (nothing to fill in)
         self.filled_types: dict = {}
 
     def declared_names(self):
@@ -580,7 +580,7 @@ class ProtoStridedSliceRewritePass:
             elem, dims, typed = declared
             fill = output_fill(typed, elem, dims, key[1], key[2])
             replaces = fill is not None and fill[1] is not None and dims is not None  # (a shape the plan contradicts)
-            made = g.filled_types[key] = None if fill is None else (_filled_type(*fill).SerializeToString(), replaces)
+            made = g.filled_types[key] = None if fill is None else (_filled_declaration(*fill), replaces)
         if made is None:
             return
         made, replaces = made
@@ -595,7 +595,13 @@ class ProtoStridedSliceRewritePass:
                 g.value_info[out] = vi
         if replaces:
             vi.type.tensor_type.ClearField("shape")
-        vi.type.MergeFromString(made)  # (what MergeFrom does, without serializing ``made`` again)
+        vi.MergeFromString(made)
+
+
+def _filled_declaration(elem, shape) -> bytes:
+    """A ValueInfoProto holding only :func:`_filled_type`, serialized: merged into a declaration
+    (as ``MergeFrom`` would, without serializing it again for every output)."""
+    return ValueInfoProto(type=_filled_type(elem, shape)).SerializeToString()
 
 
 def _filled_type(elem, shape):
