@@ -50,7 +50,9 @@ def _index_ints(t, field_name: str) -> tuple[int, ...]:
     layout = _INT_LAYOUTS.get(t.data_type)
     if layout is not None:
         dims = t.dims  # (each read of a repeated field makes its container: read once)
-        if len(dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
+        # (no data_location check: the main graph's initializers hold no external data, see declines;
+        # one would hold no values here anyway, and go to numpy_helper below)
+        if len(dims) == 1 and not t.HasField("segment"):
             code, size, typed = layout
             n = dims[0]
             raw = t.raw_data
