@@ -552,8 +552,9 @@ class ProtoStridedSliceRewritePass:
             if template is None:  # the first node of a lowering names its constants
                 made = steps_of.get(id(p.lowering)) or steps(p.lowering, self.opset)
                 template = templates[id(p.lowering)] = _template(made, pool)
-            _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
-                         created=added, make=add, columns=columns)
+            # (positional: a call with keywords costs more, once per node)
+            _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, rec.replaced[0][0], added, add,
+                         columns)
         dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
         if removed["initializers"]:
             if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
