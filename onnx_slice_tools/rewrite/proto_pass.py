@@ -328,7 +328,9 @@ def model_names(proto, holders: list | None = None, reads=None, writes=None, dec
             taken.update(node.input)
             taken.update(node.output)
     taken.discard("")
-    return NameAllocator(taken)
+    names = NameAllocator()
+    names.taken = taken  # (a set of this call's own: handed over, not copied)
+    return names
 
 
 class _Plan(NamedTuple):
