@@ -604,30 +604,26 @@ class ProtoStridedSliceRewritePass:
 
 
 def _filled_declaration(elem, shape) -> bytes:
-    """A ValueInfoProto holding only :func:`_filled_type`, serialized: merged into a declaration
-    (as ``MergeFrom`` would, without serializing it again for every output)."""
-    return ValueInfoProto(type=_filled_type(elem, shape)).SerializeToString()
-
-
-def _filled_type(elem, shape):
-    """A TypeProto holding ``elem`` (unless None) and ``shape`` (unless None): merged into a
-    declaration that has neither."""
-    from onnx import TypeProto
-    t = TypeProto()
-    tt = t.tensor_type
+    """A ValueInfoProto whose type holds ``elem`` (unless None) and ``shape`` (unless None),
+    serialized: merged into a declaration that has neither (as ``MergeFrom`` would, without
+    serializing it again for every output)."""
+    filled = ValueInfoProto()
+    tt = filled.type.tensor_type
     if elem is not None:
         tt.elem_type = elem
     if shape is not None:
+        dims = tt.shape.dim
         tt.shape.SetInParent()
         for d in shape:
-            dim = tt.shape.dim.add()
             if isinstance(d, int):
-                dim.dim_value = d
+                dims.add(dim_value=d)
             elif d is not None:
-                dim.dim_param = d
+                dims.add(dim_param=d)
+            else:
+                dims.add()
     else:
         tt.SetInParent()
-    return t
+    return filled.SerializeToString()
 
 
 def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
