@@ -258,10 +258,13 @@ class _Graph:
 
 
 class ProtoConstantPool(ConstantPool):
-    """The pool of the main graph as ``TensorProto`` initializers (values are their names)."""
+    """The pool of the main graph as ``TensorProto`` initializers (values are their names), each
+    made by ``make`` (an empty TensorProto: ``TensorProto``, or a graph's ``initializer.add``,
+    which makes it in place) and listed in ``tensors``."""
 
-    def __init__(self, prefix: str, names):
+    def __init__(self, prefix: str, names, make=TensorProto):
         super().__init__(None, prefix, names=names)
+        self.make = make
         self.tensors: list = []
         self.named: dict = {}  # a step's constant reference ("const", values, dtype, scalar) -> its name
 
@@ -276,16 +279,27 @@ class ProtoConstantPool(ConstantPool):
         if dtype != "int64" or scalar:
             return super()._make(name, values, dtype, scalar)
         n = len(values)
-        self.tensors.append(TensorProto(name=name, data_type=7, dims=(n,), raw_data=struct.pack(f"<{n}q", *values)))
-        return name
+        return self._made(name, 7, (n,), struct.pack(f"<{n}q", *values))
 
     def _create(self, name: str, arr):
         elem = _POOL_TYPES.get(arr.dtype.str)  # (byte order included: big-endian arrays go through numpy_helper)
         if elem is None:
             from onnx import numpy_helper
-            self.tensors.append(numpy_helper.from_array(arr, name))
-        else:  # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
-            self.tensors.append(TensorProto(name=name, data_type=elem, dims=arr.shape, raw_data=arr.tobytes()))
+            t = self.make()
+            t.CopyFrom(numpy_helper.from_array(arr, name))
+            self.tensors.append(t)
+            return name
+        # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
+        return self._made(name, elem, arr.shape, arr.tobytes())
+
+    def _made(self, name: str, elem: int, dims, raw: bytes) -> str:
+        """A tensor of element type ``elem``, ``dims`` and raw bytes ``raw``, made by ``make``."""
+        t = self.make()
+        t.name = name
+        t.data_type = elem
+        t.dims.extend(dims)
+        t.raw_data = raw
+        self.tensors.append(t)
         return name
 
 
@@ -525,7 +539,15 @@ class ProtoStridedSliceRewritePass:
             _rename_uses(graph, renamed)
         tail = (done, everything[done:], None)
         del graph.node[:]  # (the messages of segments stay readable)
-        pool = ProtoConstantPool(f"{self.prefix}0/", names)
+        dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
+        if removed["initializers"]:
+            if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
+                keep = [t for name, t in g.initializers.items() if name not in dropped]
+            else:
+                keep = [t for t in graph.initializer if t.name not in dropped]
+            del graph.initializer[:]
+            graph.initializer.extend(keep)
+        pool = ProtoConstantPool(f"{self.prefix}0/", names, graph.initializer.add)  # (after the kept ones)
         templates: dict = {}  # id(lowering) -> its steps, constants named
         memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
         added: list[tuple] = []  # outputs of the emitted nodes (a 1-tuple each, as the node table's rows)
@@ -557,15 +579,6 @@ class ProtoStridedSliceRewritePass:
             # (positional: a call with keywords costs more, once per node)
             _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, rec.replaced[0][0], added, add,
                          columns)
-        dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
-        if removed["initializers"]:
-            if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
-                keep = [t for name, t in g.initializers.items() if name not in dropped]
-            else:
-                keep = [t for t in graph.initializer if t.name not in dropped]
-            del graph.initializer[:]
-            graph.initializer.extend(keep)
-        graph.initializer.extend(pool.tensors)
         if dropped and any(vi.name in dropped for vi in graph.value_info):
             keep_vi = [vi for vi in graph.value_info if vi.name not in dropped]
             del graph.value_info[:]
