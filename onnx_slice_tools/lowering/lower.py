@@ -25,7 +25,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, NamedTuple, TypeGuard
 
 from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Dim, Plan
 from ..semantics.spec import TF, TFLITE
@@ -280,9 +280,9 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
 
 # --------------------------------------------------------------------------- emission
 
-@dataclass(frozen=True)
-class Step:
-    """One node to emit, backend-neutral (onnx-ir here, protobuf in rewrite/proto_pass.py).
+class Step(NamedTuple):
+    """One node to emit, backend-neutral (onnx-ir here, protobuf in rewrite/proto_pass.py); a
+    NamedTuple, not a dataclass: a model of many distinct slices makes one per node.
 
     ``inputs``: ("x",) the sliced data, ("in", field) a runtime begin/end/strides,
     ("node", k) the output of step k, ("const", values, dtype, scalar) a pooled constant.
@@ -378,14 +378,19 @@ class ConstantPool:
         hit = self.cache.get(key)
         if hit is not None:
             return hit
-        import numpy as np
         name = self.names.fresh(f"{self.prefix}c{self.count}")
         self.count += 1
+        value = self.cache[key] = self._make(name, key[0], dtype, scalar)
+        return value
+
+    def _make(self, name: str, values: tuple[int, ...], dtype: str, scalar: bool):
+        """The constant ``name`` holding ``values`` as ``dtype`` (0-D when ``scalar``): the array
+        :meth:`_create` turns into the backend's value."""
+        import numpy as np
         if dtype == "int32":  # same meaning for axes shorter than 2**31
             values = tuple(min(max(v, -(2 ** 31)), 2 ** 31 - 1) for v in values)
         arr = np.array(values, dtype=dtype)
-        value = self.cache[key] = self._create(name, arr[0] if scalar else arr)
-        return value
+        return self._create(name, arr[0] if scalar else arr)
 
     def _create(self, name: str, arr):
         import onnx_ir as ir

@@ -19,6 +19,7 @@ Nothing here imports onnx or onnx-ir.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
@@ -166,7 +167,8 @@ def changes_of(records: list, removed: dict, added_nodes, added_initializers) ->
     """The :class:`RewriteChanges` of a pass: the replaced nodes of the records that were
     rewritten, what :func:`remove_if_unused` removed, and what the pass added."""
     return RewriteChanges(
-        removed_nodes={k for r in records if r.lowering is not None for k in r.replaced} | set(removed["nodes"]),
+        removed_nodes=set(itertools.chain.from_iterable([r.replaced for r in records if r.lowering is not None]))
+        | set(removed["nodes"]),
         removed_initializers=set(removed["initializers"]),
         added_nodes=set(added_nodes), added_initializers=set(added_initializers),
         renamed={k: v for r in records if r.renamed for k, v in r.renamed.items()})

@@ -24,7 +24,7 @@ import itertools
 import struct
 from typing import NamedTuple
 
-from onnx import NodeProto
+from onnx import NodeProto, TensorProto, ValueInfoProto
 
 from ..graphs.names import NameAllocator
 from ..graphs.table import NodeTable, holds_subgraph
@@ -50,7 +50,9 @@ def _index_ints(t, field_name: str) -> tuple[int, ...]:
     layout = _INT_LAYOUTS.get(t.data_type)
     if layout is not None:
         dims = t.dims  # (each read of a repeated field makes its container: read once)
-        if len(dims) == 1 and t.data_location != _EXTERNAL and not t.HasField("segment"):
+        # (no data_location check: the main graph's initializers hold no external data, see declines;
+        # one would hold no values here anyway, and go to numpy_helper below)
+        if len(dims) == 1 and not t.HasField("segment"):
             code, size, typed = layout
             n = dims[0]
             raw = t.raw_data
@@ -190,9 +192,9 @@ class _Graph:
             if hit is None:
                 hit = self._by_bytes[key] = _decl(vi.type)
             self._declared[vi.name] = hit
-        # (an output's declaration, the data's element type, the plan's shape) -> (a TypeProto to
-        # merge into the declaration, whether its shape replaces a declared one), or None (nothing
-        # to fill in)
+        # (an output's declaration, the data's element type, the plan's shape) -> (a serialized
+        # ValueInfoProto to merge into the declaration, whether its shape replaces a declared one),
+        # or None (nothing to fill in)
         self.filled_types: dict = {}
 
     def declared_names(self):
@@ -256,10 +258,13 @@ class _Graph:
 
 
 class ProtoConstantPool(ConstantPool):
-    """The pool of the main graph as ``TensorProto`` initializers (values are their names)."""
+    """The pool of the main graph as ``TensorProto`` initializers (values are their names), each
+    made by ``make`` (an empty TensorProto: ``TensorProto``, or a graph's ``initializer.add``,
+    which makes it in place) and listed in ``tensors``."""
 
-    def __init__(self, prefix: str, names):
+    def __init__(self, prefix: str, names, make=TensorProto):
         super().__init__(None, prefix, names=names)
+        self.make = make
         self.tensors: list = []
         self.named: dict = {}  # a step's constant reference ("const", values, dtype, scalar) -> its name
 
@@ -268,14 +273,33 @@ class ProtoConstantPool(ConstantPool):
         name = self.named[ref] = self.get(ref[1], ref[2], ref[3])
         return name
 
+    def _make(self, name: str, values: tuple[int, ...], dtype: str, scalar: bool):
+        """A 1-D int64 constant (every Slice argument) made straight from its values: the raw
+        little-endian bytes numpy would give, without making an array; the rest as the base does."""
+        if dtype != "int64" or scalar:
+            return super()._make(name, values, dtype, scalar)
+        n = len(values)
+        return self._made(name, 7, (n,), struct.pack(f"<{n}q", *values))
+
     def _create(self, name: str, arr):
         elem = _POOL_TYPES.get(arr.dtype.str)  # (byte order included: big-endian arrays go through numpy_helper)
         if elem is None:
             from onnx import numpy_helper
-            self.tensors.append(numpy_helper.from_array(arr, name))
-        else:  # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
-            from onnx import TensorProto
-            self.tensors.append(TensorProto(name=name, data_type=elem, dims=arr.shape, raw_data=arr.tobytes()))
+            t = self.make()
+            t.CopyFrom(numpy_helper.from_array(arr, name))
+            self.tensors.append(t)
+            return name
+        # what numpy_helper.from_array makes of these (raw little-endian bytes), made directly
+        return self._made(name, elem, arr.shape, arr.tobytes())
+
+    def _made(self, name: str, elem: int, dims, raw: bytes) -> str:
+        """A tensor of element type ``elem``, ``dims`` and raw bytes ``raw``, made by ``make``."""
+        t = self.make()
+        t.name = name
+        t.data_type = elem
+        t.dims.extend(dims)
+        t.raw_data = raw
+        self.tensors.append(t)
         return name
 
 
@@ -318,7 +342,9 @@ def model_names(proto, holders: list | None = None, reads=None, writes=None, dec
             taken.update(node.input)
             taken.update(node.output)
     taken.discard("")
-    return NameAllocator(taken)
+    names = NameAllocator()
+    names.taken = taken  # (a set of this call's own: handed over, not copied)
+    return names
 
 
 class _Plan(NamedTuple):
@@ -469,7 +495,7 @@ class ProtoStridedSliceRewritePass:
         segments: list = []  # per replaced node: (index of the first node kept before it, those nodes, its plan)
         done = 0
         read_of: dict = {}  # id(lowering) -> the runtime fields its steps read
-        steps_of: dict = {}  # id(lowering) -> its steps (made once: read here, named below)
+        steps_of: dict = {}  # id(lowering) -> its steps, when made here (runtime fields), else made below
         renamed: dict[str, str] = {}  # an identity's output -> the data
         emitted: list[str] = []  # names the emitted nodes read
         replaced: list[_Plan] = []
@@ -483,13 +509,14 @@ class ProtoStridedSliceRewritePass:
             if rec.renamed:
                 renamed.update(rec.renamed)
                 continue
-            read = read_of.get(id(p.lowering))
-            if read is None:
-                made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
-                read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs if r[0] == "in"}) \
-                    if p.runtime else []  # (with no runtime field, no step reads one)
             emitted.append(rec.data_name)
-            if read:  # a runtime field not read is freed (e.g. end = begin + 1)
+            if p.runtime:  # (with no runtime field, no step reads one)
+                read = read_of.get(id(p.lowering))
+                if read is None:
+                    made = steps_of[id(p.lowering)] = steps(p.lowering, self.opset)
+                    read = read_of[id(p.lowering)] = sorted({r[1] for step in made for r in step.inputs
+                                                             if r[0] == "in"})
+                # a runtime field not read is freed (e.g. end = begin + 1)
                 emitted.extend(p.runtime[f] for f in read)
             self._declare_output(g, rec, rec.replaced[0][0])
         # reads after the rewrite: before, less the replaced nodes', plus the emitted nodes'
@@ -499,21 +526,31 @@ class ProtoStridedSliceRewritePass:
         for out, x in renamed.items():  # an identity's readers read the data now
             uses[x] += uses[out]
             uses[out] = 0
-        freed = {name for p in replaced for name in p.inputs[1:] if name}
+        # (in the order of the plans: removing a freed initializer depends on no order; the rest sorted)
+        freed = dict.fromkeys([name for p in replaced for name in p.inputs[1:] if name])
         removed: dict[str, list] = {"nodes": [], "initializers": []}
         facts = _ProtoFacts(g, uses)
-        remove_if_unused(sorted(freed), facts, removed)
+        remove_if_unused(sorted(facts.drop_unused_initializers(freed, removed)), facts, removed)
         dead_nodes = facts.dead
-        removed_domains = collections.Counter(everything[p.position].domain for p in replaced)
-        removed_domains.update(everything[k].domain for k in dead_nodes)
+        node_domains = g.node_domains
+        removed_domains = collections.Counter([node_domains[p.position] for p in replaced])
+        removed_domains.update([node_domains[k] for k in dead_nodes])
         if renamed:
             _rename_uses(graph, renamed)
         tail = (done, everything[done:], None)
         del graph.node[:]  # (the messages of segments stay readable)
-        pool = ProtoConstantPool(f"{self.prefix}0/", names)
+        dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
+        if removed["initializers"]:
+            if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
+                keep = [t for name, t in g.initializers.items() if name not in dropped]
+            else:
+                keep = [t for t in graph.initializer if t.name not in dropped]
+            del graph.initializer[:]
+            graph.initializer.extend(keep)
+        pool = ProtoConstantPool(f"{self.prefix}0/", names, graph.initializer.add)  # (after the kept ones)
         templates: dict = {}  # id(lowering) -> its steps, constants named
         memo: dict = {}  # emitted nodes by (op, inputs, attributes): see lower.emit
-        added: list[str] = []  # outputs of the emitted nodes
+        added: list[tuple] = []  # outputs of the emitted nodes (a 1-tuple each, as the node table's rows)
         append, add = graph.node.append, graph.node.add
         # the new node list's table: the kept nodes' rows as read (inputs renamed as above), the
         # made nodes' as made
@@ -521,7 +558,7 @@ class ProtoStridedSliceRewritePass:
         ops, domains, inputs, outputs = columns
         holders: list[int] = []
         for first, kept, p in segments + [tail]:
-            for k, node in enumerate(kept, first):
+            for k, node in enumerate(kept, first) if kept else ():
                 if k not in dead_nodes:
                     append(node)
                     if node.attribute and holds_subgraph(node):
@@ -537,25 +574,18 @@ class ProtoStridedSliceRewritePass:
             rec = p.record
             template = templates.get(id(p.lowering))
             if template is None:  # the first node of a lowering names its constants
-                template = templates[id(p.lowering)] = _template(steps_of[id(p.lowering)], pool)
-            _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, final=rec.replaced[0][0],
-                         created=added, make=add, columns=columns)
-        dropped = set(removed["initializers"]) | set(renamed) | {o for t in removed["nodes"] for o in t}
-        if removed["initializers"]:
-            if len(g.initializers) == len(graph.initializer):  # (names unique: the dict holds them in order)
-                keep = [t for name, t in g.initializers.items() if name not in dropped]
-            else:
-                keep = [t for t in graph.initializer if t.name not in dropped]
-            del graph.initializer[:]
-            graph.initializer.extend(keep)
-        graph.initializer.extend(pool.tensors)
+                made = steps_of.get(id(p.lowering)) or steps(p.lowering, self.opset)
+                template = templates[id(p.lowering)] = _template(made, pool)
+            # (positional: a call with keywords costs more, once per node)
+            _instantiate(template, rec.data_name, p.runtime, rec.node, names, memo, rec.replaced[0][0], added, add,
+                         columns)
         if dropped and any(vi.name in dropped for vi in graph.value_info):
             keep_vi = [vi for vi in graph.value_info if vi.name not in dropped]
             del graph.value_info[:]
             graph.value_info.extend(keep_vi)
         drop_unused_domains(proto, g.domains, removed_domains)
         records = [p.record for p in plans]
-        changes = changes_of(records, removed, ((o,) for o in added), (t.name for t in pool.tensors))
+        changes = changes_of(records, removed, added, pool.cache.values())  # (the pool's values are their names)
         changes.renamed = renamed
         return RewriteResult(proto, True, records, changes, NodeTable.from_columns(ops, domains, inputs, outputs, holders))
 
@@ -568,7 +598,7 @@ class ProtoStridedSliceRewritePass:
             elem, dims, typed = declared
             fill = output_fill(typed, elem, dims, key[1], key[2])
             replaces = fill is not None and fill[1] is not None and dims is not None  # (a shape the plan contradicts)
-            made = g.filled_types[key] = None if fill is None else (_filled_type(*fill), replaces)
+            made = g.filled_types[key] = None if fill is None else (_filled_declaration(*fill), replaces)
         if made is None:
             return
         made, replaces = made
@@ -583,28 +613,30 @@ class ProtoStridedSliceRewritePass:
                 g.value_info[out] = vi
         if replaces:
             vi.type.tensor_type.ClearField("shape")
-        vi.type.MergeFrom(made)
+        vi.MergeFromString(made)
 
 
-def _filled_type(elem, shape):
-    """A TypeProto holding ``elem`` (unless None) and ``shape`` (unless None): merged into a
-    declaration that has neither."""
-    from onnx import TypeProto
-    t = TypeProto()
-    tt = t.tensor_type
+def _filled_declaration(elem, shape) -> bytes:
+    """A ValueInfoProto whose type holds ``elem`` (unless None) and ``shape`` (unless None),
+    serialized: merged into a declaration that has neither (as ``MergeFrom`` would, without
+    serializing it again for every output)."""
+    filled = ValueInfoProto()
+    tt = filled.type.tensor_type
     if elem is not None:
         tt.elem_type = elem
     if shape is not None:
+        dims = tt.shape.dim
         tt.shape.SetInParent()
         for d in shape:
-            dim = tt.shape.dim.add()
             if isinstance(d, int):
-                dim.dim_value = d
+                dims.add(dim_value=d)
             elif d is not None:
-                dim.dim_param = d
+                dims.add(dim_param=d)
+            else:
+                dims.add()
     else:
         tt.SetInParent()
-    return t
+    return filled.SerializeToString()
 
 
 def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: dict | None = None,
@@ -613,8 +645,8 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
     """The NodeProtos of ``template`` (:func:`_template`) on data ``x``: (nodes, output names).
     Nodes are named ``<base>/<suffix>``, outputs ``<node name>:0``, made unique by ``names``;
     ``final``: the last output's name instead (its own name is still taken, as onnx-ir's pass does);
-    ``created``: a list the made nodes' output names are appended to; ``make``: what makes a node
-    from NodeProto's fields (e.g. a graph's ``node.add``, which makes it in place); ``columns``:
+    ``created``: a list the made nodes' outputs are appended to (1-tuples); ``make``: what makes an
+    empty node (NodeProto, or a graph's ``node.add``, which makes it in place); ``columns``:
     (op types, domains, inputs, outputs) lists each made node's are appended to (a NodeTable's).
     ``memo``: as lower.emit's (a step other than the last that an earlier node computes reads
     that node's output; nodes are keyed by op, inputs and attributes)."""
@@ -647,17 +679,23 @@ def _instantiate(template: list, x: str, runtime: dict, base: str, names, memo: 
             taken.add(cur)
         if k == last and final is not None:
             cur = final
-        new = make(op_type=op_type, name=name, input=inputs, output=[cur], attribute=attributes) if attributes \
-            else make(op_type=op_type, name=name, input=inputs, output=[cur])
+        new = make()  # (fields set one by one: cheaper than keyword arguments)
+        new.op_type = op_type
+        new.name = name
+        new.input.extend(inputs)
+        new.output.append(cur)
+        if attributes:
+            new.attribute.extend(attributes)
         outs.append(cur)
         nodes.append(new)
+        row = (cur,)
         if created is not None:
-            created.append(cur)
+            created.append(row)
         if columns is not None:
             columns[0].append(op_type)
             columns[1].append("")
             columns[2].append(inputs)
-            columns[3].append((cur,))
+            columns[3].append(row)
         if memo is not None:
             memo.setdefault(key, cur)
     return nodes, outs
@@ -675,13 +713,23 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
-    named = pool.named
-    for k, step in enumerate(plan_steps):
-        refs = [(named.get(r) or pool.name_of(r)) if r[0] == "const" else r for r in step.inputs]
-        previous = ("x",) if k == 0 else ("node", k - 1)
-        tail = refs[1:] if refs and refs[0] == previous and all(r.__class__ is str for r in refs[1:]) else None
-        out.append((step.op_type, step.suffix, refs, tail, [_attribute(k, v) for k, v in step.attrs], step.attrs))
+    named, name_of = pool.named, pool.name_of
+    previous: tuple = _DATA
+    for k, (suffix, op_type, inputs, attrs) in enumerate(plan_steps):
+        refs = [(named.get(r) or name_of(r)) if r[0] == "const" else r for r in inputs]
+        tail = None
+        if refs and refs[0] == previous:
+            tail = refs[1:]
+            for r in tail:
+                if r.__class__ is not str:
+                    tail = None
+                    break
+        out.append((op_type, suffix, refs, tail, [_attribute(a, v) for a, v in attrs] if attrs else None, attrs))
+        previous = ("node", k)
     return out
+
+
+_DATA = ("x",)  # a step's reference to the sliced data (lower.Step)
 
 
 def _attribute(key: str, value):
@@ -697,6 +745,22 @@ class _ProtoFacts(GraphFacts):
     def __init__(self, g: _Graph, uses):
         self.g, self.uses = g, uses
         self.dead: set[int] = set()
+
+    def drop_unused_initializers(self, freed, removed: dict) -> list:
+        """What :func:`core.remove_if_unused` would do with the freed names that are initializers
+        no node reads and no graph input or output (their usual fate: the constant begin/end/
+        strides of the replaced nodes), done here in one loop: they go to ``removed``.  Returns
+        the other names, for ``remove_if_unused`` (removing an initializer frees nothing else: it
+        has no producer and reads nothing)."""
+        rest: list = []
+        initializers, uses, outputs, inputs = self.g.initializers, self.uses, self.g.outputs, self.g.inputs
+        dropped = removed["initializers"]
+        for v in freed:
+            if v in initializers and uses[v] <= 0 and v not in outputs and v not in inputs:
+                dropped.append(v)
+            else:
+                rest.append(v)
+        return rest
 
     def key(self, v):
         return v
