@@ -22,6 +22,22 @@ from ..graphs.table import NodeTable
 STACKED, CARRIED = "stacked", "carried"
 
 
+def _needed_nodes(g, table: NodeTable, needed: set) -> list[int]:
+    """Positions (last first) of ``g``'s main-graph nodes that the values in ``needed`` depend
+    on, by ``table`` (``g``'s nodes as they are); ``needed`` grows by every value those nodes
+    read, the outer values their subgraphs read included."""
+    holders = set(table.holders)
+    kept = []
+    outputs, inputs = table.outputs, table.inputs
+    for k in range(len(table) - 1, -1, -1):
+        if not needed.isdisjoint(outputs[k]):
+            kept.append(k)
+            needed.update(inputs[k])
+            if k in holders:
+                needed.update(_outer_names(g.node[k]))
+    return kept
+
+
 def prune(g, table: NodeTable | None = None) -> None:
     """Drop the main-graph nodes no graph output of ``g`` depends on (onnxruntime computes
     every node and holds what nothing consumes to the end of the run), then the initializers
@@ -30,15 +46,7 @@ def prune(g, table: NodeTable | None = None) -> None:
     if table is None:
         table = NodeTable(g)
     needed = {o.name for o in g.output}
-    holders = set(table.holders)
-    kept = []
-    outputs = table.outputs
-    for k in range(len(table) - 1, -1, -1):
-        if not needed.isdisjoint(outputs[k]):
-            kept.append(k)
-            needed.update(table.inputs[k])
-            if k in holders:
-                needed.update(_outer_names(g.node[k]))
+    kept = _needed_nodes(g, table, needed)
     _prune_initializers(g, needed)
     if len(kept) == len(table):
         return
@@ -228,16 +236,8 @@ def _pruned_copy(proto, taps: _Taps, deferred: frozenset, table: NodeTable):
     names = {vi.name for vi in kept_outputs}
     extra = [onnx.helper.make_empty_tensor_value_info(name) for name in taps.names if name not in names]
     names.update(vi.name for vi in extra)
-    holders = set(table.holders)
-    kept = []
     needed = set(names)
-    outputs = table.outputs
-    for k in range(len(table) - 1, -1, -1):
-        if not needed.isdisjoint(outputs[k]):
-            kept.append(k)
-            needed.update(table.inputs[k])
-            if k in holders:
-                needed.update(_outer_names(src.node[k]))
+    kept = _needed_nodes(src, table, needed)
     needed.update(vi.name for vi in src.input)
     tapped = onnx.ModelProto()
     _copy_fields(proto, tapped, skip=("graph",))
