@@ -59,11 +59,12 @@ def keep_to_exit() -> None:
     _keeping = True
 
 
-def release(session) -> None:
-    """Done with ``session``: dropped now (its last reference is the caller's), or kept to the end
-    of a process that ends without teardown (:func:`keep_to_exit`)."""
+def release(done) -> None:
+    """Done with ``done`` (a session, or any object the pipeline holds, e.g. a model and its
+    runs): dropped now (its last reference is the caller's), or kept to the end of a process that
+    ends without teardown (:func:`keep_to_exit`), where freeing it would only cost time."""
     if _keeping:
-        _KEPT.append(session)
+        _KEPT.append(done)
 
 
 def session_options(config: str = FAST):
