@@ -266,12 +266,6 @@ class ProtoConstantPool(ConstantPool):
         super().__init__(None, prefix, names=names)
         self.make = make
         self.tensors: list = []
-        self.named: dict = {}  # a step's constant reference ("const", values, dtype, scalar) -> its name
-
-    def name_of(self, ref: tuple) -> str:
-        """The name of a step's constant reference (:meth:`get`), kept by the reference itself."""
-        name = self.named[ref] = self.get(ref[1], ref[2], ref[3])
-        return name
 
     def _make(self, name: str, values: tuple[int, ...], dtype: str, scalar: bool):
         """A 1-D int64 constant (every Slice argument) made straight from its values: the raw
@@ -713,10 +707,10 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
-    named, name_of = pool.named, pool.name_of
+    get = pool.get
     previous: tuple = _DATA
     for k, (suffix, op_type, inputs, attrs) in enumerate(plan_steps):
-        refs = [(named.get(r) or name_of(r)) if r[0] == "const" else r for r in inputs]
+        refs = [get(r[1], r[2], r[3]) if r[0] == "const" else r for r in inputs]
         tail = None
         if refs and refs[0] == previous:
             tail = refs[1:]
