@@ -52,9 +52,9 @@ from .sizing import (
     mib,
     over_budget,
     run_need,
+    sized_bytes,
     tensor_bytes,
     vector_pins,
-    with_sizes,
 )
 from .structure import same_values, structural_diff  # noqa: F401 - re-exported
 from .taps import CARRIED, STACKED, cap_name, loop_iterations, prune, tap_model
@@ -481,7 +481,7 @@ class _Attempt:
         from ..graphs.shape_inference import infer
         from .inputs import SMALL_INTS
         try:
-            inferred = infer(with_sizes(self.skeleton(), sizes))
+            inferred = infer(sized_bytes(self.skeleton(), sizes))
         except Exception:  # (the run's own inference reports it)
             return 0
         g = inferred.graph

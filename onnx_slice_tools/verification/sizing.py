@@ -55,14 +55,42 @@ def with_sizes(sk, sizes: dict):
         return sk
     m = onnx.ModelProto()
     m.CopyFrom(sk)
-    for vi in fed_inputs(m):
-        if unranked_vector(vi, sizes):  # an index vector of unknown rank: 1-D (index_vectors)
-            vi.type.tensor_type.shape.dim.add().dim_value = sizes[f"{vi.name}:0"]
-            continue
-        for k, d in enumerate(vi.type.tensor_type.shape.dim):
-            if not d.HasField("dim_value"):
-                d.dim_value = sizes[dim_key(vi, k, d)]
+    _set_sizes(m, sizes)
     return m
+
+
+def _set_sizes(sk, sizes: dict) -> list:
+    """Set every symbolic dim of ``sk``'s fed inputs from ``sizes``, in place (an index vector of
+    unknown rank made 1-D: index_vectors); returns what :func:`_unset_sizes` needs to undo it.
+    A missing size raises KeyError with what was set so far recorded (``undo`` filled as it goes)."""
+    undo: list = []
+    try:
+        for vi in fed_inputs(sk):
+            tt = vi.type.tensor_type
+            if unranked_vector(vi, sizes):
+                tt.shape.dim.add().dim_value = sizes[f"{vi.name}:0"]
+                undo.append((tt, None, None))
+                continue
+            for k, d in enumerate(tt.shape.dim):
+                if not d.HasField("dim_value"):
+                    size = sizes[dim_key(vi, k, d)]
+                    undo.append((tt, d, d.dim_param))
+                    d.dim_value = size
+    except BaseException:
+        _unset_sizes(undo)
+        raise
+    return undo
+
+
+def _unset_sizes(undo: list) -> None:
+    """Put back what :func:`_set_sizes` set."""
+    for tt, d, param in reversed(undo):
+        if d is None:
+            tt.ClearField("shape")
+        elif param:
+            d.dim_param = param
+        else:
+            d.ClearField("dim_value")
 
 
 def unranked_vector(vi, sizes: dict) -> bool:
@@ -79,28 +107,11 @@ def sized_bytes(sk, sizes: dict) -> bytes:
     """The bytes of :func:`with_sizes` of ``sk`` (its caller's own skeleton, read by no other
     thread meanwhile), made without copying it: its fed inputs' symbolic dims are set from
     ``sizes`` for the serialization, then put back as they were."""
-    fed = fed_inputs(sk)
-    undo: list = []
+    undo = _set_sizes(sk, sizes)
     try:
-        for vi in fed:
-            tt = vi.type.tensor_type
-            if unranked_vector(vi, sizes):
-                tt.shape.dim.add().dim_value = sizes[f"{vi.name}:0"]
-                undo.append((tt, None, None))
-                continue
-            for k, d in enumerate(tt.shape.dim):
-                if not d.HasField("dim_value"):
-                    undo.append((tt, d, d.dim_param))
-                    d.dim_value = sizes[dim_key(vi, k, d)]
         return sk.SerializeToString()
     finally:
-        for tt, d, param in reversed(undo):
-            if d is None:
-                tt.ClearField("shape")
-            elif param:
-                d.dim_param = param
-            else:
-                d.ClearField("dim_value")
+        _unset_sizes(undo)
 
 
 def infer_at_sizes(sk, sizes, table: NodeTable | None = None):
