@@ -33,7 +33,7 @@ from .budget import Budget
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from .exact import exact_outputs, same_bits as same_slice  # noqa: F401 - re-exported
 from .feeds import random_feeds, run_taps
-from .records import Reference, in_place
+from .records import Reference, expected_all, in_place
 from .segments import parted_session
 from .sizing import (
     BASE,
@@ -661,7 +661,9 @@ class _Attempt:
         proto, taps, memory_budget, weight_bytes, seed = self.proto, self.taps, self.budget, self.weight_bytes, self.seed
         session, sizes, shapes, need, skip_all = self.session, self.sizes, self.shapes, self.need, self._skip_all
         rng = np.random.default_rng(seed)
-        pending, runs, first = list(checked), 0, None
+        # deferred rewrites are in the main graph: reached by the first run, their references made together
+        waiting = [r for r in checked if id(r) in taps.deferred]
+        pending, runs, first = [r for r in checked if id(r) not in taps.deferred], 0, None
         if piece is None:  # graph outputs live to the end anyway
             left = set(taps.deferred.values())
             fetch = [*taps.names, *(o for o in self.graph_outputs() if o not in taps.seen and o not in left)]
@@ -670,7 +672,7 @@ class _Attempt:
         fetched = set(fetch)
         outputs = [o for o in self.graph_outputs() if o in fetched]
         deferred = [taps.deferred[id(r)] for r in checked if id(r) in taps.deferred]
-        while (pending or first is None) and runs < _RUNS + _BRANCH_RUNS:
+        while (pending or waiting or first is None) and runs < _RUNS + _BRANCH_RUNS:
             runs += 1
             try:
                 feeds = random_feeds(proto, sizes, shapes, rng, self.vectors, self.liveness.fed())
@@ -679,7 +681,7 @@ class _Attempt:
             try:
                 got = run_taps(session, feeds, fetch, elems)
             except Exception as exc:  # grow the dims that reach the failing node
-                if len(pending) < len(checked):
+                if len(pending) + len(waiting) < len(checked):
                     break  # an earlier run checked some: the rest stay "not reached"
                 shown = ", ".join(f"{k}{list(v.shape)}" for k, v in feeds.items())
                 failure = f"onnxruntime fails on random inputs ({shown}): {_line(exc)}"
@@ -708,11 +710,17 @@ class _Attempt:
                 first = CheckedRun(feeds, {o: Digest.of(got[o]) if digest and o in exact else got[o] for o in outputs},
                                    {k: elems.get(k, 0) for k in [*feeds, *outputs, *deferred]}, shapes, exact)
             expected: dict = {}
+            if waiting:
+                _defer_all(waiting, got, self.marks, expected)
+                waiting = []
             pending = [r for r in pending if not _check_if_reached(r, got, taps, self.marks, expected)]
             if made and first is not None:  # deferred rewrites are in the main graph: reached by the first run
                 first.outputs.update((o, Digest.of(v.value()) if digest else v) for o, v in expected.items())
             del got
         self.sizes, self.shapes = sizes, shapes  # (grown, for later pieces)
+        if waiting:  # (no run ran: every rewrite is still pending, in ``checked``'s order)
+            left = {id(r) for r in (*pending, *waiting)}
+            pending = [r for r in checked if id(r) in left]
         if piece is not None:
             return InplaceResult(PASSED, sizes, need, first, pending=pending)
         return InplaceResult(_status(checked, pending, taps, self.marks, runs), sizes, need, first, pending=pending)
@@ -745,6 +753,19 @@ def _make_session(model):
     expected outcome here, reported in the status, never on stderr."""
     from .runtimes import onnxruntime_session
     return onnxruntime_session(model)
+
+
+def _defer_all(records: list, got: dict, marks: dict, expected: dict) -> None:
+    """The deferred rewrites ``records`` on this run's tensors, together (records.expected_all):
+    each one's reference output goes to ``expected`` (output name -> Reference) and its mark is
+    AWAITING, or its mark is the status that settles it without a comparison -- what
+    :func:`_check_if_reached` does for one."""
+    for r, (settled, reference) in zip(records, expected_all(records, got)):
+        if settled is None:
+            expected[r.output] = reference
+            marks[id(r)] = AWAITING
+        else:
+            marks[id(r)] = settled
 
 
 def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:

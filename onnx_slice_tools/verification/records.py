@@ -74,6 +74,19 @@ class Reference:
         return self.make(copy)
 
 
+class SliceReference(Reference):
+    """A StridedSlice rewrite's reference output: the canonical ``plan`` at the concrete shape of
+    ``x`` applied to ``x`` (semantics/reference.apply_plan, ``index``: the plan's numpy index)."""
+
+    __slots__ = ("plan", "index")
+
+    def __init__(self, plan, x: np.ndarray, index: tuple):
+        self.plan, self.x, self.index = plan, x, index
+
+    def value(self, copy: bool = True) -> np.ndarray:
+        return apply_plan(self.plan, self.x, self.index, copy)
+
+
 def _could_not_expose(names) -> str:
     return skipped(f"the in-place run could not expose {', '.join(repr(m) for m in names)}")
 
@@ -188,8 +201,7 @@ class SliceTaps:
         settled, plan, where = _reference_plan(self.record, got, self.plans.plan)
         if settled is not None:
             return settled, None, where
-        x, index = got[self.record.data_name], self.plans.index(plan)
-        return None, Reference(lambda copy: apply_plan(plan, x, index, copy), x), where
+        return None, SliceReference(plan, got[self.record.data_name], self.plans.index(plan)), where
 
     def check(self, got: dict) -> str:
         missing = [name for name in (self.record.data_name, self.output) if name not in got]
@@ -239,6 +251,27 @@ class UpdateTaps:
         if settled is not None:
             return settled
         return update_checks.judge(self.record, got[self.output], value, where())
+
+
+def expected_all(adapters: list, got: dict) -> list:
+    """``(settled, reference)`` of each of ``adapters`` on one run's tensors ``got``: what each
+    one's ``expected(got)`` gives (its first two items), made in one pass over them -- the
+    rewrites the in-place run leaves to the as-shipped run, often thousands of slices reading a
+    few tensors.  A StridedSlice's reference is still its canonical plan at the concrete shape
+    of the tensor that reached it (:func:`_reference_plan`, the run's :class:`Plans`), applied
+    when compared (:class:`SliceReference`); only the per-call layers go.  Another op answers
+    through its own ``expected``."""
+    out: list = []
+    append = out.append
+    for a in adapters:
+        if a.__class__ is not SliceTaps:
+            append(a.expected(got)[:2])
+            continue
+        record, plans = a.record, a.plans
+        settled, plan, _ = _reference_plan(record, got, plans.plan)
+        append((settled, None) if settled is not None else
+               (None, SliceReference(plan, got[record.data_name], plans.index(plan))))
+    return out
 
 
 #: op type of a record -> its adapter (made with the run's shared :class:`Plans`)

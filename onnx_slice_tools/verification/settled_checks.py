@@ -107,25 +107,48 @@ def settle_checks(records: list, awaiting: dict, inplace: dict, checked) -> list
     outputs = checked.outputs if checked is not None else {}
     left = []
     said: dict = {}  # (input reached, any size-free axis) -> the status (records share a few)
+    # (the record's input shape, the tensor's that reached it) -> the status, or None where that
+    # run does not cover the check's sizes: asked once per shape class (records share a few)
+    classes: dict = {}
+    shapes: dict = {}  # id(reached tensor) -> its shape (many slices read one tensor)
     for i, result in awaiting.items():
         r = records[i]
         ref = outputs.get(r.output_name)
-        reached = tuple(ref.x.shape) if isinstance(ref, Reference) else None
-        if inplace.get(i) != AS_SHIPPED or reached is None or not _reached_covers(r, reached):
+        if inplace.get(i) != AS_SHIPPED or not isinstance(ref, Reference):
             left.append(i)
             continue
-        free = any(not isinstance(d, int) for d in r.input_shape)
-        status = said.get((reached, free))
+        x = ref.x
+        reached = shapes.get(id(x))
+        if reached is None:
+            reached = shapes[id(x)] = tuple(x.shape)
+        key = (r.input_shape, reached)
+        status = classes.get(key, False)
+        if status is False:
+            status = classes[key] = _settled_status(r.input_shape, reached, said)
         if status is None:
-            status = said[reached, free] = passed(
-                f"as shipped: the saved model's default run gave its reference output bitwise at input "
-                f"{list(reached)}" + ("; the check's other sizes are of axes nothing reads" if free else ""))
+            left.append(i)
+            continue
         result.onnxruntime = status
         result.tried_shapes = [reached]
     return left
 
 
-def _reached_covers(record, reached: tuple) -> bool:
-    """Each known dim of ``record``'s input as declared in ``reached``, each other one non-empty."""
-    shape = record.input_shape
+def _settled_status(shape: tuple, reached: tuple, said: dict) -> str | None:
+    """The settled check's status of a record whose input is declared ``shape`` and reached as
+    ``reached`` (``said``: the statuses made so far, shared), or None when that run does not
+    cover the check's sizes (:func:`_reached_covers`)."""
+    if not _reached_covers(shape, reached):
+        return None
+    free = any(not isinstance(d, int) for d in shape)
+    status = said.get((reached, free))
+    if status is None:
+        status = said[reached, free] = passed(
+            f"as shipped: the saved model's default run gave its reference output bitwise at input "
+            f"{list(reached)}" + ("; the check's other sizes are of axes nothing reads" if free else ""))
+    return status
+
+
+def _reached_covers(shape: tuple, reached: tuple) -> bool:
+    """Each known dim of a record's input (declared ``shape``) as declared in ``reached``, each
+    other one non-empty."""
     return len(reached) == len(shape) and all(s == d if isinstance(d, int) else s >= 1 for s, d in zip(reached, shape))

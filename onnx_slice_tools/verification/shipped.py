@@ -157,7 +157,7 @@ def output_problems(checked: CheckedRun, got: dict, rule: OutputRule, first: boo
     outputs = checked.outputs
     for name, actual in got.items():
         expected = outputs.get(name)
-        if expected.__class__ is Reference and name in exact and actual.__class__ is np.ndarray:
+        if isinstance(expected, Reference) and name in exact and actual.__class__ is np.ndarray:
             want = expected.value(copy=False)  # (a deferred slice: equal bytes settle it, as in _problem)
             if want.shape == actual.shape and want.dtype == actual.dtype and want.dtype.kind not in "OUS" \
                     and want.tobytes() == actual.tobytes():

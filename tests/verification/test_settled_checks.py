@@ -154,3 +154,28 @@ def test_the_summary_line_says_which_checks_the_as_shipped_run_settled(tmp_path,
     assert "3/3 StridedSlice rewritten, verified (1 distinct rewrites checked in onnxruntime, 3 by their output " \
            "in the as-shipped run (2 of them needing no per-rewrite check: that run tries every size the check " \
            "would)), and the saved model run in onnxruntime's default configuration" in capsys.readouterr().out
+
+
+def test_a_planted_wrong_reference_among_many_deferred_is_caught_and_named(monkeypatch):
+    """Thirty distinct slices, every one left to the as-shipped run (their references made
+    together, records.expected_all): one whose reference disagrees with what the saved model
+    computes fails, by name, and only it; its per-rewrite check is not settled by that run
+    (settled_checks.settle_checks hands it back, and it runs)."""
+    from onnx_slice_tools.semantics.spec import from_index_expr
+    from onnx_slice_tools.verification import records
+    specs = [([0, k % 7, k % 5], [0, 9 + k % 4, 13], [1, 1, 1 + k % 3], 1, 1) for k in range(30)]
+    real = records._reference_plan
+
+    def wrong_for_ss17(r, got, make_plan):
+        settled, plan, where = real(r, got, make_plan)
+        if r.node == "ss17" and plan is not None:  # another slice's reference: they disagree
+            plan = make_plan(from_index_expr("x[:, 1:2]"), plan.input_shape)
+        return settled, plan, where
+    monkeypatch.setattr(records, "_reference_plan", wrong_for_ss17)
+    rep = api.convert(_slices(specs)).report
+    assert rep.model_checks["model_run"].startswith("failed: node 'ss17': as shipped: output 'y17'"), rep.model_checks
+    assert rep.verdict == "failed"
+    failed_ones = [rep.records[i].node for i in range(30) if kind(rep.inplace_of(i)) == "failed"]
+    assert failed_ones == ["ss17"], rep.record_inplace
+    assert all(_as_shipped(rep.inplace_of(i)) for i in range(30) if i != 17)
+    assert not _as_shipped(rep.record_checks[17].onnxruntime)  # (its own check ran: not settled by that run)
