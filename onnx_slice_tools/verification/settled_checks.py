@@ -121,10 +121,15 @@ def settle_checks(records: list, awaiting: dict, inplace: dict, checked) -> list
         reached = shapes.get(id(x))
         if reached is None:
             reached = shapes[id(x)] = tuple(x.shape)
-        key = (r.input_shape, reached)
-        status = classes.get(key, False)
+        key: tuple | None = (r.input_shape, reached)
+        try:
+            status = classes.get(key, False)
+        except TypeError:  # (an unhashable declared shape: asked for this record alone)
+            key, status = None, False
         if status is False:
-            status = classes[key] = _settled_status(r.input_shape, reached, said)
+            status = _settled_status(r.input_shape, reached, said)
+            if key is not None:
+                classes[key] = status
         if status is None:
             left.append(i)
             continue

@@ -179,3 +179,49 @@ def test_a_planted_wrong_reference_among_many_deferred_is_caught_and_named(monke
     assert failed_ones == ["ss17"], rep.record_inplace
     assert all(_as_shipped(rep.inplace_of(i)) for i in range(30) if i != 17)
     assert not _as_shipped(rep.record_checks[17].onnxruntime)  # (its own check ran: not settled by that run)
+
+
+def test_settling_by_shape_class_says_what_each_record_alone_would():
+    """settle_checks asks coverage once per (declared input shape, reached shape): on random
+    records -- symbolic and known dims, reached shapes that match or not, empty axes, statuses
+    other than the as-shipped pass, outputs with no reference -- each record is settled, with
+    the same status text and tried shape, or handed back exactly as the rule for one record says
+    (module doc: every known dim as declared, every other one non-empty, the as-shipped pass)."""
+    import types
+
+    import numpy as np
+
+    from onnx_slice_tools.verification.inplace import AS_SHIPPED, CheckedRun
+    from onnx_slice_tools.verification.lowerings import CheckResult
+    from onnx_slice_tools.verification.records import Reference
+    from onnx_slice_tools.verification.settled_checks import settle_checks
+
+    rng = np.random.default_rng(3)
+    tensors = [np.zeros(s, np.float32) for s in [(3, 4, 5), (1, 4, 5), (0, 4, 5), (3, 4, 6), (3, 4)]]
+    declared = [("B", 4, 5), (3, 4, 5), ("B", 4, "W"), (None, 4, 5), ("B", 4)]
+    records, outputs, inplace, awaiting = [], {}, {}, {}
+    for i in range(300):
+        r = types.SimpleNamespace(output_name=f"y{i}", input_shape=declared[int(rng.integers(len(declared)))])
+        records.append(r)
+        x = tensors[int(rng.integers(len(tensors)))]
+        if rng.random() < 0.9:
+            outputs[r.output_name] = Reference(lambda copy, x=x: x, x)
+        inplace[i] = AS_SHIPPED if rng.random() < 0.85 else "skipped: awaits the as-shipped run"
+        awaiting[i] = CheckResult(onnxruntime=AWAITS)
+    checked = CheckedRun(feeds={}, outputs=outputs, elems={}, shapes={})
+    left = settle_checks(records, awaiting, inplace, checked)
+    for i, r in enumerate(records):
+        ref = outputs.get(r.output_name)
+        reached = None if ref is None else tuple(ref.x.shape)
+        covers = reached is not None and inplace[i] == AS_SHIPPED and len(reached) == len(r.input_shape) and all(
+            s == d if isinstance(d, int) else s >= 1 for s, d in zip(reached, r.input_shape))
+        assert (i not in left) == covers, (i, r.input_shape, reached)
+        if covers:
+            free = any(not isinstance(d, int) for d in r.input_shape)
+            assert awaiting[i].onnxruntime == "passed (as shipped: the saved model's default run gave its reference " \
+                f"output bitwise at input {list(reached)}" + ("; the check's other sizes are of axes nothing reads"
+                                                             if free else "") + ")"
+            assert awaiting[i].tried_shapes == [reached]
+        else:
+            assert awaiting[i].onnxruntime == AWAITS
+    assert 0 < len(left) < len(records)
