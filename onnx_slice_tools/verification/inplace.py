@@ -703,7 +703,7 @@ class _Attempt:
             made = first is None
             if made:
                 exact = self.exact if self.exact is not None else frozenset(self.exact_outputs(shapes))
-                inputs = {n: got[n] for r in checked if id(r) in taps.deferred for n in taps.views[id(r)].values()}
+                inputs = {n: got[n] for r in waiting for n in taps.views[id(r)].values()}  # (the deferred: first run)
                 held = sum(a.nbytes for a in {id(a): a for a in [*(got[o] for o in outputs), *inputs.values()]
                                               if isinstance(a, np.ndarray)}.values())
                 digest = piece is not None or need + held > memory_budget  # else kept: no hashing
