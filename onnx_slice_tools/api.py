@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -224,7 +225,7 @@ class _ProtoHolder:
         baseline.CopyFrom(self.proto)
         return baseline
 
-    def shapes(self, found: bool, baseline) -> dict:
+    def shapes(self, found: bool, baseline) -> Mapping:
         from .rewrite.shapes import derive_shapes
         # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
         return derive_shapes(self.proto, names=self.walked.inputs, has_subgraphs=bool(self.walked.holders),
@@ -233,12 +234,13 @@ class _ProtoHolder:
     def domains(self) -> set:
         return {o.domain for o in self.proto.opset_import}
 
-    def rewrite(self, opset: int, shapes: dict):
+    def rewrite(self, opset: int, shapes: Mapping):
         from .rewrite.proto_pass import ProtoStridedSliceRewritePass
         try:
             with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
+                # (the pass reads ``shapes`` by ``.get`` only: derive_shapes's Mapping serves it)
                 return ProtoStridedSliceRewritePass(flavor=self.ctx.flavor, opset=opset, target=self.ctx.target.name)(
-                    self.proto, shapes, self.walked.holders, self.walked.table)
+                    self.proto, cast(dict, shapes), self.walked.holders, self.walked.table)
         except ValueError:  # declined after all: nothing was changed
             return None
 
@@ -323,7 +325,7 @@ class _IrHolder:
         # structural proof and the input of shape derivation (declared shapes are not trusted).
         return _baseline_proto(self.source, self.model, self.upgraded or self.edited) if found else None
 
-    def shapes(self, found: bool, baseline) -> dict:
+    def shapes(self, found: bool, baseline) -> Mapping:
         from .rewrite.ir_pass import derive_shapes
         return derive_shapes(baseline, flavor=self.ctx.flavor) if found else {}
 

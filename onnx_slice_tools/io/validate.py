@@ -78,12 +78,16 @@ _TENSOR_FIELDS = attrgetter("data_type", "data_location", "dims", *_DATA_FIELDS[
 _TYPED_AT = {dt: (name, per, _DATA_FIELDS.index(name) - 1) for dt, (name, per) in _TYPED.items()}
 _PACKED_AT = ("int32_data", None, _DATA_FIELDS.index("int32_data") - 1)  # sub-byte types: no count
 _KNOWN_TYPES = frozenset([*_BITS, _STRING])
+#: a tensor's type, location and dims, read in one call
+_TENSOR_HEAD = attrgetter("data_type", "data_location", "dims")
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
 #: inline raw_data above this size (64 MiB) is not checked: protobuf's Python API copies it to
 #: take its length; the checker still sees it
 RAW_CHECK_BYTES = 1 << 26
+#: main graphs with at least this many initializers have them checked in bulk (:meth:`_Fast.bulk_tensors`)
+BULK_TENSORS = 256
 #: models up to this size (64 MiB) are parsed a second time for the fast proof (a parse copies
 #: inline weights too); larger ones, mostly weights, get the full walk, whose cost is per node
 FAST_BYTES = 1 << 26
@@ -478,7 +482,8 @@ class _Fast:
             return False  # the view would be a second copy of its weights in memory
         try:
             self.v.opsets(proto.opset_import, "opset_import")
-            view = _view_class().FromString(proto.SerializeToString() if data is None else data)
+            self.data = proto.SerializeToString() if data is None else data
+            view = _view_class().FromString(self.data)
         except (ModelError, DecodeError):
             return False
         return self.graph(view.graph, frozenset(), main=True) and self.functions(view.functions, proto.functions)
@@ -508,7 +513,7 @@ class _Fast:
             return False
         if not (self.values(g.input, "input", main) and self.values(g.output, "output", False)
                 and self.values(g.value_info, "value_info", False)
-                and self.tensors(g.initializer)
+                and (main and self.bulk_tensors(g.initializer) or self.tensors(g.initializer))
                 and all(self.tensors((st.values, st.indices)) for st in g.sparse_initializer)):
             return False
         defined = set(outer)
@@ -548,6 +553,37 @@ class _Fast:
         except ModelError:
             return False
         return True
+
+    def bulk_tensors(self, tensors) -> bool:
+        """:meth:`tensors` of the main graph's initializers when there are many (at least
+        :data:`BULK_TENSORS`), none external or of strings (else False: :meth:`tensors` decides):
+        per tensor only its data type, dims and the one data field its type uses (the check's
+        reads of the other fields make most of its cost on small tensors); that no tensor has
+        data in another field is proven for all at once by :func:`_field_totals` of the model's
+        bytes: each typed field's values over all initializers, which the tensors' own fields
+        account for exactly only if no other field holds any."""
+        if len(tensors) < BULK_TENSORS:
+            return False
+        head, has, typed = _TENSOR_HEAD, type(tensors[0]).HasField, _TYPED_AT
+        used = dict.fromkeys(_DATA_FIELDS[1:], 0)  # values found in the field each tensor's type uses
+        for t in tensors:
+            dt, location, dims = head(t)
+            rank = len(dims)
+            n = dims[0] if rank == 1 else prod(dims) if rank else 1
+            if n < 0 or rank > 1 and min(dims) < 0 or n > MAX_TENSOR_ELEMENTS or location == 1 or dt == _STRING \
+                    or dt not in _KNOWN_TYPES:
+                return False
+            if has(t, "raw_data"):
+                want = (n * _BITS[dt] + 7) // 8
+                if want <= RAW_CHECK_BYTES and len(t.raw_data) != want:
+                    return False
+                continue
+            name, per, _ = typed.get(dt, _PACKED_AT)
+            got = len(getattr(t, name))
+            if per is not None and got != n * per:
+                return False
+            used[name] += got
+        return _field_totals(self.data) == used
 
     def nodes(self, nodes, defined: set, outputs) -> bool:
         """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
@@ -707,6 +743,54 @@ def _view_class(name: str = "ModelProto"):
         for kind in ("ModelProto", "GraphProto"):
             _VIEW[kind] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.{kind}"))
     return _VIEW[name]
+
+
+def _field_totals(data: bytes) -> dict:
+    """Values in each typed data field (float_data ... uint64_data) over all the main graph's
+    initializers of the model serialized as ``data``: one parse in C through
+    :func:`_totals_class`, whose graph has one initializer, every initializer of the bytes
+    merged into it (a parser merges a singular message given several times; repeated fields
+    concatenate)."""
+    graph = _totals_class().FromString(data).graph
+    tensor = graph.initializer
+    return {name: len(getattr(tensor, name)) for name in _DATA_FIELDS[1:]}
+
+
+_TOTALS: list = []
+
+
+def _totals_class():
+    """A view of onnx.proto's ModelProto keeping only ``graph``, its GraphProto only
+    ``initializer`` -- made singular -- and its TensorProto only the typed data fields, each of
+    its type in onnx.proto (so the wire parses to the same values); every other field is
+    skipped as unknown."""
+    if not _TOTALS:
+        import onnx
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        from google.protobuf.descriptor import FieldDescriptor as F
+        fdp = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(fdp)
+        old, pkg = fdp.package, "onnx_slice_tools_totals"
+        keep = {"ModelProto": {"graph"}, "GraphProto": {"initializer"}, "TensorProto": set(_DATA_FIELDS[1:])}
+        out = descriptor_pb2.FileDescriptorProto(name="onnx_slice_tools/totals.proto", package=pkg,
+                                                 syntax=fdp.syntax or "proto2")
+        for m in fdp.message_type:
+            if m.name not in keep:
+                continue
+            msg = out.message_type.add(name=m.name)
+            for f in m.field:
+                if f.name in keep[m.name]:
+                    field = msg.field.add()
+                    field.CopyFrom(f)
+                    field.ClearField("options")
+                    if f.type_name.startswith(f".{old}."):
+                        field.type_name = f".{pkg}.{f.type_name[len(old) + 2:]}"
+                    if m.name == "GraphProto":
+                        field.label = F.LABEL_OPTIONAL
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(out)
+        _TOTALS.append(message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.ModelProto")))
+    return _TOTALS[0]
 
 
 def _q(name: str) -> str:
