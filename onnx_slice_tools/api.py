@@ -182,13 +182,16 @@ class _ProtoHolder:
         self.read: tuple | None = None
         self.model = None  # (no onnx-ir model unless the cleanup makes one)
         self.walked: Any = None  # rewrite.proto_pass.scan of the main graph
+        self.table = None  # the main graph's NodeTable as the validation read it (None: not read, or edited since)
         self.baseline_holders: list | None = None
 
     def load(self) -> bool:
         from .io.files import load_plain_proto
-        proto, self.inputs, external = load_plain_proto(self.source, path_hint=self.ctx.label)
+        tables: list = []  # the main graph's NodeTable, when the validation read it
+        proto, self.inputs, external = load_plain_proto(self.source, path_hint=self.ctx.label, tables=tables)
         self.read = (proto, external) if isinstance(self.source, (str, os.PathLike)) else None
         self.proto = proto
+        self.table = tables[0] if tables else None
         return not external  # onnx-ir reads external data lazily
 
     def has_family(self) -> bool:
@@ -197,6 +200,7 @@ class _ProtoHolder:
 
     def edit_proto(self, edit):
         """``edit(proto)`` on the model, in place (the holder's own copy or read of the input)."""
+        self.table = None  # (the nodes as read no more)
         return edit(self.proto)
 
     def current_opset(self):
@@ -207,7 +211,7 @@ class _ProtoHolder:
         from .rewrite.proto_pass import declines, scan
         if current is None or current < 11 or self.ctx.opset not in (None, current):
             return False
-        self.walked = scan(self.proto.graph)
+        self.walked = scan(self.proto.graph, self.table)
         self.baseline_holders = self.walked.positions
         return not declines(self.proto, self.walked.holders)
 

@@ -50,6 +50,7 @@ from operator import attrgetter
 from typing import Any, NoReturn
 
 from ..errors import ModelError
+from ..graphs.table import NodeTable, holds_subgraph
 
 #: bits per element of each TensorProto data type (STRING: variable; sub-byte types packed)
 _BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
@@ -93,12 +94,14 @@ BULK_TENSORS = 256
 FAST_BYTES = 1 << 26
 
 
-def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
+def validate_model(proto, path=None, *, data: bytes | None = None, tables: list | None = None) -> bool:
     """Raise :class:`ModelError` (naming ``path``, node and field) if ``proto`` is unusable.
 
     ``data``: the bytes ``proto`` was parsed from (binary protobuf), if at hand; else the
     proto is serialized once.  Returns whether the model may hold external tensors (False:
-    proven to hold none, so no walk over its tensors needs to look for them)."""
+    proven to hold none, so no walk over its tensors needs to look for them).  ``tables``: a
+    list that gets the main graph's NodeTable (graphs/table.py) when the fast proof read it
+    (it reads those fields of every node: a caller spares reading them again)."""
     v = _Validator(path)
     fast = _Fast(v)
     try:
@@ -106,6 +109,8 @@ def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
     except Exception:  # whatever went wrong, the full walk decides and words it
         proven = False
     if proven:
+        if tables is not None and fast.table is not None:
+            tables.append(fast.table)
         return fast.external
     v.model(proto)  # something is off, or a part the fast proof leaves out: the full walk, its messages
     return True
@@ -471,6 +476,11 @@ class _Fast:
         self.external = False
         self.node_verdicts: dict = {}
         self.value_verdicts: dict = {}
+        #: the node verdicts' keys of nodes holding a subgraph by an attribute's declared type
+        self.holder_keys: set = set()
+        #: the main graph's NodeTable, read by the proof (None: not proven)
+        self.table: NodeTable | None = None
+        self.data = b""  # the model's bytes (of the proof's parse)
 
     def model(self, proto, data) -> bool:
         import onnx
@@ -518,7 +528,7 @@ class _Fast:
             return False
         defined = set(outer)
         defined.update(inputs, names)
-        return self.nodes(g.node, defined, [vi.name for vi in g.output])
+        return self.nodes(g.node, defined, [vi.name for vi in g.output], table=main)
 
     def values(self, infos, kind: str, required: bool) -> bool:
         """Graph inputs/outputs (``kind``) or value_info entries, once per distinct type bytes."""
@@ -585,29 +595,39 @@ class _Fast:
             used[name] += got
         return _field_totals(self.data) == used
 
-    def nodes(self, nodes, defined: set, outputs) -> bool:
+    def nodes(self, nodes, defined: set, outputs, table: bool = False) -> bool:
         """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
-        outer scopes and this graph's inputs and initializers; taken over)."""
-        verdicts = self.node_verdicts
+        outer scopes and this graph's inputs and initializers; taken over).  The fields read
+        are the graph's NodeTable (graphs/table.py): with ``table``, kept as :attr:`table` when
+        the nodes pass (the main graph's: the rewrite reads these columns of the same nodes)."""
+        verdicts, holder_keys = self.node_verdicts, self.holder_keys
         known, define, define_one, verdict_of = defined.issuperset, defined.update, defined.add, verdicts.get
         defined.add("")  # an empty input is no input, an empty output no output
         before, count = len(defined), 0
         subgraphs = []
         version = self.v.onnx_version
+        ops: list = []
+        domains: list = []
+        node_inputs: list = []
+        node_outputs: list = []
+        holders: list = []
         for n in nodes:
             ins, outs, op, domain, attributes = _NODE_FIELDS(n)
+            ins, outs = tuple(ins), tuple(outs)
             if not known(ins):
                 return False
             key = (op, domain, len(ins), len(outs), version, tuple(attributes))
             verdict = verdict_of(key)
             if verdict is None:
-                verdict = verdicts[key] = self.node_verdict(n)
+                verdict = verdicts[key] = self.node_verdict(n, key)
             if verdict is not _OK:
                 if verdict is _BAD:
                     return False
+                if key in holder_keys:
+                    holders.append(len(ops))
                 if verdict is _EXTERNAL:
                     self.external = True
-                else:  # subgraphs: what they read from here must exist before; checked once all names are known
+                elif verdict is _SUBGRAPH:  # what they read from here must exist before; checked once all names are known
                     real = _real_node(n)
                     if not known(_needs(real)):
                         return False
@@ -620,23 +640,37 @@ class _Fast:
             else:
                 define(outs)
                 count += len(outs)
+            ops.append(op)
+            domains.append(domain)
+            node_inputs.append(ins)
+            node_outputs.append(outs)
         # SSA: each (non-empty) output a new name
-        if len(defined) - before != count and len(defined) - before != sum(1 for n in nodes for o in n.output if o):
+        if len(defined) - before != count and len(defined) - before != sum(1 for outs in node_outputs for o in outs if o):
             return False
         if not known(outputs):
             return False
         scope = frozenset(defined)  # "": no name, harmless there too
-        return all(self.subgraph_node(real, scope) for real in subgraphs)
+        if not all(self.subgraph_node(real, scope) for real in subgraphs):
+            return False
+        if table:
+            self.table = NodeTable.from_columns(ops, domains, node_inputs, node_outputs, holders)
+        return True
 
-    def node_verdict(self, n):
-        """_OK, _BAD, _EXTERNAL (fine, with an external tensor) or _SUBGRAPH (depends on the
-        scope: :meth:`subgraph_node`) for a node's op and attributes."""
+    def node_verdict(self, n, key):
+        """_OK, _BAD, _EXTERNAL (fine, with an external tensor), _SUBGRAPH (depends on the
+        scope: :meth:`subgraph_node`) or _HOLDER (fine, and a GRAPH or GRAPHS attribute of no
+        graph) for a node's op and attributes (``key``: in :attr:`holder_keys` when the node holds
+        a subgraph by an attribute's declared type, graphs.table.holds_subgraph)."""
         real = _real_node(n)
+        if holds_subgraph(real):
+            self.holder_keys.add(key)
         if any(a.HasField("g") or len(a.graphs) for a in real.attribute):
             return _SUBGRAPH
         if not _strings_valid(real) or not self.passes(self.v.node, real, "", "", frozenset()):
             return _BAD
-        return _EXTERNAL if _has_external_attribute(real) else _OK
+        if _has_external_attribute(real):
+            return _EXTERNAL
+        return _HOLDER if key in self.holder_keys else _OK
 
     def subgraph_node(self, real, scope) -> bool:
         """A node with subgraphs: the node's own checks on a copy without them, then each
@@ -670,7 +704,7 @@ class _Fast:
         return True
 
 
-_OK, _BAD, _EXTERNAL, _SUBGRAPH = "ok", "bad", "external", "subgraph"
+_OK, _BAD, _EXTERNAL, _SUBGRAPH, _HOLDER = "ok", "bad", "external", "subgraph", "holder"
 #: a node's inputs, outputs, op type, domain and attributes, read in one call
 _NODE_FIELDS = attrgetter("input", "output", "op_type", "domain", "attribute")
 #: the ops read by the package itself, whose input and output counts :meth:`_Validator.node` checks

@@ -533,3 +533,62 @@ def test_one_bad_tensor_among_many_same_verdict_and_message(seed, which, field, 
         proto = onnx.ModelProto.FromString(data)
     _assert_same(proto, data)
     _assert_same(proto)
+
+
+# --------------------------------------------------------------------------- the node table
+
+def _table_of(proto, data=None):
+    """The main graph's NodeTable the validation hands out, or None."""
+    tables: list = []
+    try:
+        validate_model(proto, "m.onnx", data=data, tables=tables)
+    except ModelError:
+        return None
+    return tables[0] if tables else None
+
+
+def _same_table(table, proto):
+    from onnx_slice_tools.graphs.table import NodeTable
+    fresh = NodeTable(proto.graph)
+    assert (table.ops, table.domains, table.inputs, table.outputs, table.holders) == \
+        (fresh.ops, fresh.domains, fresh.inputs, fresh.outputs, fresh.holders)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_proof_reads_the_main_graphs_node_table(name):
+    """The table the proof reads from its own parse is the table of the proto (what
+    rewrite.proto_pass.scan reads), and scan from it is scan of the graph."""
+    from onnx_slice_tools.rewrite.proto_pass import scan
+    proto = SAMPLES[name]
+    table = _table_of(proto)
+    assert table is not None
+    _same_table(table, proto)
+    walked, fresh = scan(proto.graph, table), scan(proto.graph)
+    assert (walked.inputs, walked.found, walked.positions) == (fresh.inputs, fresh.found, fresh.positions)
+    assert [n.SerializeToString() for n in walked.holders] == [n.SerializeToString() for n in fresh.holders]
+
+
+def test_a_graph_attribute_of_no_graph_is_a_holder_in_the_table():
+    """A node whose attribute is declared GRAPH but holds none is a holder (graphs.table.holds_subgraph)."""
+    proto = hostile.base_tf()
+    node = proto.graph.node[0]
+    a = node.attribute.add()
+    a.name, a.type = "body", onnx.AttributeProto.GRAPH
+    table = _table_of(proto)
+    assert table is not None and table.holders == [0]
+    _same_table(table, proto)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.integers(0, len(_SOURCES) - 1), kind=st.sampled_from(stress.KINDS),
+       pos=st.integers(0, 1 << 30), value=st.integers(0, 255), count=st.sampled_from([1, 2, 8]))
+def test_byte_mutants_node_table_is_the_protos(model, kind, pos, value, count):
+    data = stress.mutate(_SOURCES[model], kind, pos, value, count)
+    try:
+        proto = onnx.ModelProto.FromString(data)
+    except Exception:
+        return
+    for given_bytes in (data, None):
+        table = _table_of(proto, given_bytes)
+        if table is not None:
+            _same_table(table, proto)
