@@ -79,8 +79,8 @@ _TENSOR_FIELDS = attrgetter("data_type", "data_location", "dims", *_DATA_FIELDS[
 _TYPED_AT = {dt: (name, per, _DATA_FIELDS.index(name) - 1) for dt, (name, per) in _TYPED.items()}
 _PACKED_AT = ("int32_data", None, _DATA_FIELDS.index("int32_data") - 1)  # sub-byte types: no count
 _KNOWN_TYPES = frozenset([*_BITS, _STRING])
-#: a tensor's type, location and dims, read in one call
-_TENSOR_HEAD = attrgetter("data_type", "data_location", "dims")
+#: a tensor's name, type, location and dims, read in one call
+_TENSOR_HEAD = attrgetter("name", "data_type", "data_location", "dims")
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
@@ -518,12 +518,16 @@ class _Fast:
 
     def graph(self, g, outer, main: bool) -> bool:
         inputs = [vi.name for vi in g.input]
-        names = [t.name for t in g.initializer] + [st.values.name for st in g.sparse_initializer]
+        names = self.bulk_tensors(g.initializer) if main else None  # (their names read with them)
+        if names is None:
+            if not self.tensors(g.initializer):
+                return False
+            names = [t.name for t in g.initializer]
+        names += [st.values.name for st in g.sparse_initializer]
         if len(set(inputs)) != len(inputs) or len(set(names)) != len(names):
             return False
         if not (self.values(g.input, "input", main) and self.values(g.output, "output", False)
                 and self.values(g.value_info, "value_info", False)
-                and (main and self.bulk_tensors(g.initializer) or self.tensors(g.initializer))
                 and all(self.tensors((st.values, st.indices)) for st in g.sparse_initializer)):
             return False
         defined = set(outer)
@@ -564,36 +568,40 @@ class _Fast:
             return False
         return True
 
-    def bulk_tensors(self, tensors) -> bool:
+    def bulk_tensors(self, tensors) -> list | None:
         """:meth:`tensors` of the main graph's initializers when there are many (at least
-        :data:`BULK_TENSORS`), none external or of strings (else False: :meth:`tensors` decides):
+        :data:`BULK_TENSORS`), none external or of strings: their names when they pass (else
+        None: :meth:`tensors` decides):
         per tensor only its data type, dims and the one data field its type uses (the check's
         reads of the other fields make most of its cost on small tensors); that no tensor has
         data in another field is proven for all at once by :func:`_field_totals` of the model's
         bytes: each typed field's values over all initializers, which the tensors' own fields
         account for exactly only if no other field holds any."""
         if len(tensors) < BULK_TENSORS:
-            return False
+            return None
         head, has, typed = _TENSOR_HEAD, type(tensors[0]).HasField, _TYPED_AT
         used = dict.fromkeys(_DATA_FIELDS[1:], 0)  # values found in the field each tensor's type uses
+        names: list[str] = []
+        add = names.append
         for t in tensors:
-            dt, location, dims = head(t)
+            name, dt, location, dims = head(t)
+            add(name)
             rank = len(dims)
             n = dims[0] if rank == 1 else prod(dims) if rank else 1
             if n < 0 or rank > 1 and min(dims) < 0 or n > MAX_TENSOR_ELEMENTS or location == 1 or dt == _STRING \
                     or dt not in _KNOWN_TYPES:
-                return False
+                return None
             if has(t, "raw_data"):
                 want = (n * _BITS[dt] + 7) // 8
                 if want <= RAW_CHECK_BYTES and len(t.raw_data) != want:
-                    return False
+                    return None
                 continue
-            name, per, _ = typed.get(dt, _PACKED_AT)
-            got = len(getattr(t, name))
+            field, per, _ = typed.get(dt, _PACKED_AT)
+            got = len(getattr(t, field))
             if per is not None and got != n * per:
-                return False
-            used[name] += got
-        return _field_totals(self.data) == used
+                return None
+            used[field] += got
+        return names if _field_totals(self.data) == used else None
 
     def nodes(self, nodes, defined: set, outputs, table: bool = False) -> bool:
         """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:

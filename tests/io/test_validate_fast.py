@@ -481,7 +481,7 @@ def test_many_well_formed_initializers_are_proven_in_bulk():
     fast = _Fast(_Validator(None))
     assert fast.model(proto, None)
     view = validate._view_class().FromString(fast.data)
-    assert fast.bulk_tensors(view.graph.initializer)  # (the bulk proof itself, not the per-tensor one)
+    assert fast.bulk_tensors(view.graph.initializer) is not None  # (the bulk proof itself, not the per-tensor one)
 
 
 @settings(max_examples=150, deadline=None)
