@@ -537,7 +537,7 @@ class _Fast:
     def values(self, infos, kind: str, required: bool) -> bool:
         """Graph inputs/outputs (``kind``) or value_info entries, once per distinct type bytes."""
         verdicts = self.value_verdicts
-        for types, vi in {tuple(vi.type): vi for vi in infos}.items():
+        for types, vi in {tuple(vi.type[:]): vi for vi in infos}.items():
             key = (types, kind, required)
             ok = verdicts.get(key)
             if ok is None:
@@ -621,10 +621,10 @@ class _Fast:
         holders: list = []
         for n in nodes:
             ins, outs, op, domain, attributes = _NODE_FIELDS(n)
-            ins, outs = tuple(ins), tuple(outs)
+            ins, outs = tuple(ins[:]), tuple(outs[:])  # (a slice reads a container at once)
             if not known(ins):
                 return False
-            key = (op, domain, len(ins), len(outs), version, tuple(attributes))
+            key = (op, domain, len(ins), len(outs), version, tuple(attributes[:]))
             verdict = verdict_of(key)
             if verdict is None:
                 verdict = verdicts[key] = self.node_verdict(n, key)
