@@ -195,7 +195,11 @@ class _ProtoHolder:
         return not external  # onnx-ir reads external data lazily
 
     def has_family(self) -> bool:
-        from .rewrite.updates import has_family
+        from .rewrite.updates import SEAMS, has_family
+        table = self.table
+        if table is not None and not table.holders and not len(self.proto.functions) \
+                and SEAMS.keys().isdisjoint(table.ops):
+            return False  # (no op of the family in the main graph, no other graph: none anywhere)
         return has_family(self.proto)
 
     def edit_proto(self, edit):
