@@ -381,7 +381,7 @@ def _raw_key(tensor):
     if plain is None or not tensor.HasField("raw_data") or tensor.data_location == 1 or len(tensor.external_data) \
             or tensor.HasField("segment"):
         return None
-    dims = tuple(tensor.dims)
+    dims = tuple(tensor.dims[:])  # (a slice reads the container at once)
     n = math.prod(dims)
     if n > SMALL:
         return None
