@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -181,21 +182,29 @@ class _ProtoHolder:
         self.read: tuple | None = None
         self.model = None  # (no onnx-ir model unless the cleanup makes one)
         self.walked: Any = None  # rewrite.proto_pass.scan of the main graph
+        self.table = None  # the main graph's NodeTable as the validation read it (None: not read, or edited since)
         self.baseline_holders: list | None = None
 
     def load(self) -> bool:
         from .io.files import load_plain_proto
-        proto, self.inputs, external = load_plain_proto(self.source, path_hint=self.ctx.label)
+        tables: list = []  # the main graph's NodeTable, when the validation read it
+        proto, self.inputs, external = load_plain_proto(self.source, path_hint=self.ctx.label, tables=tables)
         self.read = (proto, external) if isinstance(self.source, (str, os.PathLike)) else None
         self.proto = proto
+        self.table = tables[0] if tables else None
         return not external  # onnx-ir reads external data lazily
 
     def has_family(self) -> bool:
-        from .rewrite.updates import has_family
+        from .rewrite.updates import SEAMS, has_family
+        table = self.table
+        if table is not None and not table.holders and not len(self.proto.functions) \
+                and SEAMS.keys().isdisjoint(table.ops):
+            return False  # (no op of the family in the main graph, no other graph: none anywhere)
         return has_family(self.proto)
 
     def edit_proto(self, edit):
         """``edit(proto)`` on the model, in place (the holder's own copy or read of the input)."""
+        self.table = None  # (the nodes as read no more)
         return edit(self.proto)
 
     def current_opset(self):
@@ -206,7 +215,7 @@ class _ProtoHolder:
         from .rewrite.proto_pass import declines, scan
         if current is None or current < 11 or self.ctx.opset not in (None, current):
             return False
-        self.walked = scan(self.proto.graph)
+        self.walked = scan(self.proto.graph, self.table)
         self.baseline_holders = self.walked.positions
         return not declines(self.proto, self.walked.holders)
 
@@ -224,7 +233,7 @@ class _ProtoHolder:
         baseline.CopyFrom(self.proto)
         return baseline
 
-    def shapes(self, found: bool, baseline) -> dict:
+    def shapes(self, found: bool, baseline) -> Mapping:
         from .rewrite.shapes import derive_shapes
         # (a StridedSlice holding a subgraph is declined by the pass: then the onnx-ir path derives again)
         return derive_shapes(self.proto, names=self.walked.inputs, has_subgraphs=bool(self.walked.holders),
@@ -233,12 +242,13 @@ class _ProtoHolder:
     def domains(self) -> set:
         return {o.domain for o in self.proto.opset_import}
 
-    def rewrite(self, opset: int, shapes: dict):
+    def rewrite(self, opset: int, shapes: Mapping):
         from .rewrite.proto_pass import ProtoStridedSliceRewritePass
         try:
             with paused_gc():  # (many small acyclic objects: see graphs/allocation.py)
+                # (the pass reads ``shapes`` by ``.get`` only: derive_shapes's Mapping serves it)
                 return ProtoStridedSliceRewritePass(flavor=self.ctx.flavor, opset=opset, target=self.ctx.target.name)(
-                    self.proto, shapes, self.walked.holders, self.walked.table)
+                    self.proto, cast(dict, shapes), self.walked.holders, self.walked.table)
         except ValueError:  # declined after all: nothing was changed
             return None
 
@@ -323,7 +333,7 @@ class _IrHolder:
         # structural proof and the input of shape derivation (declared shapes are not trusted).
         return _baseline_proto(self.source, self.model, self.upgraded or self.edited) if found else None
 
-    def shapes(self, found: bool, baseline) -> dict:
+    def shapes(self, found: bool, baseline) -> Mapping:
         from .rewrite.ir_pass import derive_shapes
         return derive_shapes(baseline, flavor=self.ctx.flavor) if found else {}
 

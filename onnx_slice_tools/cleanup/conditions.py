@@ -174,13 +174,25 @@ def common_subexpression(index: ProtoIndex) -> str | None:
     for gi in index.graphs:
         keys: dict = {}
         seen = keys.setdefault
-        # (op types and domains read from the graph's node table: not again from each node)
-        for (node, ins, outs), op, domain in zip(gi.nodes, gi.ops, gi.domains):
+        nodes = gi.nodes
+        # Only a node none of whose outputs is a graph output fires: the nodes after the last
+        # such one need no key (only earlier keys are compared).  What a key's making may raise
+        # (MayChange: an attribute or a constant the pre-check cannot read) is still asked of them.
+        end = len(nodes)
+        while end and _outputs_out(nodes[end - 1][2]):
+            end -= 1
+        for k, ((node, ins, outs), op, domain) in enumerate(zip(nodes, gi.ops, gi.domains)):
             if op in NONDETERMINISTIC:
                 continue
             attributes = node.attribute
             attrs = _proto_attrs_key(attributes) if attributes else ()
             if attrs is None:
+                continue
+            if k >= end:  # (no key: what making it would read, read in the same order)
+                if op != "Constant" or domain not in DEFAULT_DOMAIN:
+                    for d in ins:
+                        if d is not None and d.key is None:
+                            value_key(d)
                 continue
             if op == "Constant" and domain in DEFAULT_DOMAIN:
                 key: tuple = ("Constant", node.overload, attrs)
@@ -191,6 +203,14 @@ def common_subexpression(index: ProtoIndex) -> str | None:
             if seen(key, node) is not node and not any(d.out_any for d in outs):
                 return f"CommonSubexpressionPass may change {where(node)} (an equal node before it)"
     return None
+
+
+def _outputs_out(outs) -> bool:
+    """Whether one of a node's output definitions is a graph output (such a node never fires CSE)."""
+    for d in outs:
+        if d.out_any:
+            return True
+    return False
 
 
 _NOKEY = object()  # an attribute value CSE never merges

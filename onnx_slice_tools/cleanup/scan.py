@@ -147,9 +147,14 @@ class ProtoIndex:
             table = NodeTable(graph)
         holders = set(table.holders)
         lookup, define, new_def = self.lookup, self.define, Def
+        # (no value of this graph is named "": each input its own definition or None, read in C
+        # first; a name of an outer scope, not yet defined or empty takes the lookup)
+        unnamed = "" in scope
         for k, (node, input_names, outputs, domain, op) in enumerate(
                 zip(graph.node, table.inputs, table.outputs, table.domains, table.ops)):
-            ins = [(get(name) or lookup(chain, name, node)) if name else None for name in input_names]
+            ins = list(map(get, input_names))
+            if unnamed or None in ins:
+                ins = [(get(name) or lookup(chain, name, node)) if name else None for name in input_names]
             for d in ins:
                 if d is not None:
                     d.uses += 1
@@ -376,7 +381,7 @@ def _raw_key(tensor):
     if plain is None or not tensor.HasField("raw_data") or tensor.data_location == 1 or len(tensor.external_data) \
             or tensor.HasField("segment"):
         return None
-    dims = tuple(tensor.dims)
+    dims = tuple(tensor.dims[:])  # (a slice reads the container at once)
     n = math.prod(dims)
     if n > SMALL:
         return None

@@ -320,10 +320,10 @@ def read_model_proto(path):
     return _read_validated(path)[0]
 
 
-def _read_validated(path):
+def _read_validated(path, tables: list | None = None):
     """(ModelProto, whether it may hold external tensors) of a model file, validated.  Read
     as ``onnx.load(path, load_external_data=False)`` does (the format from the extension), the
-    bytes kept for the validation's own parse."""
+    bytes kept for the validation's own parse.  ``tables``: as validate.validate_model takes it."""
     import onnx
     p = Path(path)
     _regular_input(p)
@@ -336,22 +336,23 @@ def _read_validated(path):
         raise ModelError(f"cannot read the model: {_first_line(exc)}", path=str(p)) from None
     from .validate import validate_model
     # before any native code or onnx-ir's reader sees it
-    external = validate_model(proto, p, data=data if fmt in (None, "protobuf") else None)
+    external = validate_model(proto, p, data=data if fmt in (None, "protobuf") else None, tables=tables)
     return proto, external
 
 
-def load_plain_proto(source, *, path_hint: str | None = None):
+def load_plain_proto(source, *, path_hint: str | None = None, tables: list | None = None):
     """(proto, input files, has external tensors) of a path or a ModelProto, validated (see
     :func:`read_model_proto`).  For a path, ``proto`` and the validation's answer are what
     :func:`load_ir` takes as ``read``.  A given ModelProto is copied (the caller may edit the copy);
-    its input files are none."""
+    its input files are none.  ``tables``: a list that gets the main graph's NodeTable when the
+    validation read it (validate.validate_model)."""
     import onnx
     if isinstance(source, (str, os.PathLike)):
-        proto, external = _read_validated(source)
+        proto, external = _read_validated(source, tables)
         inputs = [FileId.of(source)]
     elif isinstance(source, onnx.ModelProto):
         from .validate import validate_model
-        external = validate_model(source, path_hint)
+        external = validate_model(source, path_hint, tables=tables)
         proto, inputs = onnx.ModelProto(), []
         proto.CopyFrom(source)
     else:

@@ -50,6 +50,7 @@ from operator import attrgetter
 from typing import Any, NoReturn
 
 from ..errors import ModelError
+from ..graphs.table import NodeTable, holds_subgraph
 
 #: bits per element of each TensorProto data type (STRING: variable; sub-byte types packed)
 _BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
@@ -78,23 +79,29 @@ _TENSOR_FIELDS = attrgetter("data_type", "data_location", "dims", *_DATA_FIELDS[
 _TYPED_AT = {dt: (name, per, _DATA_FIELDS.index(name) - 1) for dt, (name, per) in _TYPED.items()}
 _PACKED_AT = ("int32_data", None, _DATA_FIELDS.index("int32_data") - 1)  # sub-byte types: no count
 _KNOWN_TYPES = frozenset([*_BITS, _STRING])
+#: a tensor's name, type, location and dims, read in one call
+_TENSOR_HEAD = attrgetter("name", "data_type", "data_location", "dims")
 
 #: elements above which a tensor is refused without reading it (2**36 bytes = 64 GiB at 1 byte each)
 MAX_TENSOR_ELEMENTS = 2 ** 36
 #: inline raw_data above this size (64 MiB) is not checked: protobuf's Python API copies it to
 #: take its length; the checker still sees it
 RAW_CHECK_BYTES = 1 << 26
+#: main graphs with at least this many initializers have them checked in bulk (:meth:`_Fast.bulk_tensors`)
+BULK_TENSORS = 256
 #: models up to this size (64 MiB) are parsed a second time for the fast proof (a parse copies
 #: inline weights too); larger ones, mostly weights, get the full walk, whose cost is per node
 FAST_BYTES = 1 << 26
 
 
-def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
+def validate_model(proto, path=None, *, data: bytes | None = None, tables: list | None = None) -> bool:
     """Raise :class:`ModelError` (naming ``path``, node and field) if ``proto`` is unusable.
 
     ``data``: the bytes ``proto`` was parsed from (binary protobuf), if at hand; else the
     proto is serialized once.  Returns whether the model may hold external tensors (False:
-    proven to hold none, so no walk over its tensors needs to look for them)."""
+    proven to hold none, so no walk over its tensors needs to look for them).  ``tables``: a
+    list that gets the main graph's NodeTable (graphs/table.py) when the fast proof read it
+    (it reads those fields of every node: a caller spares reading them again)."""
     v = _Validator(path)
     fast = _Fast(v)
     try:
@@ -102,6 +109,8 @@ def validate_model(proto, path=None, *, data: bytes | None = None) -> bool:
     except Exception:  # whatever went wrong, the full walk decides and words it
         proven = False
     if proven:
+        if tables is not None and fast.table is not None:
+            tables.append(fast.table)
         return fast.external
     v.model(proto)  # something is off, or a part the fast proof leaves out: the full walk, its messages
     return True
@@ -467,6 +476,11 @@ class _Fast:
         self.external = False
         self.node_verdicts: dict = {}
         self.value_verdicts: dict = {}
+        #: the node verdicts' keys of nodes holding a subgraph by an attribute's declared type
+        self.holder_keys: set = set()
+        #: the main graph's NodeTable, read by the proof (None: not proven)
+        self.table: NodeTable | None = None
+        self.data = b""  # the model's bytes (of the proof's parse)
 
     def model(self, proto, data) -> bool:
         import onnx
@@ -478,7 +492,8 @@ class _Fast:
             return False  # the view would be a second copy of its weights in memory
         try:
             self.v.opsets(proto.opset_import, "opset_import")
-            view = _view_class().FromString(proto.SerializeToString() if data is None else data)
+            self.data = proto.SerializeToString() if data is None else data
+            view = _view_class().FromString(self.data)
         except (ModelError, DecodeError):
             return False
         return self.graph(view.graph, frozenset(), main=True) and self.functions(view.functions, proto.functions)
@@ -503,22 +518,26 @@ class _Fast:
 
     def graph(self, g, outer, main: bool) -> bool:
         inputs = [vi.name for vi in g.input]
-        names = [t.name for t in g.initializer] + [st.values.name for st in g.sparse_initializer]
+        names = self.bulk_tensors(g.initializer) if main else None  # (their names read with them)
+        if names is None:
+            if not self.tensors(g.initializer):
+                return False
+            names = [t.name for t in g.initializer]
+        names += [st.values.name for st in g.sparse_initializer]
         if len(set(inputs)) != len(inputs) or len(set(names)) != len(names):
             return False
         if not (self.values(g.input, "input", main) and self.values(g.output, "output", False)
                 and self.values(g.value_info, "value_info", False)
-                and self.tensors(g.initializer)
                 and all(self.tensors((st.values, st.indices)) for st in g.sparse_initializer)):
             return False
         defined = set(outer)
         defined.update(inputs, names)
-        return self.nodes(g.node, defined, [vi.name for vi in g.output])
+        return self.nodes(g.node, defined, [vi.name for vi in g.output], table=main)
 
     def values(self, infos, kind: str, required: bool) -> bool:
         """Graph inputs/outputs (``kind``) or value_info entries, once per distinct type bytes."""
         verdicts = self.value_verdicts
-        for types, vi in {tuple(vi.type): vi for vi in infos}.items():
+        for types, vi in {tuple(vi.type[:]): vi for vi in infos}.items():
             key = (types, kind, required)
             ok = verdicts.get(key)
             if ok is None:
@@ -549,29 +568,74 @@ class _Fast:
             return False
         return True
 
-    def nodes(self, nodes, defined: set, outputs) -> bool:
+    def bulk_tensors(self, tensors) -> list | None:
+        """:meth:`tensors` of the main graph's initializers when there are many (at least
+        :data:`BULK_TENSORS`), none external or of strings: their names when they pass (else
+        None: :meth:`tensors` decides):
+        per tensor only its data type, dims and the one data field its type uses (the check's
+        reads of the other fields make most of its cost on small tensors); that no tensor has
+        data in another field is proven for all at once by :func:`_field_totals` of the model's
+        bytes: each typed field's values over all initializers, which the tensors' own fields
+        account for exactly only if no other field holds any."""
+        if len(tensors) < BULK_TENSORS:
+            return None
+        head, has, typed = _TENSOR_HEAD, type(tensors[0]).HasField, _TYPED_AT
+        used = dict.fromkeys(_DATA_FIELDS[1:], 0)  # values found in the field each tensor's type uses
+        names: list[str] = []
+        add = names.append
+        for t in tensors:
+            name, dt, location, dims = head(t)
+            add(name)
+            rank = len(dims)
+            n = dims[0] if rank == 1 else prod(dims) if rank else 1
+            if n < 0 or rank > 1 and min(dims) < 0 or n > MAX_TENSOR_ELEMENTS or location == 1 or dt == _STRING \
+                    or dt not in _KNOWN_TYPES:
+                return None
+            if has(t, "raw_data"):
+                want = (n * _BITS[dt] + 7) // 8
+                if want <= RAW_CHECK_BYTES and len(t.raw_data) != want:
+                    return None
+                continue
+            field, per, _ = typed.get(dt, _PACKED_AT)
+            got = len(getattr(t, field))
+            if per is not None and got != n * per:
+                return None
+            used[field] += got
+        return names if _field_totals(self.data) == used else None
+
+    def nodes(self, nodes, defined: set, outputs, table: bool = False) -> bool:
         """The checks of :meth:`_Validator.nodes` for nodes in schedule order (``defined``:
-        outer scopes and this graph's inputs and initializers; taken over)."""
-        verdicts = self.node_verdicts
+        outer scopes and this graph's inputs and initializers; taken over).  The fields read
+        are the graph's NodeTable (graphs/table.py): with ``table``, kept as :attr:`table` when
+        the nodes pass (the main graph's: the rewrite reads these columns of the same nodes)."""
+        verdicts, holder_keys = self.node_verdicts, self.holder_keys
         known, define, define_one, verdict_of = defined.issuperset, defined.update, defined.add, verdicts.get
         defined.add("")  # an empty input is no input, an empty output no output
         before, count = len(defined), 0
         subgraphs = []
         version = self.v.onnx_version
+        ops: list = []
+        domains: list = []
+        node_inputs: list = []
+        node_outputs: list = []
+        holders: list = []
         for n in nodes:
             ins, outs, op, domain, attributes = _NODE_FIELDS(n)
+            ins, outs = tuple(ins[:]), tuple(outs[:])  # (a slice reads a container at once)
             if not known(ins):
                 return False
-            key = (op, domain, len(ins), len(outs), version, tuple(attributes))
+            key = (op, domain, len(ins), len(outs), version, tuple(attributes[:]))
             verdict = verdict_of(key)
             if verdict is None:
-                verdict = verdicts[key] = self.node_verdict(n)
+                verdict = verdicts[key] = self.node_verdict(n, key)
             if verdict is not _OK:
                 if verdict is _BAD:
                     return False
+                if key in holder_keys:
+                    holders.append(len(ops))
                 if verdict is _EXTERNAL:
                     self.external = True
-                else:  # subgraphs: what they read from here must exist before; checked once all names are known
+                elif verdict is _SUBGRAPH:  # what they read from here must exist before; checked once all names are known
                     real = _real_node(n)
                     if not known(_needs(real)):
                         return False
@@ -584,23 +648,37 @@ class _Fast:
             else:
                 define(outs)
                 count += len(outs)
+            ops.append(op)
+            domains.append(domain)
+            node_inputs.append(ins)
+            node_outputs.append(outs)
         # SSA: each (non-empty) output a new name
-        if len(defined) - before != count and len(defined) - before != sum(1 for n in nodes for o in n.output if o):
+        if len(defined) - before != count and len(defined) - before != sum(1 for outs in node_outputs for o in outs if o):
             return False
         if not known(outputs):
             return False
         scope = frozenset(defined)  # "": no name, harmless there too
-        return all(self.subgraph_node(real, scope) for real in subgraphs)
+        if not all(self.subgraph_node(real, scope) for real in subgraphs):
+            return False
+        if table:
+            self.table = NodeTable.from_columns(ops, domains, node_inputs, node_outputs, holders)
+        return True
 
-    def node_verdict(self, n):
-        """_OK, _BAD, _EXTERNAL (fine, with an external tensor) or _SUBGRAPH (depends on the
-        scope: :meth:`subgraph_node`) for a node's op and attributes."""
+    def node_verdict(self, n, key):
+        """_OK, _BAD, _EXTERNAL (fine, with an external tensor), _SUBGRAPH (depends on the
+        scope: :meth:`subgraph_node`) or _HOLDER (fine, and a GRAPH or GRAPHS attribute of no
+        graph) for a node's op and attributes (``key``: in :attr:`holder_keys` when the node holds
+        a subgraph by an attribute's declared type, graphs.table.holds_subgraph)."""
         real = _real_node(n)
+        if holds_subgraph(real):
+            self.holder_keys.add(key)
         if any(a.HasField("g") or len(a.graphs) for a in real.attribute):
             return _SUBGRAPH
         if not _strings_valid(real) or not self.passes(self.v.node, real, "", "", frozenset()):
             return _BAD
-        return _EXTERNAL if _has_external_attribute(real) else _OK
+        if _has_external_attribute(real):
+            return _EXTERNAL
+        return _HOLDER if key in self.holder_keys else _OK
 
     def subgraph_node(self, real, scope) -> bool:
         """A node with subgraphs: the node's own checks on a copy without them, then each
@@ -634,7 +712,7 @@ class _Fast:
         return True
 
 
-_OK, _BAD, _EXTERNAL, _SUBGRAPH = "ok", "bad", "external", "subgraph"
+_OK, _BAD, _EXTERNAL, _SUBGRAPH, _HOLDER = "ok", "bad", "external", "subgraph", "holder"
 #: a node's inputs, outputs, op type, domain and attributes, read in one call
 _NODE_FIELDS = attrgetter("input", "output", "op_type", "domain", "attribute")
 #: the ops read by the package itself, whose input and output counts :meth:`_Validator.node` checks
@@ -707,6 +785,54 @@ def _view_class(name: str = "ModelProto"):
         for kind in ("ModelProto", "GraphProto"):
             _VIEW[kind] = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.{kind}"))
     return _VIEW[name]
+
+
+def _field_totals(data: bytes) -> dict:
+    """Values in each typed data field (float_data ... uint64_data) over all the main graph's
+    initializers of the model serialized as ``data``: one parse in C through
+    :func:`_totals_class`, whose graph has one initializer, every initializer of the bytes
+    merged into it (a parser merges a singular message given several times; repeated fields
+    concatenate)."""
+    graph = _totals_class().FromString(data).graph
+    tensor = graph.initializer
+    return {name: len(getattr(tensor, name)) for name in _DATA_FIELDS[1:]}
+
+
+_TOTALS: list = []
+
+
+def _totals_class():
+    """A view of onnx.proto's ModelProto keeping only ``graph``, its GraphProto only
+    ``initializer`` -- made singular -- and its TensorProto only the typed data fields, each of
+    its type in onnx.proto (so the wire parses to the same values); every other field is
+    skipped as unknown."""
+    if not _TOTALS:
+        import onnx
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        from google.protobuf.descriptor import FieldDescriptor as F
+        fdp = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(fdp)
+        old, pkg = fdp.package, "onnx_slice_tools_totals"
+        keep = {"ModelProto": {"graph"}, "GraphProto": {"initializer"}, "TensorProto": set(_DATA_FIELDS[1:])}
+        out = descriptor_pb2.FileDescriptorProto(name="onnx_slice_tools/totals.proto", package=pkg,
+                                                 syntax=fdp.syntax or "proto2")
+        for m in fdp.message_type:
+            if m.name not in keep:
+                continue
+            msg = out.message_type.add(name=m.name)
+            for f in m.field:
+                if f.name in keep[m.name]:
+                    field = msg.field.add()
+                    field.CopyFrom(f)
+                    field.ClearField("options")
+                    if f.type_name.startswith(f".{old}."):
+                        field.type_name = f".{pkg}.{f.type_name[len(old) + 2:]}"
+                    if m.name == "GraphProto":
+                        field.label = F.LABEL_OPTIONAL
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(out)
+        _TOTALS.append(message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{pkg}.ModelProto")))
+    return _TOTALS[0]
 
 
 def _q(name: str) -> str:

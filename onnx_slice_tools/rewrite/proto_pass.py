@@ -85,8 +85,12 @@ class Scan(NamedTuple):
     #                                 the rewrite read these columns of the input's nodes too)
 
 
-def scan(graph) -> Scan:
-    """:class:`Scan` of ``graph`` in one pass over its nodes, its NodeTable with it."""
+def scan(graph, table: NodeTable | None = None) -> Scan:
+    """:class:`Scan` of ``graph`` in one pass over its nodes, its NodeTable with it.  ``table``:
+    the graph's NodeTable, if read (io/validate.py's proof reads it): then only the nodes
+    holding subgraphs are read."""
+    if table is not None:
+        return _scan_of_table(graph, table)
     holders: list = []
     inputs: set = set()
     found = False
@@ -113,6 +117,17 @@ def scan(graph) -> Scan:
             inputs.update(ins)
     table = NodeTable.from_columns(ops, domains, node_inputs, node_outputs, table_holders)
     return Scan(holders, inputs, found, positions, table)
+
+
+def _scan_of_table(graph, table: NodeTable) -> Scan:
+    """:func:`scan` of ``graph`` whose NodeTable is ``table``: the holders' nodes read, no other."""
+    nodes, ops = graph.node, table.ops
+    positions = [k for k in table.holders if ops[k] != "StridedSlice" and proto_subgraphs(nodes[k])]
+    inputs: set = set()
+    for op, ins in zip(ops, table.inputs):
+        if op == "StridedSlice":
+            inputs.update(ins)
+    return Scan([nodes[k] for k in positions], inputs, "StridedSlice" in ops, positions, table)
 
 
 def declines(proto, holders: list | None = None) -> str | None:

@@ -7,7 +7,8 @@ imports)."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, overload
 
 from ..errors import StridedSliceError
 from ..graphs.table import NodeTable
@@ -18,8 +19,18 @@ from .core import ProtoAttr, flavor_of, index_values, parse_node, proto_attr_val
 __all__ = ["derive_shapes", "skeleton", "weightless"]
 
 
+@overload
+def derive_shapes(proto, max_bytes: int = 1024, names: None = None, has_subgraphs: bool | None = None,
+                  flavor: str | None = None, table: NodeTable | None = None) -> dict: ...
+
+
+@overload
+def derive_shapes(proto, max_bytes: int = 1024, names: Iterable | None = None, has_subgraphs: bool | None = None,
+                  flavor: str | None = None, table: NodeTable | None = None) -> Mapping: ...
+
+
 def derive_shapes(proto, max_bytes: int = 1024, names=None, has_subgraphs: bool | None = None,
-                  flavor: str | None = None, table: NodeTable | None = None) -> dict:
+                  flavor: str | None = None, table: NodeTable | None = None) -> Mapping:
     """name -> (elem_type or None, dims or None) of every value ONNX shape inference derives from
     the graph inputs' declared shapes and the initializers alone.
 
@@ -560,29 +571,78 @@ def _take_wanted(result, own: dict, outputs: dict, wanted: set, part, consumers:
     return True
 
 
-def _declared_sources(proto, names, max_bytes: int) -> dict | None:
+def _declared_sources(proto, names, max_bytes: int) -> Mapping | None:
     """:func:`derive_shapes` of ``names`` when each is a main-graph input or initializer (what
-    inference on the skeleton returns for them), else None."""
+    inference on the skeleton returns for them), else None.  The answer is a
+    :class:`_Declared`: each entry is read from its declaration when first asked (a rewrite reads
+    the sliced data's entry and those of runtime index inputs, not those of the thousands of
+    constant begin/end/strides a model may hold)."""
     g = proto.graph
     inputs = {vi.name: vi for vi in g.input}
     initializers = {t.name: t for t in g.initializer}
-    wanted = {n for n in names if n}
-    if not wanted <= inputs.keys() | initializers.keys():
+    wanted = set(names)
+    wanted.discard("")
+    if not initializers.keys() >= wanted - inputs.keys():
         return None
-    out = {}
-    for name in wanted:
-        vi = inputs.get(name)
+    return _Declared(wanted, inputs, initializers, max_bytes)
+
+
+_UNREAD = object()
+
+
+class _Declared(Mapping):
+    """name -> (elem_type or None, dims) of main-graph inputs and initializers (``wanted``: the
+    names it holds, each one of ``inputs`` or ``initializers``, by name), each read from the
+    proto when first asked, as inference on the skeleton gives it: an input its declared type, an
+    initializer its data type and dims (an external one, or one above ``max_bytes`` -- a typed
+    input in the skeleton -- an UNDEFINED type as None).  The tensors are those of the proto as
+    it was read (a later edit of the graph does not change an entry)."""
+
+    __slots__ = ("_wanted", "_inputs", "_initializers", "_max_bytes", "_read")
+
+    def __init__(self, wanted: set, inputs: dict, initializers: dict, max_bytes: int):
+        self._wanted, self._inputs, self._initializers, self._max_bytes = wanted, inputs, initializers, max_bytes
+        self._read: dict = {}
+
+    def __getitem__(self, name):
+        hit = self._read.get(name, _UNREAD)
+        if hit is _UNREAD:
+            hit = self._read[name] = self._entry(name) if name in self._wanted else None
+        if hit is None:  # (not asked for, or an input that is no tensor: no entry)
+            raise KeyError(name)
+        return hit
+
+    def _entry(self, name) -> tuple | None:
+        vi = self._inputs.get(name)
         if vi is not None:
-            if vi.type.HasField("tensor_type"):
-                tt = vi.type.tensor_type
-                dims = None if not tt.HasField("shape") else tuple(
-                    d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
-                out[name] = (tt.elem_type or None, dims)
-            continue
-        t = initializers[name]
-        as_input = t.data_location == 1 or t.ByteSize() > max_bytes  # EXTERNAL or big: a typed input there
-        out[name] = (t.data_type or None if as_input else t.data_type, tuple(t.dims))
-    return out
+            if not vi.type.HasField("tensor_type"):
+                return None
+            tt = vi.type.tensor_type
+            dims = None if not tt.HasField("shape") else tuple(
+                d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+            return (tt.elem_type or None, dims)
+        t = self._initializers[name]
+        as_input = t.data_location == 1 or t.ByteSize() > self._max_bytes  # EXTERNAL or big: a typed input there
+        return (t.data_type or None if as_input else t.data_type, tuple(t.dims))
+
+    def __contains__(self, name) -> bool:
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name, default=None):
+        hit = self._read.get(name, _UNREAD)  # (the common case: an entry read before)
+        if hit is _UNREAD:
+            hit = self._read[name] = self._entry(name) if name in self._wanted else None
+        return default if hit is None else hit
+
+    def __iter__(self):
+        return (name for name in self._wanted if name in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _ancestors(table: NodeTable, names) -> list:

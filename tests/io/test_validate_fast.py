@@ -404,3 +404,191 @@ def test_tensor_data_in_a_second_field_same_verdict_and_message(field):
         getattr(t, field).append(1)
         want = f"cannot be in {field} (expected int32_data)"
     assert want in _assert_same(proto)
+
+
+# --------------------------------------------------------------------------- initializers in bulk
+
+@pytest.fixture
+def bulk(monkeypatch):
+    """Every main graph's initializers checked in bulk (_Fast.bulk_tensors), however few."""
+    from onnx_slice_tools.io import validate
+    monkeypatch.setattr(validate, "BULK_TENSORS", 1)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_samples_are_proven_with_initializers_in_bulk(bulk, name):
+    proto = SAMPLES[name]
+    assert _assert_same(proto) is None
+    assert _Fast(_Validator(None)).model(proto, None), name
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURE))
+def test_hostile_structure_with_initializers_in_bulk(bulk, name):
+    _assert_same(STRUCTURE[name])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(model=st.integers(0, len(_SOURCES) - 1), kind=st.sampled_from(stress.KINDS),
+       pos=st.integers(0, 1 << 30), value=st.integers(0, 255), count=st.sampled_from([1, 2, 8]))
+def test_byte_mutants_with_initializers_in_bulk(bulk, model, kind, pos, value, count):
+    data = stress.mutate(_SOURCES[model], kind, pos, value, count)
+    try:
+        proto = onnx.ModelProto.FromString(data)
+    except Exception:
+        return
+    _assert_same(proto, data)
+    _assert_same(proto)
+
+
+_TYPES = [TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64, TensorProto.DOUBLE, TensorProto.UINT64,
+          TensorProto.INT8, TensorProto.FLOAT16, TensorProto.BOOL, TensorProto.INT4, TensorProto.COMPLEX64]
+_FIELDS = ["float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data", "raw_data"]
+
+
+def _many_tensors(n: int, seed: int):
+    """A model of ``n`` small well-formed initializers of mixed types (typed fields and raw
+    bytes), each read by an Identity, every Identity a graph output."""
+    import numpy as np
+    from onnx import numpy_helper
+    rng = np.random.default_rng(seed)
+    inits, nodes, outs = [], [], []
+    for k in range(n):
+        dt = _TYPES[k % len(_TYPES)]
+        dims = [int(d) for d in rng.integers(0, 4, size=int(rng.integers(0, 3)))]
+        count = int(np.prod(dims)) if dims else 1
+        if dt in (TensorProto.INT4, TensorProto.COMPLEX64):  # packed in int32_data; two floats an element
+            t = onnx.TensorProto(name=f"t{k}", data_type=dt, dims=dims)
+            if dt == TensorProto.INT4:
+                t.int32_data.extend([0] * ((count + 1) // 2))
+            else:
+                t.float_data.extend([1.0] * (2 * count))
+        else:
+            arr = np.ones(dims, dtype=helper.tensor_dtype_to_np_dtype(dt))
+            t = numpy_helper.from_array(arr, f"t{k}") if k % 3 == 0 else \
+                helper.make_tensor(f"t{k}", dt, dims, arr.reshape(-1).tolist())
+        inits.append(t)
+        nodes.append(helper.make_node("Identity", [f"t{k}"], [f"o{k}"]))
+        outs.append(helper.make_tensor_value_info(f"o{k}", dt, None))
+    graph = helper.make_graph(nodes, "many", [], outs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+def test_many_well_formed_initializers_are_proven_in_bulk():
+    from onnx_slice_tools.io import validate
+    proto = _many_tensors(validate.BULK_TENSORS + 10, 0)
+    assert _assert_same(proto) is None
+    fast = _Fast(_Validator(None))
+    assert fast.model(proto, None)
+    view = validate._view_class().FromString(fast.data)
+    assert fast.bulk_tensors(view.graph.initializer) is not None  # (the bulk proof itself, not the per-tensor one)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 1 << 16), which=st.integers(0, 1 << 16), field=st.sampled_from(_FIELDS),
+       edit=st.sampled_from(["append", "clear", "raw", "dims", "negative", "external", "type", "twice"]))
+def test_one_bad_tensor_among_many_same_verdict_and_message(seed, which, field, edit):
+    """One tensor of many (checked in bulk) edited in one field: data added to a field, its data
+    cleared, raw bytes of the wrong length, a dim changed or negative, external data, another type,
+    a field's data given as two chunks in the bytes: verdict and message are the full walk's, and
+    the bulk proof never vouches for a refused model."""
+    from onnx_slice_tools.io import validate
+    proto = _many_tensors(validate.BULK_TENSORS + 4, seed)
+    t = proto.graph.initializer[which % len(proto.graph.initializer)]
+    data = None
+    if edit == "append":
+        if field == "raw_data":
+            t.raw_data = bytes(t.raw_data) + b"\0"
+        elif field == "string_data":
+            t.string_data.append(b"x")
+        else:
+            getattr(t, field).append(1)
+    elif edit == "clear":
+        t.ClearField(field)
+    elif edit == "raw":
+        t.raw_data = b"\1" * (len(t.raw_data) + 1 if t.HasField("raw_data") else 3)
+    elif edit == "dims":
+        t.dims.append(2)
+    elif edit == "negative":
+        t.dims.append(-1)
+    elif edit == "external":
+        t.data_location = TensorProto.EXTERNAL
+        entry = t.external_data.add()
+        entry.key, entry.value = "location", "w.bin"
+    elif edit == "type":
+        t.data_type = _TYPES[(which // 7) % len(_TYPES)]
+    else:  # the tensor's bytes, its field repeated: parsers concatenate (or, for bytes, keep the last)
+        data = proto.SerializeToString()
+        extra = onnx.TensorProto()
+        if field == "raw_data":
+            extra.raw_data = b"\2\2"
+        elif field == "string_data":
+            extra.string_data.append(b"y")
+        else:
+            getattr(extra, field).append(2)
+        mutant = onnx.ModelProto.FromString(data)
+        tensor = mutant.graph.initializer[which % len(mutant.graph.initializer)]
+        tensor.MergeFromString(extra.SerializeToString())
+        data = mutant.SerializeToString()
+        proto = onnx.ModelProto.FromString(data)
+    _assert_same(proto, data)
+    _assert_same(proto)
+
+
+# --------------------------------------------------------------------------- the node table
+
+def _table_of(proto, data=None):
+    """The main graph's NodeTable the validation hands out, or None."""
+    tables: list = []
+    try:
+        validate_model(proto, "m.onnx", data=data, tables=tables)
+    except ModelError:
+        return None
+    return tables[0] if tables else None
+
+
+def _same_table(table, proto):
+    from onnx_slice_tools.graphs.table import NodeTable
+    fresh = NodeTable(proto.graph)
+    assert (table.ops, table.domains, table.inputs, table.outputs, table.holders) == \
+        (fresh.ops, fresh.domains, fresh.inputs, fresh.outputs, fresh.holders)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_proof_reads_the_main_graphs_node_table(name):
+    """The table the proof reads from its own parse is the table of the proto (what
+    rewrite.proto_pass.scan reads), and scan from it is scan of the graph."""
+    from onnx_slice_tools.rewrite.proto_pass import scan
+    proto = SAMPLES[name]
+    table = _table_of(proto)
+    assert table is not None
+    _same_table(table, proto)
+    walked, fresh = scan(proto.graph, table), scan(proto.graph)
+    assert (walked.inputs, walked.found, walked.positions) == (fresh.inputs, fresh.found, fresh.positions)
+    assert [n.SerializeToString() for n in walked.holders] == [n.SerializeToString() for n in fresh.holders]
+
+
+def test_a_graph_attribute_of_no_graph_is_a_holder_in_the_table():
+    """A node whose attribute is declared GRAPH but holds none is a holder (graphs.table.holds_subgraph)."""
+    proto = hostile.base_tf()
+    node = proto.graph.node[0]
+    a = node.attribute.add()
+    a.name, a.type = "body", onnx.AttributeProto.GRAPH
+    table = _table_of(proto)
+    assert table is not None and table.holders == [0]
+    _same_table(table, proto)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.integers(0, len(_SOURCES) - 1), kind=st.sampled_from(stress.KINDS),
+       pos=st.integers(0, 1 << 30), value=st.integers(0, 255), count=st.sampled_from([1, 2, 8]))
+def test_byte_mutants_node_table_is_the_protos(model, kind, pos, value, count):
+    data = stress.mutate(_SOURCES[model], kind, pos, value, count)
+    try:
+        proto = onnx.ModelProto.FromString(data)
+    except Exception:
+        return
+    for given_bytes in (data, None):
+        table = _table_of(proto, given_bytes)
+        if table is not None:
+            _same_table(table, proto)
