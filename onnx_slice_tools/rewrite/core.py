@@ -509,8 +509,11 @@ class Rewriter:
             spec, runtime = read(flavor)
         except StridedSliceError as exc:
             return Signature(flavor, error=str(exc), error_kind=error_kind(exc))
-        return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime
-                         else {})
+        sig = object.__new__(Signature)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+        sig.__dict__.update(flavor=flavor, spec=spec, runtime=runtime,
+                            index_types={f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime else {},
+                            error=None, error_kind=None)
+        return sig
 
     def _base(self, sig: Signature, dims) -> tuple[dict, bool]:
         """A record's fields that the signature and the input's dims decide (every field: a fresh

@@ -524,9 +524,12 @@ def _planned(spec: SliceSpec, frame: _Frame) -> Plan:
             outputs.append(slot[2])
         else:
             outputs.append(slot[1])
-    plan = Plan(spec, frame.shape, tuple(axes), tuple(outputs), frame.notes)
+    plan = object.__new__(Plan)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+    fields = plan.__dict__
+    fields.update(spec=spec, input_shape=frame.shape, axes=tuple(axes), outputs=tuple(outputs), notes=frame.notes,
+                  source=None)
     if not frame.rest:  # (what Plan.output_shape computes, from the sizes at hand)
-        plan.__dict__["output_shape"] = tuple([o.size for o in outputs])
+        fields["output_shape"] = tuple([o.size for o in outputs])
     return plan
 
 

@@ -195,13 +195,18 @@ class SpecMaker:
         fields, flavor = self.fields, self.flavor
         if fields is None and flavor != TF:  # (raises: OpenVINO's masks, TFLite's offset, checked first)
             self._checked_offset() if flavor == TFLITE else self._fields()
-        b = None if begin is None else _int_tuple(begin, "begin")
-        e = None if end is None else _int_tuple(end, "end")
-        if strides is None and runtime_length is None:
-            ref = b if b is not None else e
-            s = None if ref is None else (1,) * len(ref)  # (OpenVINO: the optional 4th input defaults to ones)
+        numbers = begin + end + strides if begin.__class__ is end.__class__ is strides.__class__ is tuple else None
+        if numbers is not None and set(map(type, numbers)) <= _PLAIN_INT \
+                and (not numbers or _INT64_MIN <= min(numbers) and max(numbers) <= _INT64_MAX):
+            b, e, s = begin, end, strides  # (the usual static spec, as _int_tuple gives it: checked at once)
         else:
-            s = None if strides is None else _int_tuple(strides, "strides")
+            b = None if begin is None else _int_tuple(begin, "begin")
+            e = None if end is None else _int_tuple(end, "end")
+            if strides is None and runtime_length is None:
+                ref = b if b is not None else e
+                s = None if ref is None else (1,) * len(ref)  # (OpenVINO: the optional 4th input defaults to ones)
+            else:
+                s = None if strides is None else _int_tuple(strides, "strides")
         if fields is None:
             fields = self._fields()  # (raises: TF's masks, checked after the numbers)
         if flavor == TFLITE:
