@@ -182,8 +182,10 @@ def _slice_op(args: list[tuple]) -> Op | None:
     """One Slice of the (axis, start, end, step) of every axis it cuts."""
     if not args:
         return None
-    if len(args) > 1 and any(_axis_order(a) > _axis_order(b) for a, b in zip(args, args[1:])):
-        args = sorted(args, key=_axis_order)  # (a plan lists its axes in this order already)
+    if len(args) > 1:
+        order = [_axis_order(a) for a in args]
+        if order != sorted(order):
+            args = sorted(args, key=_axis_order)  # (a plan lists its axes in this order already)
     axes, starts, ends, steps = zip(*args)
     op = object.__new__(Op)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
     op.__dict__.update(op_type=SLICE, axes=axes, starts=starts, ends=ends, steps=steps, shape=())
@@ -302,7 +304,9 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
             ops.append(Op(UNSQUEEZE, axes=tuple(unsqueeze)))
     if not ops:
         ops.append(Op(IDENTITY))
-    return Lowering(plan, tuple(ops), tuple(notes))
+    lowering = object.__new__(Lowering)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+    lowering.__dict__.update(plan=plan, ops=tuple(ops), notes=tuple(notes), index_dtype="int64", target="onnxruntime")
+    return lowering
 
 
 # --------------------------------------------------------------------------- emission

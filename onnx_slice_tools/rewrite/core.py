@@ -561,7 +561,7 @@ class Rewriter:
         if base["lowering"] is None:
             fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
             return rec
-        conflict = declared_output_conflict(declared_output, base["output_shape"])
+        conflict = None if declared_output is None else declared_output_conflict(declared_output, base["output_shape"])
         if conflict and not is_graph_output:  # an intermediate declaration: untrusted, the plan's shape replaces it
             fields["warnings"].append(f"declared output shape {fmt_shape(declared_output)} contradicts the slice's "
                                       f"{fmt_shape(base['output_shape'])} ({conflict}); declared with the slice's")

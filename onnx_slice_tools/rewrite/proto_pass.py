@@ -429,6 +429,9 @@ class ProtoStridedSliceRewritePass:
                 hit = consts[name] = g.constant(name, field_name)
             return hit
 
+        def elem_of(v):  # a runtime index input's element type: derived, else declared
+            return self._elem(v) or g.declared(v)[0]
+
         # models repeat a few patterns on a few tensors thousands of times: what depends on the
         # index inputs and attributes, on the data, and on both is each worked out once
         signatures: dict = {}
@@ -455,7 +458,8 @@ class ProtoStridedSliceRewritePass:
                 attrs = attributes.get(tail)
                 if attrs is None:
                     attrs = attributes[tail] = self._attributes(node)
-                sig = signatures[key] = self._signature(g, node, attrs, [name or None for name in inputs], const_of)
+                names = [name or None for name in inputs] if "" in inputs else list(inputs)
+                sig = signatures[key] = self._signature(node, attrs, names, const_of, elem_of)
             x = inputs[0] if inputs else ""
             about = data.get(x)
             if about is None:
@@ -472,14 +476,13 @@ class ProtoStridedSliceRewritePass:
         attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
         return attrs, {n: a.type for n, a in attrs.items()}
 
-    def _signature(self, g: _Graph, node, attributes: tuple[dict, dict], inputs: list, const_of):
+    def _signature(self, node, attributes: tuple[dict, dict], inputs: list, const_of, elem_of):
         """The core's :class:`core.Signature` of a node's index inputs, attributes (as
-        :meth:`_attributes` reads them) and domain."""
+        :meth:`_attributes` reads them) and domain; ``elem_of``: a runtime input's element type."""
         attrs, attr_types = attributes
-        return self._core.signature(
-            attr_types, node.domain,
-            lambda flavor: parse_node(inputs, attrs, flavor, const_of, self._dims, self._core.parse_cache),
-            lambda v: self._elem(v) or g.declared(v)[0])
+        dims, cache = self._dims, self._core.parse_cache
+        return self._core.signature(attr_types, node.domain,
+                                    lambda flavor: parse_node(inputs, attrs, flavor, const_of, dims, cache), elem_of)
 
     def _data(self, g: _Graph, x) -> tuple:
         """(derived dims, warnings, element type) of a sliced tensor."""
