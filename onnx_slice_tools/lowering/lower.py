@@ -83,7 +83,10 @@ class Lowering:
 
     @property
     def is_identity(self) -> bool:
-        return all(op.op_type == IDENTITY for op in self.ops)
+        for op in self.ops:
+            if op.op_type != IDENTITY:
+                return False
+        return True
 
     @property
     def node_count(self) -> int:
@@ -150,6 +153,26 @@ def _slice_args(a: AxisPlan, flavor: str, clamp_below: bool = False) -> tuple[tu
     return None, (a.axis, start, stop, s), None
 
 
+#: id(AxisPlan) -> (that axis plan, flavour, clamp_below, its _slice_args): plans share their axis
+#: plans (semantics/plan.py memoizes them by their numbers), so a model of many specs of one
+#: structure works out each axis's arguments once.  Bounded: cleared when full.
+_AXIS_ARGS: dict[int, tuple] = {}
+_AXIS_ARGS_MAX = 1 << 13
+
+
+def _axis_args(a: AxisPlan, flavor: str, clamp_below: bool) -> tuple[tuple | None, tuple | None, str | None]:
+    """:func:`_slice_args`, memoized by the axis plan's identity (a pure function of a frozen
+    object; the object is kept with its result, so its id stays its own).  Errors are not kept."""
+    hit = _AXIS_ARGS.get(id(a))
+    if hit is not None and hit[0] is a and hit[1] == flavor and hit[2] == clamp_below:
+        return hit[3]
+    made = _slice_args(a, flavor, clamp_below)
+    if len(_AXIS_ARGS) >= _AXIS_ARGS_MAX:
+        _AXIS_ARGS.clear()
+    _AXIS_ARGS[id(a)] = (a, flavor, clamp_below, made)
+    return made
+
+
 def _axis_order(args: tuple) -> tuple[bool, int]:
     """Slice arguments in axis order: known axes first, then those counted from the end."""
     return args[0] < 0, args[0]
@@ -159,8 +182,14 @@ def _slice_op(args: list[tuple]) -> Op | None:
     """One Slice of the (axis, start, end, step) of every axis it cuts."""
     if not args:
         return None
-    axes, starts, ends, steps = zip(*sorted(args, key=_axis_order))
-    return Op(SLICE, axes=axes, starts=starts, ends=ends, steps=steps)
+    if len(args) > 1:
+        order = [_axis_order(a) for a in args]
+        if order != sorted(order):
+            args = sorted(args, key=_axis_order)  # (a plan lists its axes in this order already)
+    axes, starts, ends, steps = zip(*args)
+    op = object.__new__(Op)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+    op.__dict__.update(op_type=SLICE, axes=axes, starts=starts, ends=ends, steps=steps, shape=())
+    return op
 
 
 def _layout(plan: Plan) -> tuple[list[int], list[int]]:
@@ -248,10 +277,11 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
         return Lowering(plan, ops, notes, dtype)
     pre, main, notes = [], [], []
     clamp_below = plan.source is not None and plan.source.flavor == TFLITE
+    flavor = plan.spec.flavor
     for a in plan.axes:
         if a.kind == ALL:
             continue
-        p, m, note = _slice_args(a, plan.flavor, clamp_below)
+        p, m, note = _axis_args(a, flavor, clamp_below)
         if p:
             pre.append(p)
         if m:
@@ -264,9 +294,8 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
     if main:
         ops.append(_slice_op(main))
     squeeze, unsqueeze = _layout(plan)
-    out_shape = plan.output_shape
     if squeeze and unsqueeze and _known_elements(plan.input_shape) <= RESHAPE_MAX_ELEMENTS \
-            and _positive_dims(out_shape):
+            and _positive_dims(out_shape := plan.output_shape):
         ops.append(Op(RESHAPE, shape=tuple(out_shape)))
     else:
         if squeeze:
@@ -275,7 +304,9 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
             ops.append(Op(UNSQUEEZE, axes=tuple(unsqueeze)))
     if not ops:
         ops.append(Op(IDENTITY))
-    return Lowering(plan, tuple(ops), tuple(notes))
+    lowering = object.__new__(Lowering)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+    lowering.__dict__.update(plan=plan, ops=tuple(ops), notes=tuple(notes), index_dtype="int64", target="onnxruntime")
+    return lowering
 
 
 # --------------------------------------------------------------------------- emission

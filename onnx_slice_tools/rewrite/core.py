@@ -19,6 +19,7 @@ Nothing here imports onnx or onnx-ir.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
@@ -26,7 +27,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
 from ..semantics.plan import declared_conflict, make_plan, shape_conflict
-from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, check_flavor, from_openvino, from_tf, from_tflite
+from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, SpecMaker, check_flavor
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
 OPENVINO_DOMAINS = ("org.openvinotoolkit",)
@@ -257,10 +258,12 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
     ``type``, an AttributeProto type, and ``value``: int, list of ints or str),
     ``const_of(input, field)`` (its constant ints or None for a runtime value), ``dims_of(input)``
     (the trusted shape of a runtime one).  Raises StridedSliceError (field named) for bad
-    attributes or inputs.  ``cache``: specs made so far in this pass (:func:`_parsed`)."""
-    unknown = unknown_attribute(attrs)
-    if unknown is not None:
-        raise unknown
+    attributes or inputs.  ``cache``: what this pass made so far: the :class:`AttributeForm` of
+    each ``attrs`` object (a representation that reads many nodes' attributes into one object
+    has them read once) and the specs (:func:`_parsed`)."""
+    form = attribute_form(attrs, flavor, cache)
+    if form.unknown is not None:
+        raise form.unknown()
     if len(inputs) > 4:
         raise StridedSliceError(f"StridedSlice takes 3 or 4 inputs (data, begin, end[, strides]), got {len(inputs)}",
                                 field="inputs")
@@ -288,7 +291,7 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
                 unsized.append(f)
         elif v is not None:
             lengths.append((f, len(v)))
-    if len({n for _, n in lengths}) > 1:
+    if len(lengths) > 1 and len({n for _, n in lengths}) > 1:
         got = ", ".join(f"{f} has {n}" for f, n in lengths)
         raise StridedSliceError(f"begin, end and strides must have the same length ({got})", field=lengths[-1][0])
     runtime_length = None
@@ -299,36 +302,78 @@ def parse_node(inputs: list, attrs, flavor: str, const_of, dims_of, cache: dict 
                                     field=next(iter(runtime)))
         runtime_length = lengths[0][1]
     begin, end, strides = vals
-    if flavor in (TF, TFLITE):
-        masks = {}
-        names = MASK_NAMES + (("offset",) if flavor == TFLITE else ())
-        for m in names:
-            a = attrs.get(m)
-            if a is None:
-                masks[m] = 0
-            elif a.type != _INT:
-                which = "TensorFlow" if flavor == TF else "TFLite"
-                raise StridedSliceError(f"{m} must be an INT attribute in the {which} flavour", field=m)
-            else:
-                masks[m] = a.value
+    if form.masks is None:
+        raise form.wrong_mask()
+    if form.flavor != OPENVINO:
         if strides is None and "strides" not in runtime:
             raise StridedSliceError("StridedSlice needs a strides input in this flavour", field="strides")
-        make = from_tflite if flavor == TFLITE else from_tf
-        return _sized(_parsed(cache, make, begin, end, strides, runtime_length, masks), unsized), runtime
-    lists: dict[str, tuple | str | list] = {}  # OpenVINO's masks: 0/1 lists or IR strings
-    for m in MASK_NAMES:
-        a = attrs.get(m)
-        if a is None:
-            lists[m] = ()
-        elif a.type == _STRING:
-            lists[m] = a.value
-        elif a.type == _INTS:
-            lists[m] = list(a.value)
-        else:
-            raise StridedSliceError(f"{m} must be INTS or STRING in the OpenVINO flavour", field=m)
-    if strides is None and "strides" not in runtime and runtime_length is not None:  # runtime begin/end: length known
+    elif strides is None and "strides" not in runtime and runtime_length is not None:  # runtime begin/end: length known
         strides = (1,) * runtime_length  # the optional 4th input defaults to ones
-    return _sized(_parsed(cache, from_openvino, begin, end, strides, runtime_length, lists), unsized), runtime
+    spec = _parsed(cache, form, begin, end, strides, runtime_length)
+    return (_sized(spec, unsized) if unsized else spec), runtime
+
+
+class AttributeForm(NamedTuple):
+    """What a StridedSlice's attributes decide for a flavour, before any input is read: the
+    error for an unknown attribute name, the masks as the flavour's parser takes them (name ->
+    value, in MASK_NAMES order, TFLite's offset last) or None with the error for a mask of the
+    wrong type, and the parser's maker for those masks.  Errors are kept as functions that make
+    them (each node raises its own), raised by :func:`parse_node` in its order of checks."""
+
+    flavor: str
+    unknown: Any       # None, or () -> the StridedSliceError of an unknown attribute
+    masks: dict | None
+    wrong_mask: Any    # None, or () -> the StridedSliceError of a mask of the wrong type
+    maker: SpecMaker | None
+
+
+def attribute_form(attrs, flavor: str, cache: dict | None = None) -> AttributeForm:
+    """:class:`AttributeForm` of ``attrs`` (see :func:`parse_node`) under ``flavor``; with
+    ``cache``, made once per ``attrs`` object and flavour (kept with it: its id stays its own)."""
+    if cache is not None:
+        key = ("attributes", id(attrs), flavor)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is attrs:
+            return hit[1]
+    unknown_error = unknown_attribute(attrs)
+    unknown = None if unknown_error is None else (lambda: unknown_attribute(attrs))
+    read: dict = {}  # the masks as the parser takes them
+    wrong = None
+    if flavor in (TF, TFLITE):
+        for m in MASK_NAMES + (("offset",) if flavor == TFLITE else ()):
+            a = attrs.get(m)
+            if a is None:
+                read[m] = 0
+            elif a.type != _INT:
+                which = "TensorFlow" if flavor == TF else "TFLite"
+                wrong = functools.partial(StridedSliceError, f"{m} must be an INT attribute in the {which} flavour",
+                                          field=m)
+                break
+            else:
+                read[m] = a.value
+    else:
+        for m in MASK_NAMES:  # OpenVINO's masks: 0/1 lists or IR strings
+            a = attrs.get(m)
+            if a is None:
+                read[m] = ()
+            elif a.type == _STRING:
+                read[m] = a.value
+            elif a.type == _INTS:
+                read[m] = list(a.value)
+            else:
+                wrong = functools.partial(StridedSliceError, f"{m} must be INTS or STRING in the OpenVINO flavour",
+                                          field=m)
+                break
+    masks: dict | None = None
+    maker = None
+    if wrong is None:
+        masks = read
+        values = list(read.values())
+        maker = SpecMaker(flavor, tuple(values[:5]), values[5] if len(values) > 5 else False)
+    form = AttributeForm(flavor, unknown, masks, wrong, maker)
+    if cache is not None:
+        cache[key] = (attrs, form)
+    return form
 
 
 def _sized(spec: SliceSpec, unsized: list) -> SliceSpec:
@@ -336,17 +381,18 @@ def _sized(spec: SliceSpec, unsized: list) -> SliceSpec:
     return dataclasses.replace(spec, unsized=tuple(unsized)) if unsized else spec
 
 
-def _parsed(cache: dict | None, make, begin, end, strides, runtime_length, masks: dict) -> SliceSpec:
-    """``make(begin, end, strides, runtime_length=..., **masks)``, once per distinct call in a
-    pass (``cache``): models repeat a few patterns thousands of times.  Errors are not cached."""
+def _parsed(cache: dict | None, form: AttributeForm, begin, end, strides, runtime_length) -> SliceSpec:
+    """The form's maker (spec.SpecMaker: the flavour's parser, its masks read) on these numbers,
+    once per distinct call in a pass (``cache``): models repeat a few patterns thousands of
+    times.  Errors are not cached."""
+    maker = form.maker
+    assert maker is not None
     if cache is None:
-        return make(begin, end, strides, runtime_length=runtime_length, **masks)
-    # (``masks`` is made in MASK_NAMES order, TFLite's offset last: its values alone are the key)
-    key = ("spec", make, begin, end, strides, runtime_length,
-           tuple([tuple(v) if isinstance(v, list) else v for v in masks.values()]))
+        return maker.make(begin, end, strides, runtime_length)
+    key = (maker, begin, end, strides, runtime_length)
     spec = cache.get(key)
     if spec is None:
-        spec = cache[key] = make(begin, end, strides, runtime_length=runtime_length, **masks)
+        spec = cache[key] = maker.make(begin, end, strides, runtime_length)
     return spec
 
 
@@ -441,6 +487,7 @@ class Rewriter:
         # (spec, dims, index types) -> (output shape, lowering) | (error, None)
         self._lowerings: dict[tuple, tuple[tuple | None, Lowering] | tuple[StridedSliceError, None]] = {}
         self._bases: dict = {}  # (id(signature), dims) -> (signature, a record's shared fields, identity lowering)
+        self._flavors: dict = {}  # (id(attribute types), domain) -> (those types, the flavour they give)
 
     def signature(self, attr_types, domain: str, read, elem_of) -> Signature:
         """:class:`Signature` of a node: ``attr_types`` (attribute name -> AttributeProto type)
@@ -448,15 +495,25 @@ class Rewriter:
         (spec, runtime index inputs by field) or raises StridedSliceError (e.g. :func:`parse_node`
         with :attr:`parse_cache`); ``elem_of(input)`` is the element type of a runtime index input
         (derived, else declared; None if unknown)."""
-        flavor = self.flavor or flavor_of(attr_types, domain)
+        flavor = self.flavor
+        if flavor is None:  # (once per attributes object and domain: a representation may share them)
+            hit = self._flavors.get((id(attr_types), domain))
+            if hit is not None and hit[0] is attr_types:
+                flavor = hit[1]
+            else:
+                flavor = flavor_of(attr_types, domain)
+                self._flavors[(id(attr_types), domain)] = (attr_types, flavor)
         if flavor is None:
             return Signature(None, error=UNKNOWN_FLAVOR, error_kind="invalid")
         try:
             spec, runtime = read(flavor)
         except StridedSliceError as exc:
             return Signature(flavor, error=str(exc), error_kind=error_kind(exc))
-        return Signature(flavor, spec, runtime, {f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime
-                         else {})
+        sig = object.__new__(Signature)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+        sig.__dict__.update(flavor=flavor, spec=spec, runtime=runtime,
+                            index_types={f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime else {},
+                            error=None, error_kind=None)
+        return sig
 
     def _base(self, sig: Signature, dims) -> tuple[dict, bool]:
         """A record's fields that the signature and the input's dims decide (every field: a fresh
@@ -504,7 +561,7 @@ class Rewriter:
         if base["lowering"] is None:
             fields.update(index_types={}, index_names={}, replaced=[])  # each record its own containers
             return rec
-        conflict = declared_output_conflict(declared_output, base["output_shape"])
+        conflict = None if declared_output is None else declared_output_conflict(declared_output, base["output_shape"])
         if conflict and not is_graph_output:  # an intermediate declaration: untrusted, the plan's shape replaces it
             fields["warnings"].append(f"declared output shape {fmt_shape(declared_output)} contradicts the slice's "
                                       f"{fmt_shape(base['output_shape'])} ({conflict}); declared with the slice's")

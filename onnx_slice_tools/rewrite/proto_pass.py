@@ -37,34 +37,41 @@ from .core import input_warnings, output_fill, parse_node, remove_if_unused, unu
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
 
-#: the struct code of TensorProto INT32 / INT64 raw data (little-endian), its item size and the field
-#: of their typed values
-_INT_LAYOUTS = {6: ("i", 4, "int32_data"), 7: ("q", 8, "int64_data")}
-
 
 def _index_ints(t, field_name: str) -> tuple[int, ...]:
     """The ints of initializer ``t`` as :func:`core.index_values` gives them: a 1-D INT32/INT64
-    one (the usual begin/end/strides) read straight from its raw bytes or typed values; anything
-    else through onnx's ``numpy_helper.to_array`` (which also gives the errors of a malformed
-    tensor) and ``index_values`` (the errors of a wrong dtype or rank)."""
-    layout = _INT_LAYOUTS.get(t.data_type)
-    if layout is not None:
-        dims = t.dims  # (each read of a repeated field makes its container: read once)
-        # (no data_location check: the main graph's initializers hold no external data, see declines;
-        # one would hold no values here anyway, and go to numpy_helper below)
-        if len(dims) == 1 and not t.HasField("segment"):
-            code, size, typed = layout
-            n = dims[0]
-            raw = t.raw_data
-            if raw:
-                if len(raw) == n * size:
-                    return struct.unpack(f"<{n}{code}", raw)
-            else:
-                values = tuple(getattr(t, typed)[:])  # (a slice reads the values at once)
-                if len(values) == n:
-                    return values
+    one (the usual begin/end/strides) read straight from its raw bytes or typed values
+    (:func:`_inline_ints`); anything else through onnx's ``numpy_helper.to_array`` (which also
+    gives the errors of a malformed tensor) and ``index_values`` (the errors of a wrong dtype or
+    rank)."""
+    values = _inline_ints(t)
+    if values is not None:
+        return values
     from onnx import numpy_helper
     return index_values(numpy_helper.to_array(t), field_name)
+
+
+def _inline_ints(t) -> tuple[int, ...] | None:
+    """The ints of a 1-D INT32/INT64 tensor whose values are inline (raw little-endian bytes or
+    typed values) and as many as its dims say; None for any other tensor."""
+    data_type = t.data_type
+    if data_type == 6:
+        code, size = "i", 4
+    elif data_type == 7:
+        code, size = "q", 8
+    else:
+        return None
+    dims = t.dims  # (each read of a repeated field makes its container: read once)
+    # (no data_location check: the main graph's initializers hold no external data, see declines;
+    # one would hold no values here anyway, and go to numpy_helper)
+    if len(dims) != 1 or t.HasField("segment"):
+        return None
+    n = dims[0]
+    raw = t.raw_data
+    if raw:
+        return struct.unpack(f"<{n}{code}", raw) if len(raw) == n * size else None
+    values = tuple((t.int32_data if data_type == 6 else t.int64_data)[:])  # (a slice reads the values at once)
+    return values if len(values) == n else None
 
 
 _CONSTANT_FIELDS = frozenset({"value", "value_int", "value_ints"})
@@ -245,6 +252,20 @@ class _Graph:
             return t.data_type, tuple(t.dims), True
         return None, None, False
 
+    def index_initializers(self, names) -> dict:
+        """name -> ints (as :meth:`constant` gives them) of those of ``names`` that are 1-D
+        INT32/INT64 initializers with their values inline and no graph input (the usual
+        begin/end/strides), read in one loop; other names are left out."""
+        out: dict = {}
+        initializers, inputs = self.initializers, self.inputs
+        for name in names:
+            t = initializers.get(name)
+            if t is not None and name not in inputs and name not in out:
+                values = _inline_ints(t)
+                if values is not None:
+                    out[name] = values
+        return out
+
     def constant(self, name: str, field_name: str):
         """The constant ints of ``name`` or None for a runtime value (see rewrite._const_ints)."""
         if name in self.inputs:
@@ -410,7 +431,11 @@ class ProtoStridedSliceRewritePass:
     def _read_all(self, g: _Graph) -> list:
         # name -> ints: one initializer often feeds many nodes (the field only words an error,
         # and errors are not kept)
-        consts: dict = {}
+        node_ops, node_inputs, node_outputs = g.node_ops, g.node_inputs, g.node_outputs
+        # the usual begin/end/strides (1-D int32/int64 initializers) read in one pass, the rest
+        # as nodes ask for them
+        positions = [k for k, op in enumerate(node_ops) if op == "StridedSlice"]
+        consts: dict = g.index_initializers(itertools.chain.from_iterable([node_inputs[k][1:] for k in positions]))
         renamed: dict = {}  # identity rewrites so far: later nodes read the data instead
 
         def const_of(name, field_name):
@@ -419,6 +444,9 @@ class ProtoStridedSliceRewritePass:
                 hit = consts[name] = g.constant(name, field_name)
             return hit
 
+        def elem_of(v):  # a runtime index input's element type: derived, else declared
+            return self._elem(v) or g.declared(v)[0]
+
         # models repeat a few patterns on a few tensors thousands of times: what depends on the
         # index inputs and attributes, on the data, and on both is each worked out once
         signatures: dict = {}
@@ -426,10 +454,9 @@ class ProtoStridedSliceRewritePass:
         data: dict = {}
         plans = []
         graph_type, graphs_type = _GRAPH_TYPES
-        node_ops, node_inputs, node_outputs = g.node_ops, g.node_inputs, g.node_outputs
-        for k, node in enumerate(g.graph.node):
-            if node_ops[k] != "StridedSlice":
-                continue
+        nodes = g.graph.node
+        for k in positions:
+            node = nodes[k]
             outputs = node_outputs[k]
             if len(outputs) != 1 or not outputs[0]:
                 raise _Declined("a StridedSlice without exactly one output")
@@ -446,7 +473,8 @@ class ProtoStridedSliceRewritePass:
                 attrs = attributes.get(tail)
                 if attrs is None:
                     attrs = attributes[tail] = self._attributes(node)
-                sig = signatures[key] = self._signature(g, node, attrs, [name or None for name in inputs], const_of)
+                names = [name or None for name in inputs] if "" in inputs else list(inputs)
+                sig = signatures[key] = self._signature(node, attrs, names, const_of, elem_of)
             x = inputs[0] if inputs else ""
             about = data.get(x)
             if about is None:
@@ -463,14 +491,13 @@ class ProtoStridedSliceRewritePass:
         attrs = {a.name: _Attr(a.type, _attr_value(a)) for a in node.attribute}
         return attrs, {n: a.type for n, a in attrs.items()}
 
-    def _signature(self, g: _Graph, node, attributes: tuple[dict, dict], inputs: list, const_of):
+    def _signature(self, node, attributes: tuple[dict, dict], inputs: list, const_of, elem_of):
         """The core's :class:`core.Signature` of a node's index inputs, attributes (as
-        :meth:`_attributes` reads them) and domain."""
+        :meth:`_attributes` reads them) and domain; ``elem_of``: a runtime input's element type."""
         attrs, attr_types = attributes
-        return self._core.signature(
-            attr_types, node.domain,
-            lambda flavor: parse_node(inputs, attrs, flavor, const_of, self._dims, self._core.parse_cache),
-            lambda v: self._elem(v) or g.declared(v)[0])
+        dims, cache = self._dims, self._core.parse_cache
+        return self._core.signature(attr_types, node.domain,
+                                    lambda flavor: parse_node(inputs, attrs, flavor, const_of, dims, cache), elem_of)
 
     def _data(self, g: _Graph, x) -> tuple:
         """(derived dims, warnings, element type) of a sliced tensor."""
@@ -722,10 +749,12 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
-    get = pool.get
+    # (the pool's memo read first: a reference's (values, dtype, scalar) is the memo's key, values a
+    # tuple in every Step; a name is never empty)
+    get, named = pool.get, pool.cache.get
     previous: tuple = _DATA
     for k, (suffix, op_type, inputs, attrs) in enumerate(plan_steps):
-        refs = [get(r[1], r[2], r[3]) if r[0] == "const" else r for r in inputs]
+        refs = [(named(r[1:]) or get(r[1], r[2], r[3])) if r[0] == "const" else r for r in inputs]
         tail = None
         if refs and refs[0] == previous:
             tail = refs[1:]

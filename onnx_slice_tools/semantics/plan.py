@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Sequence, TypeVar, Union, overload
+from typing import Callable, Generic, NamedTuple, Sequence, TypeVar, Union, overload
 
 from ..errors import StridedSliceError
 from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
@@ -154,37 +154,50 @@ class Plan:
 
 # --------------------------------------------------------------------------- validation
 
-def _check_lengths(spec: SliceSpec) -> int:
-    begin, end, strides = spec.begin, spec.end, spec.strides
-    if begin is not None and end is not None and strides is not None and len(begin) == len(end) == len(strides):
-        n = len(strides)  # (the usual static spec: nothing to compare)
+def _check_lengths(flavor: str, lengths: tuple, runtime_length: int | None, ellipsis_mask: int,
+                   mask_lengths: tuple | None) -> int:
+    """n, or the flavour's error for the lengths of begin/end/strides (``lengths``: theirs, None for a
+    runtime field), the ellipsis mask and (OpenVINO) the mask lists' lengths."""
+    nb, ne, ns = lengths
+    if nb is not None and nb == ne == ns:
+        n = ns  # (the usual static spec: nothing to compare)
     else:
-        lengths = {name: len(v) for name, v in (("begin", begin), ("end", end), ("strides", strides))
-                   if v is not None}
-        n = spec.n
-        if len(set(lengths.values())) > 1:
-            got = ", ".join(f"{k} has {v}" for k, v in lengths.items())
+        given = {name: k for name, k in zip(("begin", "end", "strides"), lengths) if k is not None}
+        n = _n_of(lengths, runtime_length)
+        if len(set(given.values())) > 1:
+            got = ", ".join(f"{k} has {v}" for k, v in given.items())
             raise StridedSliceError(f"begin, end and strides must have the same length ({got})",
                                     field="strides")
-    if spec.flavor == TF:
+    if flavor == TF:
         if n >= 32:
             raise StridedSliceError(f"TensorFlow allows at most 31 indices (32-bit masks), got {n}",
                                     field="begin")
-        if spec.ellipsis_mask & (spec.ellipsis_mask - 1):
+        if ellipsis_mask & (ellipsis_mask - 1):
             raise StridedSliceError("multiple ellipses in slice spec not allowed (ellipsis_mask="
-                                    f"{spec.ellipsis_mask:#b})", field="ellipsis_mask")
+                                    f"{ellipsis_mask:#b})", field="ellipsis_mask")
     else:
-        mask_lengths = spec.mask_lengths or (n,) * 5
+        mask_lengths = mask_lengths or (n,) * 5
         ref = mask_lengths[0]
         for name, length in zip(MASK_NAMES, mask_lengths):
             if length and length != ref:
                 raise StridedSliceError(
                     f"OpenVINO requires every mask to be empty or as long as begin_mask ({ref}); "
                     f"{name} has {length} entries", field=name)
-        if bin(spec.ellipsis_mask).count("1") > 1:
+        if bin(ellipsis_mask).count("1") > 1:
             raise StridedSliceError("at most one ellipsis is allowed (ellipsis_mask has "
-                                    f"{bin(spec.ellipsis_mask).count('1')} ones)", field="ellipsis_mask")
+                                    f"{bin(ellipsis_mask).count('1')} ones)", field="ellipsis_mask")
     return n
+
+
+def _n_of(lengths: tuple, runtime_length: int | None) -> int:
+    """:attr:`SliceSpec.n` from the lengths of begin/end/strides (None for a runtime field)."""
+    nb, ne, ns = lengths
+    for k in (ns, nb, ne):
+        if k is not None:
+            return k
+    if runtime_length is None:
+        raise StridedSliceError("the length of begin/end/strides is unknown", field="strides")
+    return runtime_length
 
 
 # --------------------------------------------------------------------------- per-axis rules
@@ -243,13 +256,6 @@ def _whole_size(a: AxisPlan) -> Dim:
     return None
 
 
-def _plan_axis(spec: SliceSpec, i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
-    begin, end, strides = spec.begin, spec.end, spec.strides
-    return _axis_plan(spec.flavor, None if begin is None else begin[i], None if end is None else end[i],
-                      None if strides is None else strides[i],
-                      (spec.begin_mask >> i) & 1 == 1, (spec.end_mask >> i) & 1 == 1, i, axis, dim, shrink)
-
-
 @functools.lru_cache(maxsize=1 << 13, typed=True)
 def _axis_plan(flavor: str, begin: int | None, end: int | None, stride: int | None, bm: bool, em: bool,
                i: int, axis: int, dim: Dim, shrink: bool) -> AxisPlan:
@@ -303,16 +309,11 @@ def _out_axis(source: int, size: Dim) -> OutDim:
     return OutDim(AXIS, source, size)
 
 
-def _roles(spec: SliceSpec, n: int) -> tuple[tuple[str, ...], int, tuple[str, ...], int, int]:
-    """Each index's role (ellipsis/new/shrink/range), the ellipsis position (n when implicit),
-    the notes, and the number of real (shrink or range) indices before and after the ellipsis."""
-    return _roles_of((spec.begin_mask, spec.end_mask, spec.ellipsis_mask, spec.new_axis_mask,
-                      spec.shrink_axis_mask), n)
-
-
 @functools.lru_cache(maxsize=1 << 12, typed=True)
 def _roles_of(masks: tuple[int, ...], n: int) -> tuple[tuple[str, ...], int, tuple[str, ...], int, int]:
-    """:func:`_roles` from the masks (in MASK_NAMES order) and n, the only fields it reads: memoized."""
+    """Each index's role (ellipsis/new/shrink/range), the ellipsis position (n when implicit), the
+    notes, and the number of real (shrink or range) indices before and after the ellipsis, from the
+    masks (in MASK_NAMES order) and n, the only fields it reads: memoized."""
     mask = dict(zip(MASK_NAMES, masks))
     roles, notes = [], []
     ellipsis_at = n
@@ -354,19 +355,16 @@ def _shape_tuple(shape: tuple) -> tuple[Dim, ...]:
     return _dims_of(shape)
 
 
-def _openvino_scalar_shrink(spec: SliceSpec, roles: Sequence[str]) -> int | None:
+def _openvino_scalar_shrink(ellipsis_mask: int, new_axis_mask: int, n: int, roles: Sequence[str]) -> int | None:
     """OpenVINO accepts one shrink index on a scalar input when its rank check passes or is
     skipped: ``rank + (new_axis_mask bits, past len(begin) too) >= len(begin)``, skipped when
     ellipsis_mask has any bit (past len(begin) too).  Its slice plan then treats the
-    scalar as shape [1] (begin must be 0 or -1).  The shrink's position, or None when the
-    spec is rejected as usual."""
+    scalar as shape [1] (begin must be 0 or -1: :func:`_planned` checks the number).  The
+    shrink's position, or None when the spec is rejected as usual."""
     i = next(k for k, r in enumerate(roles) if r in ("shrink", "range"))
-    rank_check = not spec.ellipsis_mask  # any ellipsis bit, even past len(begin), skips it
-    if roles[i] != "shrink" or rank_check and bin(spec.new_axis_mask).count("1") < spec.n:
+    rank_check = not ellipsis_mask  # any ellipsis bit, even past len(begin), skips it
+    if roles[i] != "shrink" or rank_check and bin(new_axis_mask).count("1") < n:
         return None
-    if spec.begin is not None and not -1 <= spec.begin[i] < 1:
-        raise StridedSliceError(f"shrink index {spec.begin[i]} is out of range for the scalar input "
-                                "(OpenVINO reads it as shape [1])", index=i, field="begin")
     return i
 
 
@@ -375,6 +373,11 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
 
     Raises :class:`StridedSliceError` where the flavour's runtime rejects the spec.
     Dims may be ints, symbolic names (str) or None (unknown).
+
+    In two parts, always both: :func:`_frame` (what the flavour, the masks, the lengths and the
+    shape decide -- validation, roles, which input axis each index reads -- memoized, as a model
+    slices one tensor by many specs of one structure) and :func:`_planned` (the numbers of
+    begin/end/strides on that frame, axis by axis).
     """
     if spec.flavor == TFLITE:
         from .plan_tflite import tflite_as_tf
@@ -382,27 +385,66 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
         from dataclasses import replace
         plan = make_plan(tf_spec, shape)
         return replace(plan, source=spec, notes=tuple(notes) + plan.notes)
-    n = _check_lengths(spec)
     shape_t = None
     if shape is not None:
         try:
             shape_t = _shape_tuple(tuple(shape))
         except TypeError:  # (an unhashable dim: converted as it is)
             shape_t = _dims_of(shape)
-    roles, ellipsis_at, notes_t, real_before, real_after = _roles(spec, n)
+    begin, end, strides = spec.begin, spec.end, spec.strides
+    key = (spec.flavor, spec.begin_mask, spec.end_mask, spec.ellipsis_mask, spec.new_axis_mask,
+           spec.shrink_axis_mask, spec.mask_lengths,
+           (None if begin is None else len(begin), None if end is None else len(end),
+            None if strides is None else len(strides)), spec.runtime_length, shape_t)
+    try:
+        frame = _frame(*key)
+    except TypeError:  # (a dim that stays unhashable: the frame made without the memo)
+        frame = _frame.__wrapped__(*key)
+    return _planned(spec, frame)
+
+
+class _Frame(NamedTuple):
+    """What :func:`_frame` decides of a plan before any number of begin/end/strides."""
+
+    shape: tuple[Dim, ...] | None
+    notes: tuple[str, ...]
+    #: in the order the plan lists them: ``(_INDEXED, i, axis, dim, shrink, begin_masked,
+    #: end_masked, source)`` for the input axis spec index ``i`` reads (``source``: its position
+    #: among the plan's axes, its output's source when it is a range), ``(_WHOLE, AxisPlan, OutDim)``
+    #: for an axis the ellipsis keeps whole, ``(_OUTPUT, OutDim)`` for a new axis or the rest
+    slots: tuple
+    #: OpenVINO's shrink of a scalar input: the index whose begin must be 0 or -1
+    scalar_shrink: int | None
+    #: an output stands for the axes an ellipsis covers on an input of unknown rank
+    rest: bool
+
+
+_INDEXED, _WHOLE, _OUTPUT = 0, 1, 2
+
+
+@functools.lru_cache(maxsize=1 << 12, typed=True)
+def _frame(flavor: str, begin_mask: int, end_mask: int, ellipsis_mask: int, new_axis_mask: int,
+           shrink_axis_mask: int, mask_lengths: tuple | None, lengths: tuple, runtime_length: int | None,
+           shape_t: tuple[Dim, ...] | None) -> _Frame:
+    """Steps 1, 2 and the layout of steps 3 and 4 of the module doc, from the only fields of the
+    spec they read (``lengths``: of begin/end/strides, None for a runtime one) and the shape:
+    memoized.  A rejection raises and is not memoized."""
+    n = _check_lengths(flavor, lengths, runtime_length, ellipsis_mask, mask_lengths)
+    roles, ellipsis_at, notes_t, real_before, real_after = _roles_of(
+        (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask), n)
     notes = list(notes_t)
     rank = None if shape_t is None else len(shape_t)
 
     scalar_shrink = None
-    if spec.flavor == OPENVINO and rank == 0 and real_before + real_after == 1:
-        scalar_shrink = _openvino_scalar_shrink(spec, roles)
+    if flavor == OPENVINO and rank == 0 and real_before + real_after == 1:
+        scalar_shrink = _openvino_scalar_shrink(ellipsis_mask, new_axis_mask, n, roles)
         if scalar_shrink is not None:
             real_before = real_after = 0
             roles = roles[:scalar_shrink] + ("scalar",) + roles[scalar_shrink + 1:]
             notes.append(f"index {scalar_shrink}: OpenVINO reads a scalar input as shape [1] here, so the "
                          "shrink keeps the scalar (its rank check counts new_axis_mask bits past len(begin))")
     if rank is not None and real_before + real_after > rank:
-        if spec.flavor == TF:
+        if flavor == TF:
             if rank == 0:
                 reason = "attempting to slice scalar input"
             else:
@@ -422,8 +464,8 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
                 seen += 1
         raise StridedSliceError(reason, index=bad, field="begin")
 
-    axes: list[AxisPlan] = []
-    outputs: list[OutDim] = []
+    slots: list[tuple] = []
+    count = 0  # the plan's axes so far
     full = 0  # next input axis
     remaining_after = real_after
     # the ellipsis (explicit, else implicit at the end) keeps the axes no index names whole
@@ -440,22 +482,55 @@ def make_plan(spec: SliceSpec, shape: Sequence[Dim] | None) -> Plan:
             if after:
                 remaining_after -= 1
             full += 1
-            a = _plan_axis(spec, i, axis, dim, role == "shrink")
-            axes.append(a)
-            if role == "range":
-                outputs.append(_out_axis(len(axes) - 1, a.size))
+            slots.append((_INDEXED, i, axis, dim, role == "shrink", (begin_mask >> i) & 1 == 1,
+                          (end_mask >> i) & 1 == 1, count))
+            count += 1
         elif role == "new":
-            outputs.append(OutDim(NEW, None, 1, index=i))
+            slots.append((_OUTPUT, OutDim(NEW, None, 1, index=i)))
         elif role == "ellipsis":
             if shape_t is None or whole is None:  # unknown rank
-                outputs.append(OutDim(REST))
+                slots.append((_OUTPUT, OutDim(REST)))
                 continue
             for _ in range(whole):
-                axes.append(_whole_axis(full, shape_t[full]))
-                outputs.append(_out_axis(len(axes) - 1, shape_t[full]))
+                slots.append((_WHOLE, _whole_axis(full, shape_t[full]), _out_axis(count, shape_t[full])))
+                count += 1
                 full += 1
         # ("scalar": OpenVINO's shrink of a scalar input, which keeps it: no axis, no output)
-    return Plan(spec, shape_t, tuple(axes), tuple(outputs), tuple(notes))
+    return _Frame(shape_t, tuple(notes), tuple(slots), scalar_shrink,
+                  any(s[0] == _OUTPUT and s[1].kind == REST for s in slots))
+
+
+def _planned(spec: SliceSpec, frame: _Frame) -> Plan:
+    """The plan of ``spec`` on its :func:`_frame`: each indexed axis from its numbers."""
+    begin, end, strides = spec.begin, spec.end, spec.strides
+    i = frame.scalar_shrink
+    if i is not None and begin is not None and not -1 <= begin[i] < 1:
+        raise StridedSliceError(f"shrink index {begin[i]} is out of range for the scalar input "
+                                "(OpenVINO reads it as shape [1])", index=i, field="begin")
+    flavor = spec.flavor
+    axes: list[AxisPlan] = []
+    outputs: list[OutDim] = []
+    for slot in frame.slots:
+        kind = slot[0]
+        if kind == _INDEXED:
+            _, i, axis, dim, shrink, bm, em, source = slot
+            a = _axis_plan(flavor, None if begin is None else begin[i], None if end is None else end[i],
+                           None if strides is None else strides[i], bm, em, i, axis, dim, shrink)
+            axes.append(a)
+            if not shrink:
+                outputs.append(_out_axis(source, a.size))
+        elif kind == _WHOLE:
+            axes.append(slot[1])
+            outputs.append(slot[2])
+        else:
+            outputs.append(slot[1])
+    plan = object.__new__(Plan)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+    fields = plan.__dict__
+    fields.update(spec=spec, input_shape=frame.shape, axes=tuple(axes), outputs=tuple(outputs), notes=frame.notes,
+                  source=None)
+    if not frame.rest:  # (what Plan.output_shape computes, from the sizes at hand)
+        fields["output_shape"] = tuple([o.size for o in outputs])
+    return plan
 
 
 def shape_conflict(shape: Sequence[Dim] | None, other: Sequence[Dim] | None,

@@ -19,6 +19,7 @@ Parsers:
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -102,6 +103,9 @@ class SliceSpec:
         return index_notation(self, name)
 
 
+#: a spec's fields with their defaults (SpecMaker sets them all at once)
+_SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SliceSpec) if f.default is not dataclasses.MISSING}
+
 _PLAIN_INT = frozenset({int})  # (not bool, not a numpy integer)
 
 
@@ -137,20 +141,8 @@ def from_tf(begin, end, strides=None, *, begin_mask: int = 0, end_mask: int = 0,
             ellipsis_mask: int = 0, new_axis_mask: int = 0, shrink_axis_mask: int = 0,
             runtime_length: int | None = None) -> SliceSpec:
     """A TensorFlow-flavour spec.  ``begin``/``end``/``strides`` may be None for runtime values."""
-    b = None if begin is None else _int_tuple(begin, "begin")
-    e = None if end is None else _int_tuple(end, "end")
-    if strides is None and runtime_length is None:
-        ref = b if b is not None else e
-        s = None if ref is None else (1,) * len(ref)
-    else:
-        s = None if strides is None else _int_tuple(strides, "strides")
-    return SliceSpec(TF, b, e, s,
-                     begin_mask=_tf_mask(begin_mask, "begin_mask"),
-                     end_mask=_tf_mask(end_mask, "end_mask"),
-                     ellipsis_mask=_tf_mask(ellipsis_mask, "ellipsis_mask"),
-                     new_axis_mask=_tf_mask(new_axis_mask, "new_axis_mask"),
-                     shrink_axis_mask=_tf_mask(shrink_axis_mask, "shrink_axis_mask"),
-                     runtime_length=runtime_length)
+    return SpecMaker(TF, (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)).make(
+        begin, end, strides, runtime_length)
 
 
 def from_tflite(begin, end, strides=None, *, begin_mask: int = 0, end_mask: int = 0,
@@ -159,20 +151,73 @@ def from_tflite(begin, end, strides=None, *, begin_mask: int = 0, end_mask: int 
     """A TFLite STRIDED_SLICE spec: TF-style int32 bit fields plus ``offset``.
 
     TFLite's begin/end/strides tensors are int32, so values outside int32 are rejected."""
-    from dataclasses import replace
-    if isinstance(offset, bool) or offset in (0, 1):
-        offset = bool(offset)
-    else:
+    return SpecMaker(TFLITE, (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask), offset).make(
+        begin, end, strides, runtime_length)
+
+
+class SpecMaker:
+    """One parser (:func:`from_tf`, :func:`from_tflite`, :func:`from_openvino`) in two parts:
+    the masks (and TFLite's offset), read when the maker is made, and :meth:`make`, the numbers.
+    Every parse goes through both; a caller that reads many begin/end/strides with the same
+    masks (a model's StridedSlice nodes) keeps one maker for them (rewrite/core.py).
+
+    ``masks``: the five masks in MASK_NAMES order as the parser takes them (TF/TFLite ints,
+    OpenVINO 0/1 sequences or IR strings).  An invalid mask or offset is not raised here:
+    :meth:`make` raises it where the parser checks it (OpenVINO's masks and TFLite's offset
+    before the numbers, TF's masks after them)."""
+
+    def __init__(self, flavor: str, masks: tuple, offset=False):
+        self.flavor, self.masks, self.offset = flavor, masks, offset
+        try:
+            self.fields: dict | None = self._fields()  # the spec's fields but the numbers
+        except StridedSliceError:
+            self.fields = None
+
+    def _fields(self) -> dict:
+        """The spec's fields the masks (and offset) give, or the parser's error for them."""
+        masks, flavor = self.masks, self.flavor
+        if flavor == OPENVINO:
+            lists = [parse_openvino_mask(m, name) for m, name in zip(masks, MASK_NAMES)]
+            fields = {name: _bits(values) for name, values in zip(MASK_NAMES, lists)}
+            return dict(_SPEC_DEFAULTS, flavor=OPENVINO, **fields, mask_lengths=tuple(len(v) for v in lists))
+        offset = self._checked_offset() if flavor == TFLITE else False
+        fields = {name: _tf_mask(m, name) for m, name in zip(masks, MASK_NAMES)}
+        return dict(_SPEC_DEFAULTS, flavor=flavor, **fields, offset=offset)
+
+    def _checked_offset(self) -> bool:
+        offset = self.offset
+        if isinstance(offset, bool) or offset in (0, 1):
+            return bool(offset)
         raise StridedSliceError(f"offset must be a boolean (0 or 1), got {offset!r}", field="offset")
-    spec = from_tf(begin, end, strides, begin_mask=begin_mask, end_mask=end_mask,
-                   ellipsis_mask=ellipsis_mask, new_axis_mask=new_axis_mask,
-                   shrink_axis_mask=shrink_axis_mask, runtime_length=runtime_length)
-    for name in ("begin", "end", "strides"):
-        for i, v in enumerate(getattr(spec, name) or ()):
-            if not _INT32_MIN <= v <= _INT32_MAX:
-                raise StridedSliceError(f"value {v} does not fit TFLite's int32 {name} tensor",
-                                        index=i, field=name)
-    return replace(spec, flavor=TFLITE, offset=offset)
+
+    def make(self, begin, end, strides=None, runtime_length: int | None = None) -> SliceSpec:
+        """The spec of these begin/end/strides (None for runtime values) under the maker's masks."""
+        fields, flavor = self.fields, self.flavor
+        if fields is None and flavor != TF:  # (raises: OpenVINO's masks, TFLite's offset, checked first)
+            self._checked_offset() if flavor == TFLITE else self._fields()
+        numbers = begin + end + strides if begin.__class__ is end.__class__ is strides.__class__ is tuple else None
+        if numbers is not None and set(map(type, numbers)) <= _PLAIN_INT \
+                and (not numbers or _INT64_MIN <= min(numbers) and max(numbers) <= _INT64_MAX):
+            b, e, s = begin, end, strides  # (the usual static spec, as _int_tuple gives it: checked at once)
+        else:
+            b = None if begin is None else _int_tuple(begin, "begin")
+            e = None if end is None else _int_tuple(end, "end")
+            if strides is None and runtime_length is None:
+                ref = b if b is not None else e
+                s = None if ref is None else (1,) * len(ref)  # (OpenVINO: the optional 4th input defaults to ones)
+            else:
+                s = None if strides is None else _int_tuple(strides, "strides")
+        if fields is None:
+            fields = self._fields()  # (raises: TF's masks, checked after the numbers)
+        if flavor == TFLITE:
+            for name, values in (("begin", b), ("end", e), ("strides", s)):
+                for i, v in enumerate(values or ()):
+                    if not _INT32_MIN <= v <= _INT32_MAX:
+                        raise StridedSliceError(f"value {v} does not fit TFLite's int32 {name} tensor",
+                                                index=i, field=name)
+        spec = object.__new__(SliceSpec)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
+        spec.__dict__.update(fields, begin=b, end=e, strides=s, runtime_length=runtime_length)
+        return spec
 
 
 def parse_openvino_mask(value, name: str = "mask") -> tuple[int, ...]:
@@ -213,26 +258,8 @@ def _bits(values: Iterable[int]) -> int:
 def from_openvino(begin, end, strides=None, *, begin_mask=(), end_mask=(), new_axis_mask=(),
                   shrink_axis_mask=(), ellipsis_mask=(), runtime_length: int | None = None) -> SliceSpec:
     """An OpenVINO StridedSlice-1 spec; masks are 0/1 sequences or IR strings."""
-    masks = {
-        "begin_mask": parse_openvino_mask(begin_mask, "begin_mask"),
-        "end_mask": parse_openvino_mask(end_mask, "end_mask"),
-        "ellipsis_mask": parse_openvino_mask(ellipsis_mask, "ellipsis_mask"),
-        "new_axis_mask": parse_openvino_mask(new_axis_mask, "new_axis_mask"),
-        "shrink_axis_mask": parse_openvino_mask(shrink_axis_mask, "shrink_axis_mask"),
-    }
-    b = None if begin is None else _int_tuple(begin, "begin")
-    e = None if end is None else _int_tuple(end, "end")
-    if strides is None and runtime_length is None:
-        ref = b if b is not None else e
-        s = None if ref is None else (1,) * len(ref)  # the optional 4th input defaults to ones
-    else:
-        s = None if strides is None else _int_tuple(strides, "strides")
-    return SliceSpec(OPENVINO, b, e, s,
-                     begin_mask=_bits(masks["begin_mask"]), end_mask=_bits(masks["end_mask"]),
-                     ellipsis_mask=_bits(masks["ellipsis_mask"]), new_axis_mask=_bits(masks["new_axis_mask"]),
-                     shrink_axis_mask=_bits(masks["shrink_axis_mask"]),
-                     mask_lengths=tuple(len(masks[k]) for k in MASK_NAMES),
-                     runtime_length=runtime_length)
+    return SpecMaker(OPENVINO, (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)).make(
+        begin, end, strides, runtime_length)
 
 
 def convert_flavor(spec: SliceSpec, flavor: str) -> SliceSpec:
