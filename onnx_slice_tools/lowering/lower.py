@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, TypeGuard
 
 from ..semantics.plan import ALL, INDEX, NEW, REST, AxisPlan, Dim, Plan
-from ..semantics.spec import TF, TFLITE
+from ..semantics.spec import TF, TFLITE, made_at_once
 from .targets import get_target
 
 if TYPE_CHECKING:
@@ -187,9 +187,7 @@ def _slice_op(args: list[tuple]) -> Op | None:
         if order != sorted(order):
             args = sorted(args, key=_axis_order)  # (a plan lists its axes in this order already)
     axes, starts, ends, steps = zip(*args)
-    op = object.__new__(Op)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
-    op.__dict__.update(op_type=SLICE, axes=axes, starts=starts, ends=ends, steps=steps, shape=())
-    return op
+    return made_at_once(Op, op_type=SLICE, axes=axes, starts=starts, ends=ends, steps=steps, shape=())
 
 
 def _layout(plan: Plan) -> tuple[list[int], list[int]]:
@@ -304,9 +302,8 @@ def lower(plan: Plan, opset: int = 13, index_types: dict | None = None, target=N
             ops.append(Op(UNSQUEEZE, axes=tuple(unsqueeze)))
     if not ops:
         ops.append(Op(IDENTITY))
-    lowering = object.__new__(Lowering)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
-    lowering.__dict__.update(plan=plan, ops=tuple(ops), notes=tuple(notes), index_dtype="int64", target="onnxruntime")
-    return lowering
+    return made_at_once(Lowering, plan=plan, ops=tuple(ops), notes=tuple(notes), index_dtype="int64",
+                        target="onnxruntime")
 
 
 # --------------------------------------------------------------------------- emission

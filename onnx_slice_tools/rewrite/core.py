@@ -27,7 +27,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 from ..errors import StridedSliceError
 from ..lowering.lower import Lowering, lower
 from ..semantics.plan import declared_conflict, make_plan, shape_conflict
-from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, SpecMaker, check_flavor
+from ..semantics.spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, SpecMaker, check_flavor, made_at_once
 
 TF_DOMAIN = "ai.onnx.converters.tensorflow"
 OPENVINO_DOMAINS = ("org.openvinotoolkit",)
@@ -509,11 +509,9 @@ class Rewriter:
             spec, runtime = read(flavor)
         except StridedSliceError as exc:
             return Signature(flavor, error=str(exc), error_kind=error_kind(exc))
-        sig = object.__new__(Signature)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
-        sig.__dict__.update(flavor=flavor, spec=spec, runtime=runtime,
+        return made_at_once(Signature, flavor=flavor, spec=spec, runtime=runtime,
                             index_types={f: index_type(elem_of(v)) for f, v in runtime.items()} if runtime else {},
                             error=None, error_kind=None)
-        return sig
 
     def _base(self, sig: Signature, dims) -> tuple[dict, bool]:
         """A record's fields that the signature and the input's dims decide (every field: a fresh

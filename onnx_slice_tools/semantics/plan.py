@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Generic, NamedTuple, Sequence, TypeVar, Union, overload
 
 from ..errors import StridedSliceError
-from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec
+from .spec import MASK_NAMES, OPENVINO, TF, TFLITE, SliceSpec, made_at_once
 
 Dim = Union[int, str, None]  # known size, symbolic name, or unknown
 
@@ -524,12 +524,10 @@ def _planned(spec: SliceSpec, frame: _Frame) -> Plan:
             outputs.append(slot[2])
         else:
             outputs.append(slot[1])
-    plan = object.__new__(Plan)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
-    fields = plan.__dict__
-    fields.update(spec=spec, input_shape=frame.shape, axes=tuple(axes), outputs=tuple(outputs), notes=frame.notes,
-                  source=None)
+    plan = made_at_once(Plan, spec=spec, input_shape=frame.shape, axes=tuple(axes), outputs=tuple(outputs),
+                        notes=frame.notes, source=None)
     if not frame.rest:  # (what Plan.output_shape computes, from the sizes at hand)
-        fields["output_shape"] = tuple([o.size for o in outputs])
+        plan.__dict__["output_shape"] = tuple([o.size for o in outputs])
     return plan
 
 

@@ -37,6 +37,18 @@ _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
+def made_at_once(cls, base=(), /, **fields):
+    """An instance of the frozen dataclass ``cls`` with every field set at once: those of
+    ``base`` (a mapping), then ``fields``.  Its ``__init__`` sets them one by one through
+    ``object.__setattr__``, which the constructors called once per node of a large model (a
+    spec, a plan, an op, a lowering, a signature) feel.  Together they must name every field,
+    and ``cls`` must have no ``__post_init__`` (it is not run): tests/semantics/
+    test_made_at_once.py checks both for each class made this way."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(base, **fields)
+    return obj
+
+
 def _in_int64(values: tuple[int, ...], field: str) -> tuple[int, ...]:
     """``values``, or a StridedSliceError naming the first that no int64 tensor can hold (every
     runtime reads begin/end/strides as int32 or int64)."""
@@ -215,9 +227,7 @@ class SpecMaker:
                     if not _INT32_MIN <= v <= _INT32_MAX:
                         raise StridedSliceError(f"value {v} does not fit TFLite's int32 {name} tensor",
                                                 index=i, field=name)
-        spec = object.__new__(SliceSpec)  # (the fields at once: a frozen dataclass's __init__ sets them one by one)
-        spec.__dict__.update(fields, begin=b, end=e, strides=s, runtime_length=runtime_length)
-        return spec
+        return made_at_once(SliceSpec, fields, begin=b, end=e, strides=s, runtime_length=runtime_length)
 
 
 def parse_openvino_mask(value, name: str = "mask") -> tuple[int, ...]:
