@@ -83,15 +83,27 @@ def test_hostile_structure_same_verdict_and_message(name):
 _SOURCES = [m.read_bytes() for m in MODELS] + [SAMPLES["synthetic_if"].SerializeToString()]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=st.integers(0, len(_SOURCES) - 1), kind=st.sampled_from(stress.KINDS),
-       pos=st.integers(0, 1 << 30), value=st.integers(0, 255), count=st.sampled_from([1, 2, 8]))
-def test_byte_mutants_same_verdict_and_message(model, kind, pos, value, count):
+def _mutant(model: int, kind, pos: int, value: int, count: int):
+    """The byte mutant's bytes and model, or None when the bytes do not parse (then they are not
+    validate_model's input)."""
     data = stress.mutate(_SOURCES[model], kind, pos, value, count)
     try:
-        proto = onnx.ModelProto.FromString(data)
-    except Exception:  # not parsable: not validate_model's input
+        return data, onnx.ModelProto.FromString(data)
+    except Exception:
+        return None
+
+
+#: byte mutants of the sample models (stress.mutate): (bytes, model), or None when unparsable
+_MUTANTS = st.builds(_mutant, st.integers(0, len(_SOURCES) - 1), st.sampled_from(stress.KINDS),
+                     st.integers(0, 1 << 30), st.integers(0, 255), st.sampled_from([1, 2, 8]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutant=_MUTANTS)
+def test_byte_mutants_same_verdict_and_message(mutant):
+    if mutant is None:
         return
+    data, proto = mutant
     _assert_same(proto, data)  # the bytes as read
     _assert_same(proto)  # the proto alone (serialized by validate_model)
 
@@ -429,14 +441,11 @@ def test_hostile_structure_with_initializers_in_bulk(bulk, name):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
-@given(model=st.integers(0, len(_SOURCES) - 1), kind=st.sampled_from(stress.KINDS),
-       pos=st.integers(0, 1 << 30), value=st.integers(0, 255), count=st.sampled_from([1, 2, 8]))
-def test_byte_mutants_with_initializers_in_bulk(bulk, model, kind, pos, value, count):
-    data = stress.mutate(_SOURCES[model], kind, pos, value, count)
-    try:
-        proto = onnx.ModelProto.FromString(data)
-    except Exception:
+@given(mutant=_MUTANTS)
+def test_byte_mutants_with_initializers_in_bulk(bulk, mutant):
+    if mutant is None:
         return
+    data, proto = mutant
     _assert_same(proto, data)
     _assert_same(proto)
 
@@ -580,14 +589,11 @@ def test_a_graph_attribute_of_no_graph_is_a_holder_in_the_table():
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=st.integers(0, len(_SOURCES) - 1), kind=st.sampled_from(stress.KINDS),
-       pos=st.integers(0, 1 << 30), value=st.integers(0, 255), count=st.sampled_from([1, 2, 8]))
-def test_byte_mutants_node_table_is_the_protos(model, kind, pos, value, count):
-    data = stress.mutate(_SOURCES[model], kind, pos, value, count)
-    try:
-        proto = onnx.ModelProto.FromString(data)
-    except Exception:
+@given(mutant=_MUTANTS)
+def test_byte_mutants_node_table_is_the_protos(mutant):
+    if mutant is None:
         return
+    data, proto = mutant
     for given_bytes in (data, None):
         table = _table_of(proto, given_bytes)
         if table is not None:
