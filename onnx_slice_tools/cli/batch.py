@@ -166,9 +166,9 @@ def convert_one(src: str, dst: str, options: dict, protect=(), *, journal: str |
     ``options`` are :func:`api.convert` keyword arguments; ``protect``: input files (FileId)
     never to write over; ``journal``: the batch's journal file, which gets the output's
     landing line (:class:`Journal`).  The worker process is the command line's: its garbage
-    collector is paused while it converts and saves (:func:`.startup.gc_paused`)."""
-    from .startup import gc_paused
-    with gc_paused():
+    collector is paused while it converts and saves (:func:`..graphs.allocation.paused_gc`)."""
+    from ..graphs.allocation import paused_gc
+    with paused_gc():
         return _convert_one(src, dst, options, protect, journal)
 
 

@@ -971,7 +971,8 @@ def main(argv=None, *, process_ends: bool = False) -> int:
     the garbage collector paused while the command runs.  ``process_ends``: the process ends
     right after, without teardown (:func:`run`)."""
     global _QUIET
-    from .startup import gc_paused, install_lazy_sympy
+    from ..graphs.allocation import paused_gc
+    from .startup import install_lazy_sympy
     install_lazy_sympy()
     args = build_parser().parse_args(argv)
     if process_ends and args.command in _ONE_MODEL:
@@ -985,7 +986,7 @@ def main(argv=None, *, process_ends: bool = False) -> int:
     where = getattr(args, "input", None) or getattr(args, "model", None) or getattr(args, "input_dir", None)
     _QUIET = _Quiet()
     with _QUIET:
-        with gc_paused():
+        with paused_gc():
             code, message = _run(args, where)
         if message is not None:
             print(one_line(message), file=sys.stderr)

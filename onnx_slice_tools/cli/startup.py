@@ -2,10 +2,10 @@
 ``onnx_slice_tools`` or calling ``convert`` leaves ``sys.modules`` and the garbage collector
 alone).
 
-:func:`gc_paused`: Python's cyclic garbage collector paused while a command converts.  onnx-ir
-builds millions of objects for a big model and each full collection rescans them all, which
-makes the cost superlinear; the replaced nodes' reference cycles wait for
-the collection that follows re-enabling.
+:func:`..graphs.allocation.paused_gc` (the package's one pause of the collector) is what the
+command line holds while a command converts: onnx-ir builds millions of objects for a big model
+and each full collection rescans them all, which makes the cost superlinear; the replaced nodes'
+reference cycles wait for the collection that follows re-enabling.
 
 :func:`one_blas_thread`: numpy's OpenBLAS asked for one thread (none of its routines is used).
 
@@ -25,8 +25,6 @@ unexpected leaves the imports as they are.  The upstream fix is described in doc
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import importlib
 import importlib.util
 import os
@@ -66,19 +64,6 @@ class _Forwarding(_Deferred):
 
     def __getattr__(self, attr: str):
         return getattr(self.__dict__["_real"], attr)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """The cyclic garbage collector paused inside the block (re-enabled after, if it was on)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 #: the environment variable OpenBLAS (numpy's BLAS) reads its thread count from at load time
