@@ -33,7 +33,7 @@ from .budget import Budget
 from .checks import PASSED, detail, failed, kind, passed, skipped
 from .exact import exact_outputs, same_bits as same_slice  # noqa: F401 - re-exported
 from .feeds import random_feeds, run_taps
-from .records import Reference, expected_all, in_place
+from .records import Reference, in_place
 from .segments import parted_session
 from .sizing import (
     BASE,
@@ -756,16 +756,21 @@ def _make_session(model):
 
 
 def _defer_all(records: list, got: dict, marks: dict, expected: dict) -> None:
-    """The deferred rewrites ``records`` on this run's tensors, together (records.expected_all):
-    each one's reference output goes to ``expected`` (output name -> Reference) and its mark is
-    AWAITING, or its mark is the status that settles it without a comparison -- what
-    :func:`_check_if_reached` does for one."""
-    for r, (settled, reference) in zip(records, expected_all(records, got)):
-        if settled is None:
-            expected[r.output] = reference
-            marks[id(r)] = AWAITING
-        else:
-            marks[id(r)] = settled
+    """:func:`_defer` each of the deferred rewrites ``records`` on this run's tensors."""
+    for r in records:
+        _defer(r, got, marks, expected)
+
+
+def _defer(r, got: dict, marks: dict, expected: dict) -> None:
+    """A deferred rewrite (``taps.deferred``) on this run's tensors: its reference output goes to
+    ``expected`` (output name -> Reference) and its mark is AWAITING, or its mark is the status
+    that settles it without a comparison."""
+    settled, reference, _ = r.expected(got)
+    if settled is None:
+        expected[r.output] = reference
+        marks[id(r)] = AWAITING
+    else:
+        marks[id(r)] = settled
 
 
 def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
@@ -773,10 +778,7 @@ def _check_if_reached(r, got: dict, taps, marks: dict, expected: dict) -> bool:
     A deferred rewrite (``taps.deferred``) is not compared here: its reference output goes to
     ``expected`` (output name -> array) and its mark is AWAITING."""
     if id(r) in taps.deferred:  # a main-graph rewrite: its tensors are fetched under their own names
-        settled, reference, _ = r.expected(got)
-        if settled is None:
-            expected[r.output] = reference
-        marks[id(r)] = AWAITING if settled is None else settled
+        _defer(r, got, marks, expected)
         return True
     if id(r) in taps.branch:
         cond, then = taps.branch[id(r)]

@@ -253,27 +253,6 @@ class UpdateTaps:
         return update_checks.judge(self.record, got[self.output], value, where())
 
 
-def expected_all(adapters: list, got: dict) -> list:
-    """``(settled, reference)`` of each of ``adapters`` on one run's tensors ``got``: what each
-    one's ``expected(got)`` gives (its first two items), made in one pass over them -- the
-    rewrites the in-place run leaves to the as-shipped run, often thousands of slices reading a
-    few tensors.  A StridedSlice's reference is still its canonical plan at the concrete shape
-    of the tensor that reached it (:func:`_reference_plan`, the run's :class:`Plans`), applied
-    when compared (:class:`SliceReference`); only the per-call layers go.  Another op answers
-    through its own ``expected``."""
-    out: list = []
-    append = out.append
-    for a in adapters:
-        if a.__class__ is not SliceTaps:
-            append(a.expected(got)[:2])
-            continue
-        record, plans = a.record, a.plans
-        settled, plan, _ = _reference_plan(record, got, plans.plan)
-        append((settled, None) if settled is not None else
-               (None, SliceReference(plan, got[record.data_name], plans.index(plan))))
-    return out
-
-
 #: op type of a record -> its adapter (made with the run's shared :class:`Plans`)
 REGISTRY: dict[str, Callable[..., InPlace]] = {
     "StridedSlice": SliceTaps, "Slice": SliceTaps, "Gather": SliceTaps,

@@ -158,7 +158,7 @@ def test_the_summary_line_says_which_checks_the_as_shipped_run_settled(tmp_path,
 
 def test_a_planted_wrong_reference_among_many_deferred_is_caught_and_named(monkeypatch):
     """Thirty distinct slices, every one left to the as-shipped run (their references made
-    together, records.expected_all): one whose reference disagrees with what the saved model
+    one pass, inplace._defer_all): one whose reference disagrees with what the saved model
     computes fails, by name, and only it; its per-rewrite check is not settled by that run
     (settled_checks.settle_checks hands it back, and it runs)."""
     from onnx_slice_tools.semantics.spec import from_index_expr
