@@ -17,6 +17,14 @@ class NameAllocator:
         self._next: dict[str, int] = {}
 
     @classmethod
+    def holding(cls, taken: set[str]) -> "NameAllocator":
+        """An allocator that takes the caller's own set ``taken`` over (the constructor copies
+        what it is given: a set of every name of a large model is not copied again)."""
+        names = cls()
+        names.taken = taken
+        return names
+
+    @classmethod
     def for_model(cls, model) -> "NameAllocator":
         """An allocator that knows every name of an onnx_ir model (all graphs and functions)."""
         import onnx_ir as ir
@@ -34,7 +42,7 @@ class NameAllocator:
                 values.extend(v for v in node.inputs if v is not None)
                 values.extend(node.outputs)
         taken.update(v.name for v in values if v is not None and v.name)
-        return cls(taken)
+        return cls.holding(taken)
 
     def fresh(self, base: str) -> str:
         if base not in self.taken:

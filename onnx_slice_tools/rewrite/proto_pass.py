@@ -372,9 +372,7 @@ def model_names(proto, holders: list | None = None, reads=None, writes=None, dec
             taken.update(node.input)
             taken.update(node.output)
     taken.discard("")
-    names = NameAllocator()
-    names.taken = taken  # (a set of this call's own: handed over, not copied)
-    return names
+    return NameAllocator.holding(taken)
 
 
 class _Plan(NamedTuple):
