@@ -183,9 +183,10 @@ def _slice_op(args: list[tuple]) -> Op | None:
     if not args:
         return None
     if len(args) > 1:
-        order = [_axis_order(a) for a in args]
-        if order != sorted(order):
-            args = sorted(args, key=_axis_order)  # (a plan lists its axes in this order already)
+        order = [a[0] for a in args]
+        # (a plan lists its axes in this order already: ascending, all known or all from the end)
+        if order != sorted(order) or order[0] < 0 <= order[-1]:
+            args = sorted(args, key=_axis_order)
     axes, starts, ends, steps = zip(*args)
     return made_at_once(Op, op_type=SLICE, axes=axes, starts=starts, ends=ends, steps=steps, shape=())
 
@@ -397,18 +398,18 @@ class ConstantPool:
         self.prefix = prefix
         self.use_nodes = use_nodes
         self.names = names if names is not None else NameAllocator()  # shared with emit()
-        self.cache: dict[tuple, object] = {}
+        self.cache: dict[tuple, object] = {}  # a Step's reference ("const", values, dtype, scalar) -> value
         self.count = 0
         self.nodes: list = []  # Constant nodes created (functions only)
 
     def get(self, values: tuple[int, ...], dtype: str = "int64", scalar: bool = False):
-        key = (tuple(values), dtype, scalar)
+        key = ("const", tuple(values), dtype, scalar)
         hit = self.cache.get(key)
         if hit is not None:
             return hit
         name = self.names.fresh(f"{self.prefix}c{self.count}")
         self.count += 1
-        value = self.cache[key] = self._make(name, key[0], dtype, scalar)
+        value = self.cache[key] = self._make(name, key[1], dtype, scalar)
         return value
 
     def _make(self, name: str, values: tuple[int, ...], dtype: str, scalar: bool):

@@ -747,12 +747,12 @@ def _template(plan_steps, pool: ProtoConstantPool) -> list:
     ``tail``: the constant names after the first input when that is the previous step's output
     (the data for the first step) and every other input a constant, else None."""
     out = []
-    # (the pool's memo read first: a reference's (values, dtype, scalar) is the memo's key, values a
-    # tuple in every Step; a name is never empty)
+    # (the pool's memo read first: a constant reference is the memo's key, values a tuple in every
+    # Step; a name is never empty)
     get, named = pool.get, pool.cache.get
     previous: tuple = _DATA
     for k, (suffix, op_type, inputs, attrs) in enumerate(plan_steps):
-        refs = [(named(r[1:]) or get(r[1], r[2], r[3])) if r[0] == "const" else r for r in inputs]
+        refs = [(named(r) or get(r[1], r[2], r[3])) if r[0] == "const" else r for r in inputs]
         tail = None
         if refs and refs[0] == previous:
             tail = refs[1:]

@@ -286,11 +286,11 @@ def _axis_plan(flavor: str, begin: int | None, end: int | None, stride: int | No
 
     if stride is not None and stride == 0:
         raise StridedSliceError("must be non-zero", index=i, field="strides")
-    a = AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em)
     if isinstance(dim, int) and stride is not None and (begin is not None or bm) and (end is not None or em):
         rule = tf_range if flavor == TF else openvino_range
         start, size = rule(begin or 0, end or 0, stride, bm, em, dim)
         return AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em, start=start, size=size)
+    a = AxisPlan(axis, RANGE, i, dim, begin, end, stride, bm, em)
     from dataclasses import replace
     return replace(a, size=_whole_size(a))
 

@@ -45,8 +45,11 @@ def made_at_once(cls, base=(), /, **fields):
     and ``cls`` must have no ``__post_init__`` (it is not run): tests/semantics/
     test_made_at_once.py checks both for each class made this way."""
     obj = object.__new__(cls)
-    obj.__dict__.update(base, **fields)
+    _set_attribute(obj, "__dict__", {**base, **fields} if base else fields)  # (``fields`` is this call's own dict)
     return obj
+
+
+_set_attribute = object.__setattr__  # (a frozen dataclass's own __setattr__ refuses)
 
 
 def _in_int64(values: tuple[int, ...], field: str) -> tuple[int, ...]:
