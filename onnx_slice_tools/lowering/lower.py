@@ -183,10 +183,9 @@ def _slice_op(args: list[tuple]) -> Op | None:
     if not args:
         return None
     if len(args) > 1:
-        order = [a[0] for a in args]
-        # (a plan lists its axes in this order already: ascending, all known or all from the end)
-        if order != sorted(order) or order[0] < 0 <= order[-1]:
-            args = sorted(args, key=_axis_order)
+        order = [_axis_order(a) for a in args]
+        if order != sorted(order):
+            args = sorted(args, key=_axis_order)  # (a plan lists its axes in this order already)
     axes, starts, ends, steps = zip(*args)
     return made_at_once(Op, op_type=SLICE, axes=axes, starts=starts, ends=ends, steps=steps, shape=())
 
